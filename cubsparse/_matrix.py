@@ -1,0 +1,577 @@
+"""The public block-sparse matrix type."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import _dtypes
+from ._index import Structure
+
+_BACKENDS = ("cpu", "cuda")
+
+
+# -- array-module helpers ----------------------------------------------------------------
+def backend_of(array) -> str | None:
+    """``"cpu"`` for a NumPy array, ``"cuda"`` for a CuPy array, ``None`` otherwise."""
+    if isinstance(array, np.ndarray):
+        return "cpu"
+    if type(array).__module__.startswith("cupy") and hasattr(array, "device"):
+        return "cuda"
+    return None
+
+
+def array_module(backend: str):
+    if backend == "cpu":
+        return np
+    import cupy
+
+    return cupy
+
+
+def to_host(array) -> np.ndarray:
+    return array if isinstance(array, np.ndarray) else array.get()
+
+
+def _check_backend(backend: str) -> str:
+    if backend not in _BACKENDS:
+        raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
+    if backend == "cuda":
+        try:
+            import cupy  # noqa: F401
+        except ImportError as exc:
+            raise RuntimeError(
+                "backend 'cuda' needs CuPy: pip install 'cubsparse[cuda13]' (or [cuda12])"
+            ) from exc
+    return backend
+
+
+def _check_shape(shape, blocksize: int) -> tuple[int, int]:
+    try:
+        m, n = (int(s) for s in shape)
+        if any(not isinstance(s, numbers.Integral) for s in shape):
+            raise TypeError
+    except (TypeError, ValueError):
+        raise ValueError(f"shape must be a pair of ints (M, N), got {shape!r}") from None
+    if m < 0 or n < 0 or m % blocksize or n % blocksize:
+        raise ValueError(
+            f"shape must be non-negative multiples of the block size {blocksize}, got {(m, n)}"
+        )
+    return m, n
+
+
+def _index_array(name: str, array, backend: str, xp):
+    if backend_of(array) != backend:
+        raise TypeError(
+            f"{name} must be a {'NumPy' if backend == 'cpu' else 'CuPy'} array like data "
+            f"(arrays from two modules cannot be mixed), got {type(array).__name__}"
+        )
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {array.shape}")
+    if array.dtype.kind not in "iu":
+        raise TypeError(f"{name} must hold integers, got dtype {array.dtype}")
+    # The kernels index with int32; a layout with 2**31 blocks would not fit in memory anyway.
+    return array.astype(xp.int32, copy=False)
+
+
+def _validate_structure(host_indices, host_indptr, block_shape, nnzb) -> None:
+    rows, cols = block_shape
+    if host_indptr.shape[0] != rows + 1:
+        raise ValueError(
+            f"indptr must have M//blocksize + 1 = {rows + 1} entries, got {host_indptr.shape[0]}"
+        )
+    if host_indices.shape[0] != nnzb:
+        raise ValueError(
+            f"indices must have one entry per block (nnzb = {nnzb}), got {host_indices.shape[0]}"
+        )
+    if host_indptr[0] != 0 or host_indptr[-1] != nnzb:
+        raise ValueError(
+            f"indptr must start at 0 and end at nnzb = {nnzb}, "
+            f"got {int(host_indptr[0])} and {int(host_indptr[-1])}"
+        )
+    steps = np.diff(host_indptr)
+    if (steps < 0).any():
+        r = int(np.argmax(steps < 0))
+        raise ValueError(f"indptr must be non-decreasing, but indptr[{r + 1}] < indptr[{r}]")
+    if nnzb:
+        lo, hi = int(host_indices.min()), int(host_indices.max())
+        if lo < 0 or hi >= cols:
+            raise ValueError(
+                f"indices must lie in [0, {cols}) (N // blocksize), got values in [{lo}, {hi}]"
+            )
+        # Within each row the column indices must strictly increase: compare neighbours,
+        # ignoring pairs that straddle a row boundary.
+        inc = np.diff(host_indices.astype(np.int64))
+        same_row = np.ones(max(nnzb - 1, 0), dtype=bool)
+        starts = host_indptr[1:-1]
+        same_row[starts[(starts > 0) & (starts < nnzb)] - 1] = False
+        bad = same_row & (inc <= 0)
+        if bad.any():
+            p = int(np.argmax(bad))
+            what = "duplicate" if inc[p] == 0 else "unsorted"
+            raise ValueError(
+                f"indices must be sorted and unique within each block row; {what} entries at "
+                f"positions {p} and {p + 1} (columns {int(host_indices[p])}, "
+                f"{int(host_indices[p + 1])}); call scipy's sum_duplicates()/sort_indices() first"
+            )
+
+
+class BlockSparseMatrix:
+    """A matrix of square non-zero blocks, stored like SciPy's BSR format.
+
+    Parameters
+    ----------
+    arg : tuple ``(data, indices, indptr)``
+        ``data`` has shape ``(nnzb, b, b)``: the non-zero blocks in row-major block
+        order. ``indices[p]`` is the block column of block ``p``; the blocks of block row
+        ``i`` are ``data[indptr[i]:indptr[i + 1]]``, with columns sorted and unique.
+        NumPy arrays select the CPU backend, CuPy arrays the CUDA backend.
+    shape : tuple of int
+        ``(M, N)``, both multiples of ``b``.
+    check : bool, optional
+        Validate the index arrays (default). This copies ``indices`` and ``indptr`` to the
+        host once, which for CuPy arrays is one synchronisation.
+
+    Notes
+    -----
+    Block sizes 8, 16, 32, 64 and 128 and dtypes float16, bfloat16 (through
+    ``ml_dtypes``), float32 and float64 are supported. Metadata is read-only; ops return
+    new matrices unless ``out=`` is given. ``W.T`` is a view sharing ``W``'s values.
+
+    Examples
+    --------
+    >>> import numpy as np, cubsparse
+    >>> data = np.arange(2 * 8 * 8, dtype=np.float32).reshape(2, 8, 8)
+    >>> W = cubsparse.BlockSparseMatrix((data, np.array([1, 0]), np.array([0, 1, 2])),
+    ...                                 shape=(16, 16))
+    >>> W
+    <BlockSparseMatrix 16x16, blocksize 8, 2 blocks (density 0.500), float32, cpu>
+    >>> W.layout
+    array([[False,  True],
+           [ True, False]])
+    >>> x = np.ones((3, 16), dtype=np.float32)
+    >>> bool(np.allclose(x @ W, x @ W.toarray()))
+    True
+    """
+
+    __array_priority__ = 100  # so that ndarray @ W defers to W.__rmatmul__
+
+    def __init__(self, arg, shape, *, check: bool = True):
+        if isinstance(arg, BlockSparseMatrix):
+            arg, shape = (arg.data, arg.indices, arg.indptr), arg.shape if shape is None else shape
+        if not (isinstance(arg, tuple) and len(arg) == 3):
+            raise TypeError(
+                "BlockSparseMatrix expects a tuple (data, indices, indptr), "
+                f"got {type(arg).__name__}; see from_dense, from_scipy and from_layout"
+            )
+        data, indices, indptr = arg
+        backend = backend_of(data)
+        if backend is None:
+            raise TypeError(f"data must be a NumPy or CuPy array, got {type(data).__name__}")
+        xp = array_module(backend)
+        if data.ndim != 3 or data.shape[1] != data.shape[2]:
+            raise ValueError(f"data must have shape (nnzb, b, b) with square blocks, got {data.shape}")
+        b = _dtypes.check_blocksize(data.shape[1])
+        dtype = _dtypes.as_dtype(data.dtype)
+        m, n = _check_shape(shape, b)
+        indices = _index_array("indices", indices, backend, xp)
+        indptr = _index_array("indptr", indptr, backend, xp)
+        host_indices, host_indptr = to_host(indices), to_host(indptr)
+        if check:
+            _validate_structure(host_indices, host_indptr, (m // b, n // b), data.shape[0])
+        structure = Structure(indices, indptr, (m // b, n // b), host_indices, host_indptr)
+        self._init(xp.ascontiguousarray(data, dtype=dtype), structure, b)
+
+    # -- construction without checks ---------------------------------------------------
+    def _init(self, data, structure: Structure, blocksize: int, base=None):
+        self._data = data
+        self._structure = structure
+        self._blocksize = blocksize
+        self._base = base  # the matrix this one is the transpose of, or None
+
+    @classmethod
+    def _from_parts(cls, data, structure: Structure, blocksize: int) -> "BlockSparseMatrix":
+        """Wrap trusted parts: no validation, no copy."""
+        self = cls.__new__(cls)
+        self._init(data, structure, blocksize)
+        return self
+
+    @classmethod
+    def from_layout(
+        cls, layout, blocksize: int, dtype="float32", init="normal", seed=None,
+        backend: str = "cpu",
+    ) -> "BlockSparseMatrix":
+        """Make a matrix whose non-zero blocks are the True entries of ``layout``.
+
+        Parameters
+        ----------
+        layout : array_like of bool, shape ``(M // b, N // b)``
+            The block layout; see :mod:`cubsparse.layouts` for generators.
+        blocksize : int
+            ``b``, one of 8, 16, 32, 64, 128.
+        dtype : dtype, optional
+            float16, bfloat16, float32 (default) or float64.
+        init : {"normal", "uniform", "zeros", "ones"} or callable, optional
+            Initial values. ``"normal"`` draws N(0, 1/fan_in) with fan_in the average
+            number of inputs feeding an output column, so that ``x @ W`` keeps the scale
+            of ``x``; ``"uniform"`` draws U(-1, 1). A callable gets a
+            ``numpy.random.Generator`` and the shape ``(nnzb, b, b)`` and returns values.
+        seed : int, optional
+            Seed for the values; the same seed gives the same values on every backend.
+        backend : {"cpu", "cuda"}, optional
+
+        Examples
+        --------
+        >>> import cubsparse
+        >>> W = cubsparse.BlockSparseMatrix.from_layout(
+        ...     cubsparse.layouts.banded(4, 1), 16, seed=0)
+        >>> W.shape, W.nnzb
+        ((64, 64), 10)
+        """
+        backend = _check_backend(backend)
+        layout = _as_layout(layout)
+        b = _dtypes.check_blocksize(blocksize)
+        dtype = _dtypes.as_dtype(dtype)
+        rows, cols = np.nonzero(layout)
+        nnzb = rows.shape[0]
+        indptr = np.zeros(layout.shape[0] + 1, dtype=np.int32)
+        np.cumsum(np.count_nonzero(layout, axis=1), out=indptr[1:])
+        rng = np.random.default_rng(seed)
+        shape3 = (nnzb, b, b)
+        if callable(init):
+            values = np.asarray(init(rng, shape3))
+            if values.shape != shape3:
+                raise ValueError(f"init returned shape {values.shape}, expected {shape3}")
+        elif init == "normal":
+            fan_in = max(1.0, nnzb * b / max(layout.shape[1], 1))
+            values = rng.standard_normal(shape3, dtype=np.float32) / np.float32(np.sqrt(fan_in))
+        elif init == "uniform":
+            values = rng.uniform(-1.0, 1.0, size=shape3).astype(np.float32)
+        elif init == "zeros":
+            values = np.zeros(shape3, dtype=np.float32)
+        elif init == "ones":
+            values = np.ones(shape3, dtype=np.float32)
+        else:
+            raise ValueError(
+                f"init must be 'normal', 'uniform', 'zeros', 'ones' or a callable, got {init!r}"
+            )
+        xp = array_module(backend)
+        values = xp.asarray(values.astype(dtype, copy=False))
+        indices = cols.astype(np.int32)
+        structure = Structure(
+            xp.asarray(indices), xp.asarray(indptr), layout.shape, indices, indptr
+        )
+        return cls._from_parts(values, structure, b)
+
+    @classmethod
+    def from_dense(cls, a, blocksize: int, layout=None) -> "BlockSparseMatrix":
+        """Cut a dense 2-D NumPy or CuPy array into blocks.
+
+        Parameters
+        ----------
+        a : numpy.ndarray or cupy.ndarray, shape ``(M, N)``
+        blocksize : int
+        layout : array_like of bool, optional
+            Blocks to keep. By default every block holding a non-zero is kept (for a CuPy
+            array, finding them costs one synchronisation). Values outside ``layout`` are
+            dropped: pass it only when that is what you want.
+
+        Examples
+        --------
+        >>> import numpy as np, cubsparse
+        >>> a = np.zeros((32, 32), dtype=np.float32); a[:16, 16:] = 1
+        >>> W = cubsparse.BlockSparseMatrix.from_dense(a, 16)
+        >>> W.nnzb, bool((W.toarray() == a).all())
+        (1, True)
+        """
+        backend = backend_of(a)
+        if backend is None:
+            raise TypeError(f"a must be a NumPy or CuPy array, got {type(a).__name__}")
+        if a.ndim != 2:
+            raise ValueError(f"a must be 2-D, got {a.ndim}-D with shape {a.shape}")
+        b = _dtypes.check_blocksize(blocksize)
+        dtype = _dtypes.as_dtype(a.dtype)
+        m, n = a.shape
+        if m % b or n % b:
+            raise ValueError(f"the shape of a must be a multiple of blocksize {b}, got {a.shape}")
+        blocks = a.reshape(m // b, b, n // b, b).transpose(0, 2, 1, 3)
+        if layout is None:
+            layout = to_host((blocks != 0).any(axis=(2, 3)))
+        else:
+            layout = _as_layout(layout)
+            if layout.shape != (m // b, n // b):
+                raise ValueError(
+                    f"layout must have shape {(m // b, n // b)} for a of shape {a.shape} and "
+                    f"blocksize {b}, got {layout.shape}"
+                )
+        xp = array_module(backend)
+        rows, cols = np.nonzero(layout)
+        indptr = np.zeros(layout.shape[0] + 1, dtype=np.int32)
+        np.cumsum(np.count_nonzero(layout, axis=1), out=indptr[1:])
+        indices = cols.astype(np.int32)
+        data = xp.ascontiguousarray(blocks[xp.asarray(rows), xp.asarray(indices)], dtype=dtype)
+        structure = Structure(xp.asarray(indices), xp.asarray(indptr), layout.shape, indices, indptr)
+        return cls._from_parts(data, structure, b)
+
+    @classmethod
+    def from_scipy(cls, s, blocksize: int | None = None, backend: str = "cpu") -> "BlockSparseMatrix":
+        """Convert a SciPy sparse matrix or array.
+
+        Parameters
+        ----------
+        s : scipy.sparse matrix or array
+            Any format; a BSR input with square blocks keeps its blocks (explicit zero
+            blocks included, so nothing is dropped). Duplicates are summed.
+        blocksize : int, optional
+            Required unless ``s`` is BSR with square blocks.
+        backend : {"cpu", "cuda"}, optional
+
+        Examples
+        --------
+        >>> import scipy.sparse as sp, cubsparse
+        >>> s = sp.random(64, 32, density=0.1, format="csr", random_state=0, dtype="float32")
+        >>> W = cubsparse.BlockSparseMatrix.from_scipy(s, blocksize=16)
+        >>> bool(abs(W.to_scipy() - s).max() == 0)
+        True
+        """
+        import scipy.sparse as sp
+
+        if not sp.issparse(s):
+            raise TypeError(f"s must be a scipy.sparse matrix or array, got {type(s).__name__}")
+        backend = _check_backend(backend)
+        if blocksize is None:
+            if s.format != "bsr" or s.blocksize[0] != s.blocksize[1]:
+                raise ValueError(
+                    f"blocksize is required for a {s.format} input (or BSR with non-square "
+                    "blocks)"
+                )
+            blocksize = s.blocksize[0]
+        b = _dtypes.check_blocksize(blocksize)
+        dtype = _dtypes.as_dtype(s.dtype)
+        m, n = s.shape
+        if m % b or n % b:
+            raise ValueError(f"the shape of s must be a multiple of blocksize {b}, got {s.shape}")
+        if s.format == "bsr" and s.blocksize == (b, b):
+            s = s.copy()
+        else:
+            s = sp.bsr_array(s.tocsr(), blocksize=(b, b))
+        s.sum_duplicates()  # also sorts the indices
+        xp = array_module(backend)
+        indices = s.indices.astype(np.int32)
+        indptr = s.indptr.astype(np.int32)
+        structure = Structure(xp.asarray(indices), xp.asarray(indptr), (m // b, n // b), indices, indptr)
+        return cls._from_parts(xp.asarray(np.ascontiguousarray(s.data, dtype=dtype)), structure, b)
+
+    # -- read-only metadata -------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, int]:
+        r, c = self._blocks_shape()
+        return (r * self._blocksize, c * self._blocksize)
+
+    @property
+    def ndim(self) -> int:
+        return 2
+
+    @property
+    def blocksize(self) -> int:
+        return self._blocksize
+
+    @property
+    def nnzb(self) -> int:
+        return self._structure.nnzb
+
+    @property
+    def nnz(self) -> int:
+        """Stored values, ``nnzb * b * b`` (explicit zeros inside blocks count)."""
+        return self.nnzb * self._blocksize**2
+
+    @property
+    def density(self) -> float:
+        """Fraction of blocks that are stored."""
+        r, c = self._structure.block_shape
+        return self.nnzb / (r * c) if r * c else 0.0
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._data.dtype
+
+    @property
+    def backend(self) -> str:
+        return backend_of(self._data)
+
+    @property
+    def layout(self) -> np.ndarray:
+        """Read-only NumPy bool array of shape ``(M // b, N // b)``."""
+        layout = self._structure.cached("layout", self._structure.layout)
+        return layout if self._base is None else layout.T
+
+    @property
+    def data(self):
+        """The blocks, shape ``(nnzb, b, b)``.
+
+        For a transposed view this is a new array holding the transposed blocks in the
+        transpose's order (the view itself stores nothing); use ``W.T.base.data`` for the
+        shared values.
+        """
+        if self._base is None:
+            return self._data
+        perm = self._structure.transposed().cached(
+            "perm_device", lambda: array_module(self.backend).asarray(self._structure.transpose[0])
+        )
+        return self._data[perm].transpose(0, 2, 1)
+
+    @property
+    def indices(self):
+        return self._structure.indices if self._base is None else self._structure.transposed().indices
+
+    @property
+    def indptr(self):
+        return self._structure.indptr if self._base is None else self._structure.transposed().indptr
+
+    @property
+    def base(self) -> "BlockSparseMatrix | None":
+        """For a transposed view, the matrix it is the transpose of; otherwise None."""
+        return self._base
+
+    @property
+    def T(self) -> "BlockSparseMatrix":
+        """The transpose, a view sharing this matrix's values (no copy)."""
+        if self._base is not None:
+            return self._base
+        view = BlockSparseMatrix.__new__(BlockSparseMatrix)
+        # The view keeps the untransposed storage; ops read it through the transpose index.
+        view._init(self._data, self._structure, self._blocksize, base=self)
+        return view
+
+    def _blocks_shape(self):
+        r, c = self._structure.block_shape
+        return (c, r) if self._base is not None else (r, c)
+
+    # -- conversions ----------------------------------------------------------------------
+    def toarray(self):
+        """Dense copy, in the same array module (NumPy or CuPy).
+
+        Examples
+        --------
+        >>> import numpy as np, cubsparse
+        >>> W = cubsparse.BlockSparseMatrix.from_layout(np.eye(2, dtype=bool), 8, init="ones")
+        >>> W.toarray().sum()
+        np.float32(128.0)
+        """
+        xp = array_module(self.backend)
+        s = self._structure
+        r, c = s.block_shape
+        b = self._blocksize
+        dense = xp.zeros((r, c, b, b), dtype=self.dtype)
+        rows = s.cached("rows_device", lambda: xp.asarray(s.rows))
+        dense[rows, s.indices] = self._data
+        dense = dense.transpose(0, 2, 1, 3).reshape(r * b, c * b)
+        return dense.T.copy() if self._base is not None else dense
+
+    def to_scipy(self):
+        """A ``scipy.sparse.bsr_array`` on the host.
+
+        float16 and bfloat16 values are upcast to float32 (exactly), since SciPy's sparse
+        routines do not compute in half precision. A transposed view is materialised.
+        """
+        import scipy.sparse as sp
+
+        src = self if self._base is None else self._materialized()
+        data = to_host(src._data)
+        if _dtypes.is_half(data.dtype):
+            data = data.astype(np.float32)
+        s = src._structure
+        return sp.bsr_array(
+            (data, s.host_indices.copy(), s.host_indptr.copy()), shape=src.shape,
+            blocksize=(self._blocksize, self._blocksize),
+        )
+
+    def _materialized(self) -> "BlockSparseMatrix":
+        """A transposed view as a matrix of its own (copies the values)."""
+        if self._base is None:
+            return self
+        return BlockSparseMatrix._from_parts(
+            array_module(self.backend).ascontiguousarray(self.data),
+            self._structure.transposed(), self._blocksize,
+        )
+
+    def astype(self, dtype, copy: bool = True) -> "BlockSparseMatrix":
+        """The same matrix with values cast to ``dtype`` (layout shared, not copied)."""
+        dtype = _dtypes.as_dtype(dtype)
+        if dtype == self.dtype and not copy:
+            return self
+        out = BlockSparseMatrix._from_parts(self._data.astype(dtype), self._structure, self._blocksize)
+        return out if self._base is None else out.T
+
+    def copy(self) -> "BlockSparseMatrix":
+        """A copy of the values; the (immutable) layout is shared."""
+        return self.astype(self.dtype, copy=True)
+
+    def to(self, backend: str) -> "BlockSparseMatrix":
+        """A copy on ``backend`` (``"cpu"`` or ``"cuda"``); ``self`` if already there."""
+        backend = _check_backend(backend)
+        if backend == self.backend:
+            return self
+        src = self if self._base is None else self._base
+        s = src._structure
+        xp = array_module(backend)
+        host_data = to_host(src._data)
+        structure = Structure(
+            xp.asarray(s.host_indices), xp.asarray(s.host_indptr), s.block_shape,
+            s.host_indices, s.host_indptr,
+        )
+        out = BlockSparseMatrix._from_parts(xp.asarray(host_data), structure, self._blocksize)
+        return out if self._base is None else out.T
+
+    def check_format(self, full: bool = True) -> None:
+        """Re-validate the index arrays (O(nnzb) when ``full``); raises ``ValueError``."""
+        s = self._structure
+        if full:
+            _validate_structure(
+                to_host(s.indices), to_host(s.indptr), s.block_shape, self._data.shape[0]
+            )
+
+    # -- protocols --------------------------------------------------------------------------
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError(
+            "a BlockSparseMatrix is not densified implicitly; call .toarray() for a dense copy"
+        )
+
+    def __matmul__(self, other):
+        from ._ops import matmul
+
+        if isinstance(other, BlockSparseMatrix) or backend_of(other) is None:
+            return NotImplemented
+        return matmul(self, other)
+
+    def __rmatmul__(self, other):
+        from ._ops import matmul
+
+        if backend_of(other) is None:
+            return NotImplemented
+        return matmul(other, self)
+
+    def __len__(self):
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        m, n = self.shape
+        t = ", transposed view" if self._base is not None else ""
+        return (
+            f"<BlockSparseMatrix {m}x{n}, blocksize {self._blocksize}, {self.nnzb} blocks "
+            f"(density {self.density:.3f}), {self.dtype.name}, {self.backend}{t}>"
+        )
+
+
+def _as_layout(layout) -> np.ndarray:
+    if backend_of(layout) == "cuda":
+        layout = layout.get()
+    layout = np.asarray(layout)
+    if layout.ndim != 2:
+        raise ValueError(f"layout must be a 2-D array of bools, got {layout.ndim}-D shape {layout.shape}")
+    if layout.dtype != bool:
+        if layout.dtype.kind not in "iu" or not np.isin(layout, (0, 1)).all():
+            raise TypeError(f"layout must hold bools (or 0/1 integers), got dtype {layout.dtype}")
+        layout = layout.astype(bool)
+    return layout

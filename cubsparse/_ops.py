@@ -1,0 +1,258 @@
+"""The block-sparse operations: argument checks, normalisation, dispatch to a backend.
+
+Every product is reduced to one of two backend primitives:
+
+``dsd``
+    dense = dense @ op(sparse), with op the identity or the transpose. ``X @ W`` and
+    ``dY @ W.T`` map onto it directly; ``W @ D`` is computed as ``(D.T @ W.T).T``.
+``sdd``
+    sparse = (dense @ dense) sampled on a layout: the weight gradient ``X.T @ dY``.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from . import _dtypes
+from ._matrix import BlockSparseMatrix, array_module, backend_of
+
+
+def _backend_module(backend: str):
+    if backend == "cpu":
+        from . import _cpu
+
+        return _cpu
+    from . import _cuda
+
+    return _cuda
+
+
+def _check_dense(name: str, array, backend: str, dtype):
+    kind = backend_of(array)
+    if kind is None:
+        raise TypeError(f"{name} must be a NumPy or CuPy array, got {type(array).__name__}")
+    if kind != backend:
+        raise TypeError(
+            f"{name} is a {'NumPy' if kind == 'cpu' else 'CuPy'} array but the sparse operand "
+            f"lives on the {backend} backend; move one with W.to({kind!r}) or "
+            f"{'cupy.asarray' if backend == 'cuda' else '.get()'}"
+        )
+    if array.dtype != dtype:
+        raise TypeError(
+            f"{name} has dtype {array.dtype} but the sparse operand has dtype {dtype}; "
+            "convert one with astype()"
+        )
+
+
+def _check_scalars(alpha, beta, out):
+    for name, v in (("alpha", alpha), ("beta", beta)):
+        if not isinstance(v, numbers.Real) or isinstance(v, bool):
+            raise TypeError(f"{name} must be a real number, got {v!r}")
+    if beta != 0 and out is None:
+        raise ValueError(f"beta = {beta} accumulates into out, so out must be given")
+
+
+def _check_out(out, shape, backend, dtype):
+    if out is None:
+        return
+    _check_dense("out", out, backend, dtype)
+    if tuple(out.shape) != tuple(shape):
+        raise ValueError(f"out must have shape {tuple(shape)}, got {tuple(out.shape)}")
+
+
+def matmul(a, b, out=None, alpha: float = 1.0, beta: float = 0.0):
+    """Product of a dense and a block-sparse matrix: ``alpha * (a @ b) + beta * out``.
+
+    Exactly one operand is a :class:`BlockSparseMatrix` (or its transpose ``W.T``):
+
+    ============================  =================  ===============================
+    call                          dense shape        result shape
+    ============================  =================  ===============================
+    ``matmul(x, W)``               ``(..., M)``       ``(..., N)``  (layer forward)
+    ``matmul(dy, W.T)``            ``(..., N)``       ``(..., M)``  (gradient of x)
+    ``matmul(W, d)``               ``(N, k)`` or (N,) ``(M, k)`` or (M,)
+    ``matmul(W.T, d)``             ``(M, k)`` or (M,) ``(N, k)`` or (N,)
+    ============================  =================  ===============================
+
+    with ``W`` of shape ``(M, N)``. Leading batch dimensions of a left dense operand
+    are kept. The operator ``@`` calls this function.
+
+    Parameters
+    ----------
+    a, b : array or BlockSparseMatrix
+        NumPy arrays with a CPU matrix, CuPy arrays with a CUDA matrix; same dtype.
+    out : array, optional
+        Written with the result (and read first when ``beta != 0``).
+    alpha, beta : float, optional
+        Scale of the product and of the old ``out`` (gradient accumulation).
+
+    Returns
+    -------
+    array
+        ``out`` when given, else a new array.
+
+    Examples
+    --------
+    >>> import numpy as np, cubsparse
+    >>> W = cubsparse.BlockSparseMatrix.from_layout(
+    ...     cubsparse.layouts.random(4, 2, 0.5, seed=0), 16, seed=1)
+    >>> x = np.random.default_rng(2).standard_normal((5, 64), dtype=np.float32)
+    >>> y = cubsparse.matmul(x, W)
+    >>> y.shape, bool(np.allclose(y, x @ W.toarray(), atol=1e-5))
+    ((5, 32), True)
+    >>> g = np.zeros_like(y)
+    >>> _ = cubsparse.matmul(x, W, out=g, beta=1.0)  # accumulate
+    >>> bool(np.allclose(g, y))
+    True
+    """
+    a_sparse = isinstance(a, BlockSparseMatrix)
+    b_sparse = isinstance(b, BlockSparseMatrix)
+    if a_sparse == b_sparse:
+        raise TypeError(
+            "matmul needs exactly one BlockSparseMatrix and one dense array, got "
+            f"{type(a).__name__} and {type(b).__name__}"
+        )
+    _check_scalars(alpha, beta, out)
+    w = b if b_sparse else a
+    dense = a if b_sparse else b
+    backend, dtype = w.backend, w.dtype
+    _check_dense("the dense operand", dense, backend, dtype)
+    base = w if w.base is None else w.base
+    m, n = w.shape
+    impl = _backend_module(backend)
+
+    if b_sparse:  # dense (..., m) @ w -> (..., n)
+        if dense.ndim < 1 or dense.shape[-1] != m:
+            raise ValueError(
+                f"matmul: the dense operand's last dimension must equal the sparse operand's "
+                f"rows ({m}), got shape {tuple(dense.shape)}"
+            )
+        out_shape = tuple(dense.shape[:-1]) + (n,)
+        _check_out(out, out_shape, backend, dtype)
+        x2 = dense.reshape(-1, m)
+        out2 = None if out is None else _as_2d_view(out, n)
+        res = impl.dsd(x2, base, w.base is not None, out2, float(alpha), float(beta))
+        return _finish(res, out, out2, out_shape)
+
+    # w @ dense (m, ...) : computed as (dense.T @ w.T).T
+    if dense.ndim not in (1, 2) or dense.shape[0] != n:
+        raise ValueError(
+            f"matmul: the dense operand must have shape ({n},) or ({n}, k) to match the "
+            f"sparse operand's {n} columns, got shape {tuple(dense.shape)}"
+        )
+    vector = dense.ndim == 1
+    d2 = dense.reshape(n, 1) if vector else dense
+    out_shape = (m,) if vector else (m, d2.shape[1])
+    _check_out(out, out_shape, backend, dtype)
+    out2 = None if out is None else out.reshape(m, -1).T
+    res = impl.dsd(d2.T, base, w.base is None, out2, float(alpha), float(beta))
+    res = res.T
+    if out is not None:
+        if res.base is not out and not _same_memory(res, out):
+            out.reshape(m, -1)[...] = res
+        return out
+    return res.reshape(out_shape) if vector else array_module(backend).ascontiguousarray(res)
+
+
+def _as_2d_view(out, cols):
+    """``out`` as ``(rows, cols)`` sharing memory when possible, else None (use a temp)."""
+    try:
+        v = out.reshape(-1, cols)
+    except (ValueError, AttributeError):
+        return None
+    return v if _same_memory(v, out) else None
+
+
+def _same_memory(a, b) -> bool:
+    ptr = getattr(a, "data", None)
+    if backend_of(a) == "cuda":
+        return a.data.ptr == b.data.ptr
+    return a.__array_interface__["data"][0] == b.__array_interface__["data"][0] and ptr is not None
+
+
+def _finish(res, out, out2, out_shape):
+    if out is None:
+        return res.reshape(out_shape)
+    if out2 is None or not _same_memory(res, out):
+        out[...] = res.reshape(out_shape)
+    return out
+
+
+def sampled_matmul(a, b, like, out=None, alpha: float = 1.0, beta: float = 0.0):
+    """``(a @ b)`` computed only on the non-zero blocks of ``like`` (SDDMM).
+
+    This is the weight gradient of a block-sparse layer: for ``y = x @ W``,
+    ``dW = sampled_matmul(x.T, dy, like=W)``. Only ``like.nnzb`` blocks are computed;
+    the dense product is never formed.
+
+    Parameters
+    ----------
+    a : array, shape ``(M, n)``
+        Usually a transposed view such as ``x.T``; it is read in place, not copied.
+    b : array, shape ``(n, N)``
+    like : BlockSparseMatrix, shape ``(M, N)``
+        Supplies the layout (shared with the result, not copied).
+    out : BlockSparseMatrix, optional
+        A matrix with ``like``'s layout whose values are overwritten, or accumulated into
+        when ``beta != 0``.
+    alpha, beta : float, optional
+        ``result = alpha * (a @ b)[blocks] + beta * out``.
+
+    Returns
+    -------
+    BlockSparseMatrix
+        With ``like``'s layout and the dtype of ``a`` and ``b``.
+
+    Examples
+    --------
+    >>> import numpy as np, cubsparse
+    >>> W = cubsparse.BlockSparseMatrix.from_layout(
+    ...     cubsparse.layouts.random(2, 4, 0.5, seed=0), 8, seed=1)
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.standard_normal((10, 16), dtype=np.float32)
+    >>> dy = rng.standard_normal((10, 32), dtype=np.float32)
+    >>> dW = cubsparse.sampled_matmul(x.T, dy, like=W)
+    >>> dense = (x.T @ dy) * np.kron(W.layout, np.ones((8, 8)))
+    >>> bool(np.allclose(dW.toarray(), dense, atol=1e-4))
+    True
+    """
+    if not isinstance(like, BlockSparseMatrix):
+        raise TypeError(f"like must be a BlockSparseMatrix, got {type(like).__name__}")
+    _check_scalars(alpha, beta, out)
+    backend = like.backend
+    dtype = getattr(a, "dtype", None)
+    for name, arr in (("a", a), ("b", b)):
+        if backend_of(arr) is None:
+            raise TypeError(f"{name} must be a NumPy or CuPy array, got {type(arr).__name__}")
+    _check_dense("a", a, backend, a.dtype)
+    _dtypes.as_dtype(a.dtype)
+    _check_dense("b", b, backend, a.dtype)
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"a and b must be 2-D, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
+    m, n = like.shape
+    if a.shape[0] != m or b.shape[1] != n or a.shape[1] != b.shape[0]:
+        raise ValueError(
+            f"sampled_matmul: a @ b must have like's shape {(m, n)} with matching inner "
+            f"dimensions, got a {tuple(a.shape)} and b {tuple(b.shape)}"
+        )
+    if out is not None:
+        if not isinstance(out, BlockSparseMatrix):
+            raise TypeError(f"out must be a BlockSparseMatrix, got {type(out).__name__}")
+        if out.dtype != dtype or out.backend != backend:
+            raise TypeError(
+                f"out must be a {dtype} matrix on the {backend} backend, got {out.dtype} on "
+                f"{out.backend}"
+            )
+        if (out.base is None) != (like.base is None) or not out._structure.same_as(like._structure):
+            raise ValueError("out must have like's layout (and be transposed exactly when like is)")
+
+    base = like if like.base is None else like.base
+    if like.base is not None:  # (a @ b)[blocks of W.T] == ((b.T @ a.T)[blocks of W]).T
+        a, b = b.T, a.T
+    impl = _backend_module(backend)
+    out_data = None if out is None else out._data
+    data = impl.sdd(a, b, base, out_data, float(alpha), float(beta))
+    if out is not None:
+        return out
+    res = BlockSparseMatrix._from_parts(data, base._structure, base.blocksize)
+    return res if like.base is None else res.T
