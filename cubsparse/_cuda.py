@@ -1,0 +1,300 @@
+"""CUDA backend: CuPy ``RawModule`` kernels from ``cubsparse/kernels/*.cu``.
+
+Kernels are compiled lazily, one template instantiation per (family, dtype, block size,
+variant), memoized per device; CuPy keeps the binaries in its on-disk cache. Index tables
+come from the layout's :class:`~cubsparse._index.Structure` and are uploaded once per
+layout. No op synchronises with the host; all launches go to CuPy's current stream.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib.resources
+import os
+import re
+
+import numpy as np
+
+from . import _dtypes
+
+_TC_TAGS = {"float16": "F16", "bfloat16": "BF16"}
+_SIMT_TYPES = {"float32": "float", "float64": "double"}
+FAMILIES = ("dsd", "sdd")
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelConfig:
+    """One kernel instantiation and how to launch it."""
+
+    family: str
+    name: str  # the C++ name expression, e.g. "dsd_tc<F16,32,256,32,8,1,4,false>"
+    threads: int
+    smem: int  # dynamic shared memory, bytes
+    rows_per_cta: int  # dsd: rows of X per CTA
+    group: int  # sdd: blocks per CTA
+
+
+def _b(flag: bool) -> str:
+    return "true" if flag else "false"
+
+
+def _tc_smem(bm, bn, bk, stages, a_km, b_nk) -> int:
+    a = (bk * (bm + 8)) if a_km else (bm * (bk + 8))
+    b = (bn * (bk + 8)) if b_nk else (bk * (bn + 8))
+    return stages * (a + b) * 2
+
+
+# Tile choices per block size: (rows per CTA, warps along m, warps along n). Eight warps
+# everywhere; the warp tile is 64x32, 32x32 or 32x(b) so each warp issues 4-16 MMAs per
+# 16-deep k step from two or three ldmatrix.x4 loads.
+_DSD_TC = {8: (256, 8, 1), 16: (256, 8, 1), 32: (256, 8, 1), 64: (128, 4, 2), 128: (128, 2, 4)}
+_SDD_TC_WARPS = {8: (1, 8), 16: (1, 8), 32: (2, 4), 64: (2, 4), 128: (2, 4)}
+_TC_BK, _TC_STAGES = 32, 4
+_SIMT_TM = {8: 2, 16: 4, 32: 8, 64: 8, 128: 8}
+_SIMT_TN = 4
+
+
+def dsd_config(dtype: np.dtype, b: int, trans: bool) -> KernelConfig:
+    """The dense x sparse kernel for ``Y = X @ op(W)``."""
+    name = np.dtype(dtype).name
+    if name in _TC_TAGS:
+        bm, wm, wn = _DSD_TC[b]
+        expr = (f"dsd_tc<{_TC_TAGS[name]},{b},{bm},{_TC_BK},{wm},{wn},{_TC_STAGES},"
+                f"{_b(trans)}>")
+        smem = _tc_smem(bm, b, _TC_BK, _TC_STAGES, False, trans)
+        return KernelConfig("dsd", expr, wm * wn * 32, smem, bm, 1)
+    tm, tn = _SIMT_TM[b], _SIMT_TN
+    bk = 16 if name == "float32" else 8
+    expr = f"dsd_simt<{_SIMT_TYPES[name]},{b},{tm},{tn},{bk},{_b(trans)}>"
+    return KernelConfig("dsd", expr, 256, 0, (256 // (b // tn)) * tm, 1)
+
+
+def sdd_config(dtype: np.dtype, b: int, a_km: bool = True, b_nk: bool = False) -> KernelConfig:
+    """The sampled dense x dense kernel; ``a_km``/``b_nk`` pick the operand layouts."""
+    name = np.dtype(dtype).name
+    group = max(1, 128 // b)
+    if name in _TC_TAGS:
+        wm, wn = _SDD_TC_WARPS[b]
+        expr = (f"sdd_tc<{_TC_TAGS[name]},{b},{group},{_TC_BK},{wm},{wn},{_TC_STAGES},"
+                f"{_b(a_km)},{_b(b_nk)}>")
+        smem = _tc_smem(max(b, 16), group * b, _TC_BK, _TC_STAGES, a_km, b_nk)
+        return KernelConfig("sdd", expr, wm * wn * 32, smem, 0, group)
+    bk = 16 if name == "float32" else 8
+    expr = f"sdd_simt<{_SIMT_TYPES[name]},{b},{group},{b // 8},{_SIMT_TN},{bk}>"
+    return KernelConfig("sdd", expr, 256, 0, 0, group)
+
+
+def all_configs(dtypes=None, blocksizes=None, families=None) -> list[KernelConfig]:
+    """Every instantiation the backend can launch (what ``warmup`` and CI compile)."""
+    names = [np.dtype(_dtypes.as_dtype(d)).name for d in (dtypes or _dtypes.SUPPORTED_DTYPES)]
+    if "bfloat16" not in names and dtypes is None:
+        names.append("bfloat16")  # compiled even where ml_dtypes is missing
+    out = []
+    for fam in families or FAMILIES:
+        for dt in names:
+            for b in blocksizes or _dtypes.BLOCK_SIZES:
+                if fam == "dsd":
+                    out += [dsd_config(dt, b, t) for t in (False, True)]
+                elif dt in _TC_TAGS:
+                    out += [sdd_config(dt, b, a, bn) for a in (True, False) for bn in (False, True)]
+                else:
+                    out.append(sdd_config(dt, b))
+    return list(dict.fromkeys(out))
+
+
+# -- sources and compilation -------------------------------------------------------------
+@functools.cache
+def source(family: str) -> str:
+    """The family's CUDA source with ``common.cuh`` inlined (NVRTC then needs no -I)."""
+    kdir = importlib.resources.files("cubsparse") / "kernels"
+    common = (kdir / "common.cuh").read_text()
+    text = (kdir / f"{family}.cu").read_text()
+    return re.sub(r'#include "common\.cuh"', lambda _: common, text)
+
+
+COMPILE_OPTIONS = ("--std=c++17",)
+
+
+class KernelCompileError(RuntimeError):
+    """NVRTC rejected a kernel; the message carries the compiler log."""
+
+
+_modules: dict = {}
+
+
+def get_kernel(cfg: KernelConfig):
+    """The compiled ``cupy.RawKernel``-like function for ``cfg`` on the current device."""
+    import cupy
+
+    key = (cupy.cuda.runtime.getDevice(), cfg.name)
+    fn = _modules.get(key)
+    if fn is None:
+        try:
+            mod = cupy.RawModule(
+                code=source(cfg.family), options=COMPILE_OPTIONS, name_expressions=[cfg.name]
+            )
+            fn = mod.get_function(cfg.name)
+        except cupy.cuda.compiler.CompileException as exc:
+            raise KernelCompileError(f"NVRTC failed to compile {cfg.name}:\n{exc}") from exc
+        if cfg.smem > 48 * 1024:
+            fn.max_dynamic_shared_size_bytes = cfg.smem
+        _modules[key] = fn
+    return fn
+
+
+def warmup(dtypes=None, blocksizes=None, ops=None, verbose: bool = False) -> list[str]:
+    families = [{"matmul": "dsd", "sampled_matmul": "sdd"}.get(o, o) for o in (ops or FAMILIES)]
+    names = []
+    for cfg in all_configs(dtypes, blocksizes, families):
+        if verbose:
+            print(f"compiling {cfg.name}", flush=True)
+        get_kernel(cfg)
+        names.append(cfg.name)
+    return names
+
+
+# -- index tables (once per layout, on the device) ---------------------------------------
+def _device_tables(structure, key, build):
+    import cupy
+
+    return structure.cached(("cuda", cupy.cuda.runtime.getDevice()) + key,
+                            lambda: tuple(cupy.asarray(t) for t in build()))
+
+
+def _dsd_tables(structure, trans: bool):
+    """(ptr, blk, gidx): per output block, the blocks to reduce and the X block each reads."""
+
+    def build():
+        if trans:  # output block j is block row j of W
+            return (structure.host_indptr, np.arange(structure.nnzb, dtype=np.int32),
+                    structure.host_indices)
+        perm, t_indptr, t_indices = structure.transpose
+        return t_indptr, perm, t_indices
+
+    return _device_tables(structure, ("dsd", trans), build)
+
+
+def _sdd_groups(structure, group: int):
+    """(ngroups, 3) int32 rows (block row, first block, count): runs of <= group blocks."""
+
+    def build():
+        indptr = structure.host_indptr.astype(np.int64)
+        counts = np.diff(indptr)
+        per_row = (counts + group - 1) // group
+        row = np.repeat(np.arange(counts.shape[0]), per_row)
+        first_group = np.repeat(np.cumsum(per_row) - per_row, per_row)
+        k = np.arange(row.shape[0]) - first_group  # group number within its row
+        start = indptr[row] + k * group
+        cnt = np.minimum(group, indptr[row + 1] - start)
+        return (np.stack([row, start, cnt], axis=1).astype(np.int32),)
+
+    return _device_tables(structure, ("sdd", group), build)[0]
+
+
+# -- launches ----------------------------------------------------------------------------
+def _is_half(dtype) -> bool:
+    return np.dtype(dtype).name in _TC_TAGS
+
+
+def _scalar(dtype, v):
+    return np.float64(v) if np.dtype(dtype) == np.float64 else np.float32(v)
+
+
+def _rows_ok(arr, align: int) -> bool:
+    """Rows contiguous, row stride and base aligned to ``align`` bytes."""
+    it = arr.dtype.itemsize
+    return (arr.ndim == 2 and (arr.strides[1] == it or arr.shape[1] <= 1)
+            and arr.strides[0] % align == 0 and arr.data.ptr % align == 0)
+
+
+_MAX_GRID_Y = 65535
+
+
+def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float):
+    import cupy
+
+    s, b, dtype = w._structure, w.blocksize, w.dtype
+    n = x.shape[0]
+    n_out = s.block_shape[0] if transpose_w else s.block_shape[1]
+    half = _is_half(dtype)
+    y = out if (out is not None and _rows_ok(out, 4 if half else dtype.itemsize)) else None
+    if y is None:
+        y = cupy.empty((n, n_out * b), dtype) if beta == 0 else cupy.ascontiguousarray(out)
+    if n and n_out:
+        cfg = dsd_config(dtype, b, transpose_w)
+        fn = get_kernel(cfg)
+        ptr, blk, gidx = _dsd_tables(s, transpose_w)
+        if half and not _rows_ok(x, 16):
+            x = cupy.ascontiguousarray(x)
+        step = _MAX_GRID_Y * cfg.rows_per_cta
+        sc = functools.partial(_scalar, dtype)
+        for r0 in range(0, n, step):  # a launch covers at most 65535 row tiles
+            xs, ys = x[r0:r0 + step], y[r0:r0 + step]
+            rows = xs.shape[0]
+            grid = (n_out, -(-rows // cfg.rows_per_cta))
+            if half:
+                args = (xs, np.int64(xs.strides[0] // 2), np.int32(rows), w._data, ptr, blk,
+                        gidx, ys, np.int64(ys.strides[0] // 2), np.float32(alpha),
+                        np.float32(beta))
+            else:
+                it = dtype.itemsize
+                args = (xs, np.int64(xs.strides[0] // it), np.int64(xs.strides[1] // it),
+                        np.int32(rows), w._data, ptr, blk, gidx, ys,
+                        np.int64(ys.strides[0] // it), sc(alpha), sc(beta))
+            fn(grid, (cfg.threads,), args, shared_mem=cfg.smem)
+    if out is not None and y is not out:
+        out[...] = y
+        return out
+    return y
+
+
+def sdd(a, b_mat, like, out_data, alpha: float, beta: float):
+    import cupy
+
+    s, bs, dtype = like._structure, like.blocksize, a.dtype
+    inner = a.shape[1]
+    data = out_data if out_data is not None else cupy.empty((s.nnzb, bs, bs), dtype)
+    if s.nnzb == 0:
+        return data
+    if inner == 0:  # an empty sum: the product is exactly zero
+        if beta == 0:
+            data.fill(0)
+        else:
+            data *= dtype.type(beta)
+        return data
+    if _is_half(dtype):
+        # Prefer reading a and b in place: a = x.T (rows of x contiguous) and b = dy are
+        # the layer-gradient case; other layouts are taken when their rows can be
+        # streamed with 16-byte copies, else copied once.
+        if _rows_ok(a.T, 16):
+            a_km, a_src = True, a.T
+        elif _rows_ok(a, 16) and inner % 8 == 0:
+            a_km, a_src = False, a
+        else:
+            a_km, a_src = True, cupy.ascontiguousarray(a.T)
+        if _rows_ok(b_mat, 16):
+            b_nk, b_src = False, b_mat
+        elif _rows_ok(b_mat.T, 16) and inner % 8 == 0:
+            b_nk, b_src = True, b_mat.T
+        else:
+            b_nk, b_src = False, cupy.ascontiguousarray(b_mat)
+        cfg = sdd_config(dtype, bs, a_km, b_nk)
+        groups = _sdd_groups(s, cfg.group)
+        args = (a_src, np.int64(a_src.strides[0] // 2), b_src, np.int64(b_src.strides[0] // 2),
+                np.int32(inner), groups, s.indices, data, np.float32(alpha), np.float32(beta))
+    else:
+        cfg = sdd_config(dtype, bs)
+        groups = _sdd_groups(s, cfg.group)
+        it = dtype.itemsize
+        args = (a, np.int64(a.strides[0] // it), np.int64(a.strides[1] // it), b_mat,
+                np.int64(b_mat.strides[0] // it), np.int64(b_mat.strides[1] // it),
+                np.int32(inner), groups, s.indices, data, _scalar(dtype, alpha),
+                _scalar(dtype, beta))
+    get_kernel(cfg)((groups.shape[0],), (cfg.threads,), args, shared_mem=cfg.smem)
+    return data
+
+
+def compile_options_for_nvcc() -> list[str]:
+    """Flags the CI compile check passes to nvcc besides the target."""
+    return ["-std=c++17", "-Xptxas", "-v", *os.environ.get("CUBSPARSE_NVCC_FLAGS", "").split()]

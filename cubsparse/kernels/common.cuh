@@ -1,0 +1,166 @@
+// Device helpers shared by the cubsparse kernel families.
+//
+// Half types travel as raw 16-bit words and are converted with PTX, so the kernels need
+// no CUDA headers: NVRTC compiles them with no include path, and CI can compile them on a
+// machine with no CUDA toolkit.
+#pragma once
+
+typedef unsigned short u16;
+typedef long long i64;
+
+// dtype tags: `storage` is what lives in memory, MMA kinds say which tensor-core op applies.
+struct F16 { typedef u16 storage; };
+struct BF16 { typedef u16 storage; };
+struct F32 { typedef float storage; };
+struct F64 { typedef double storage; };
+
+__device__ __forceinline__ float to_f32(F16, u16 v) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v));
+  return f;
+}
+__device__ __forceinline__ float to_f32(BF16, u16 v) {
+  return __uint_as_float(((unsigned)v) << 16);
+}
+__device__ __forceinline__ u16 from_f32(F16, float f) {
+  u16 v;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(v) : "f"(f));
+  return v;
+}
+__device__ __forceinline__ u16 from_f32(BF16, float f) {
+  u16 v;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(v) : "f"(f));
+  return v;
+}
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  return (unsigned)__cvta_generic_to_shared(p);
+}
+
+// 16-byte asynchronous global->shared copy; `bytes` < 16 zero-fills the rest (0: all zero).
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)),
+               "l"(gmem), "r"(bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void ldsm_x4_t(unsigned (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void ldsm_x2(unsigned (&r)[2], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void ldsm_x2_t(unsigned (&r)[2], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(smem_addr(p)));
+}
+
+// D = A * B + D on a 16x8x16 tile, float32 accumulators.
+__device__ __forceinline__ void mma16816(F16, float (&d)[4], const unsigned (&a)[4],
+                                         const unsigned (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+__device__ __forceinline__ void mma16816(BF16, float (&d)[4], const unsigned (&a)[4],
+                                         const unsigned (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// ---------------------------------------------------------------------------------------
+// Tensor-core tile machinery shared by both kernel families.
+//
+// A CTA owns a BM x BN float32 accumulator tile split over WARPS_M x WARPS_N warps. Each
+// pipeline stage holds a BK-deep slice of A and B in shared memory. Storage orders:
+//   A_KM = false: A[m][k] (k contiguous)      A_KM = true: A[k][m] (m contiguous)
+//   B_NK = false: B[k][n] (n contiguous)      B_NK = true: B[n][k] (k contiguous)
+// ldmatrix (with .trans where the contiguous axis is the wrong one) turns any of them into
+// mma fragments. Rows are padded by 16 bytes: with an odd number of 16-byte units per row,
+// the eight row addresses of an ldmatrix hit eight different bank groups.
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, bool A_KM, bool B_NK>
+struct TcTile {
+  static constexpr int THREADS = WARPS_M * WARPS_N * 32;
+  static constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
+  static constexpr int MT = WM / 16, NT = WN / 8;
+  static constexpr int A_LD = A_KM ? BM + 8 : BK + 8;
+  static constexpr int B_LD = B_NK ? BK + 8 : BN + 8;
+  static constexpr int A_ELEMS = (A_KM ? BK : BM) * A_LD;
+  static constexpr int B_ELEMS = (B_NK ? BN : BK) * B_LD;
+  static constexpr int STAGE_ELEMS = A_ELEMS + B_ELEMS;
+  static_assert(WM % 16 == 0 && WN % 8 == 0 && BK % 16 == 0, "bad tile");
+  static_assert(NT == 1 || NT % 2 == 0, "warp n-tile must be 8 or a multiple of 16");
+
+  template <class Tag>
+  static __device__ __forceinline__ void compute(Tag tag, const u16* sA, const u16* sB,
+                                                 float (&acc)[MT][NT][4], int wm, int wn,
+                                                 int lane) {
+    const int mi = lane >> 3, r8 = lane & 7;
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 16) {
+      unsigned af[MT][4];
+      unsigned bf[NT][2];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        const int m0 = wm * WM + mt * 16;
+        if (!A_KM) {
+          ldsm_x4(af[mt], sA + (m0 + (lane & 15)) * A_LD + kk + (lane >> 4) * 8);
+        } else {
+          ldsm_x4_t(af[mt], sA + (kk + (mi >> 1) * 8 + r8) * A_LD + m0 + (mi & 1) * 8);
+        }
+      }
+      if (NT == 1) {
+        const int n0 = wn * WN;
+        const int h = (lane >> 3) & 1;
+        if (!B_NK) {
+          ldsm_x2_t(bf[0], sB + (kk + h * 8 + r8) * B_LD + n0);
+        } else {
+          ldsm_x2(bf[0], sB + (n0 + r8) * B_LD + kk + h * 8);
+        }
+      } else {
+#pragma unroll
+        for (int nt = 0; nt < NT; nt += 2) {
+          const int n0 = wn * WN + nt * 8;
+          unsigned r[4];
+          if (!B_NK) {
+            ldsm_x4_t(r, sB + (kk + (mi & 1) * 8 + r8) * B_LD + n0 + (mi >> 1) * 8);
+          } else {
+            ldsm_x4(r, sB + (n0 + (mi >> 1) * 8 + r8) * B_LD + kk + (mi & 1) * 8);
+          }
+          bf[nt][0] = r[0];
+          bf[nt][1] = r[1];
+          bf[nt + 1][0] = r[2];
+          bf[nt + 1][1] = r[3];
+        }
+      }
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) mma16816(tag, acc[mt][nt], af[mt], bf[nt]);
+    }
+  }
+};
+
+// Epilogue value: alpha * acc + beta * old, where beta == 0 never reads old (it may be NaN).
+__device__ __forceinline__ float axpby(float acc, float alpha, float beta, float old) {
+  return beta != 0.f ? alpha * acc + beta * old : alpha * acc;
+}

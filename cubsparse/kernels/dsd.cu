@@ -1,0 +1,191 @@
+// dsd: dense = dense @ op(block-sparse), op the identity or the transpose.
+//
+//   Y[:, j-th block of columns] = sum over the work list of output block j of
+//                                 X[:, g-th block of columns] @ op(W_p)
+//
+// For Y = X @ W the list of output block j is block column j of W, walked through the
+// transpose index (p = perm[q], g = its block row); for Y = X @ W.T it is block row j of
+// W (p = q, g = its block column). Either way the reduction happens inside one CTA, in a
+// fixed order: no atomics, bitwise-reproducible results.
+//
+// A CTA computes BM rows of X times one output block (b columns). The k dimension is the
+// concatenation of the list's blocks, consumed BK at a time; every 16-byte segment of a
+// BK slice lies inside one block because b >= 8 elements, so its source address needs one
+// lookup in the work list.
+#include "common.cuh"
+
+// Tensor-core path (float16, bfloat16), mma.sync m16n8k16 with float32 accumulators,
+// operands staged through a STAGES-deep cp.async pipeline.
+template <class Tag, int B, int BM, int BK, int WARPS_M, int WARPS_N, int STAGES, bool TRANS_W>
+__global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
+    dsd_tc(const u16* __restrict__ x, i64 ldx, int nrows, const u16* __restrict__ w,
+           const int* __restrict__ ptr, const int* __restrict__ blk,
+           const int* __restrict__ gidx, u16* y, i64 ldy, float alpha, float beta) {
+  typedef TcTile<BM, B, BK, WARPS_M, WARPS_N, false, TRANS_W> Tile;
+  extern __shared__ __align__(16) u16 smem[];
+  const int j = blockIdx.x;
+  const int row0 = blockIdx.y * BM;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+  const int q0 = ptr[j], len = ptr[j + 1] - q0;
+  const int ktiles = (len * B + BK - 1) / BK;
+
+  float acc[Tile::MT][Tile::NT][4];
+#pragma unroll
+  for (int mt = 0; mt < Tile::MT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < Tile::NT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.f;
+
+  auto load = [&](int stage, int kt) {
+    u16* sA = smem + stage * Tile::STAGE_ELEMS;
+    u16* sB = sA + Tile::A_ELEMS;
+    const int k0 = kt * BK;
+    constexpr int A_SEGS = BM * (BK / 8);
+#pragma unroll
+    for (int s = tid; s < A_SEGS; s += Tile::THREADS) {
+      const int r = s / (BK / 8), c = s % (BK / 8);
+      const int k = k0 + c * 8, item = k / B, off = k % B;
+      const bool ok = (row0 + r < nrows) && (item < len);
+      const u16* src = x;
+      if (ok) src = x + (i64)(row0 + r) * ldx + (i64)__ldg(gidx + q0 + item) * B + off;
+      cp_async16(sA + r * Tile::A_LD + c * 8, src, ok ? 16 : 0);
+    }
+    if (!TRANS_W) {  // B[k][n] = W_p[off][n]: rows of the block, n contiguous
+      constexpr int SEGS = BK * (B / 8);
+#pragma unroll
+      for (int s = tid; s < SEGS; s += Tile::THREADS) {
+        const int kr = s / (B / 8), c = s % (B / 8);
+        const int k = k0 + kr, item = k / B, off = k % B;
+        const bool ok = item < len;
+        const u16* src = w;
+        if (ok) src = w + (i64)__ldg(blk + q0 + item) * (B * B) + off * B + c * 8;
+        cp_async16(sB + kr * Tile::B_LD + c * 8, src, ok ? 16 : 0);
+      }
+    } else {  // B stored [n][k] = W_p[n][off]: k contiguous in memory too
+      constexpr int SEGS = B * (BK / 8);
+#pragma unroll
+      for (int s = tid; s < SEGS; s += Tile::THREADS) {
+        const int n = s / (BK / 8), c = s % (BK / 8);
+        const int k = k0 + c * 8, item = k / B, off = k % B;
+        const bool ok = item < len;
+        const u16* src = w;
+        if (ok) src = w + (i64)__ldg(blk + q0 + item) * (B * B) + n * B + off;
+        cp_async16(sB + n * Tile::B_LD + c * 8, src, ok ? 16 : 0);
+      }
+    }
+  };
+
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < ktiles) load(s, s);
+    cp_async_commit();
+  }
+  for (int kt = 0; kt < ktiles; ++kt) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    // Refill the stage computed in the previous iteration: every thread is past it now.
+    const int nk = kt + STAGES - 1;
+    if (nk < ktiles) load(nk % STAGES, nk);
+    cp_async_commit();
+    const u16* sA = smem + (kt % STAGES) * Tile::STAGE_ELEMS;
+    Tile::compute(Tag(), sA, sA + Tile::A_ELEMS, acc, wm, wn, lane);
+  }
+  cp_async_wait<0>();
+
+  // Epilogue: each thread holds pairs of adjacent columns; store them as one 32-bit word.
+#pragma unroll
+  for (int mt = 0; mt < Tile::MT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < Tile::NT; ++nt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = row0 + wm * Tile::WM + mt * 16 + (lane >> 2) + h * 8;
+        const int c = wn * Tile::WN + nt * 8 + (lane & 3) * 2;
+        if (r < nrows) {
+          unsigned* dst = (unsigned*)(y + (i64)r * ldy + (i64)j * B + c);
+          float o0 = 0.f, o1 = 0.f;
+          if (beta != 0.f) {
+            const unsigned old = *dst;
+            o0 = to_f32(Tag(), (u16)(old & 0xffff));
+            o1 = to_f32(Tag(), (u16)(old >> 16));
+          }
+          const u16 v0 = from_f32(Tag(), axpby(acc[mt][nt][2 * h], alpha, beta, o0));
+          const u16 v1 = from_f32(Tag(), axpby(acc[mt][nt][2 * h + 1], alpha, beta, o1));
+          *dst = (unsigned)v0 | ((unsigned)v1 << 16);
+        }
+      }
+}
+
+// SIMT path (float32 in IEEE arithmetic, float64). X is read through two strides, so any
+// view works without a copy. Each thread owns TM x TN outputs strided across the tile
+// (rows ty + i*TY, columns tx + j*TX) so that a warp's shared-memory reads hit
+// consecutive banks.
+template <class T, int B, int TM, int TN, int BK, bool TRANS_W>
+__global__ void __launch_bounds__(256)
+    dsd_simt(const T* __restrict__ x, i64 sx0, i64 sx1, int nrows, const T* __restrict__ w,
+             const int* __restrict__ ptr, const int* __restrict__ blk,
+             const int* __restrict__ gidx, T* y, i64 ldy, T alpha, T beta) {
+  constexpr int TX = B / TN, TY = 256 / TX, BM = TY * TM;
+  static_assert(TX * TN == B && TX * TY == 256, "bad SIMT tile");
+  __shared__ T sA[BM][BK + 1];
+  __shared__ T sB[BK][B + 1];
+  const int j = blockIdx.x, row0 = blockIdx.y * BM, tid = threadIdx.x;
+  const int tx = tid % TX, ty = tid / TX;
+  const int q0 = ptr[j], len = ptr[j + 1] - q0;
+  const int ktiles = (len * B + BK - 1) / BK;
+  T acc[TM][TN];
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int jj = 0; jj < TN; ++jj) acc[i][jj] = T(0);
+
+  for (int kt = 0; kt < ktiles; ++kt) {
+    const int k0 = kt * BK;
+    for (int e = tid; e < BM * BK; e += 256) {
+      const int r = e / BK, c = e % BK, k = k0 + c, item = k / B;
+      T v = T(0);
+      if (row0 + r < nrows && item < len)
+        v = x[(i64)(row0 + r) * sx0 + ((i64)gidx[q0 + item] * B + k % B) * sx1];
+      sA[r][c] = v;
+    }
+    for (int e = tid; e < BK * B; e += 256) {
+      // Walk W's memory contiguously: (row, col) of the stored block in either case.
+      const int br = e / B, bc = e % B;
+      int kr, n;
+      if (TRANS_W) { n = e / BK; kr = e % BK; } else { kr = br; n = bc; }
+      const int k = k0 + kr, item = k / B, off = k % B;
+      T v = T(0);
+      if (item < len) {
+        const T* wp = w + (i64)blk[q0 + item] * (B * B);
+        v = TRANS_W ? wp[n * B + off] : wp[off * B + n];
+      }
+      sB[kr][n] = v;
+    }
+    __syncthreads();
+#pragma unroll 4
+    for (int kk = 0; kk < BK; ++kk) {
+      T a[TM], b[TN];
+#pragma unroll
+      for (int i = 0; i < TM; ++i) a[i] = sA[ty + i * TY][kk];
+#pragma unroll
+      for (int jj = 0; jj < TN; ++jj) b[jj] = sB[kk][tx + jj * TX];
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int jj = 0; jj < TN; ++jj) acc[i][jj] = fma(a[i], b[jj], acc[i][jj]);
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    const int r = row0 + ty + i * TY;
+    if (r >= nrows) continue;
+#pragma unroll
+    for (int jj = 0; jj < TN; ++jj) {
+      T* dst = y + (i64)r * ldy + (i64)j * B + tx + jj * TX;
+      *dst = beta != T(0) ? alpha * acc[i][jj] + beta * *dst : alpha * acc[i][jj];
+    }
+  }
+}
