@@ -45,24 +45,30 @@ def _tc_smem(bm, bn, bk, stages, a_km, b_nk) -> int:
     return stages * (a + b) * 2
 
 
-# Tile choices per block size: (rows per CTA, warps along m, warps along n). Eight warps
-# everywhere; the warp tile is 64x32, 32x32 or 32x(b) so each warp issues 4-16 MMAs per
-# 16-deep k step from two or three ldmatrix.x4 loads.
-_DSD_TC = {8: (256, 8, 1), 16: (256, 8, 1), 32: (256, 8, 1), 64: (128, 4, 2), 128: (128, 2, 4)}
-_SDD_TC_WARPS = {8: (1, 8), 16: (1, 8), 32: (2, 4), 64: (2, 4), 128: (2, 4)}
-_TC_BK, _TC_STAGES = 32, 4
+# Tile choices per block size. A warp's tile is 64x64 where the block size allows (one
+# ldmatrix.x4 feeds four MMAs; at 32x32 it feeds two and shared memory becomes the limit).
+#   dsd: (rows of X per CTA, warps along m, warps along n, k depth per stage, stages)
+#   sdd: (blocks per CTA, warps along m, warps along n, k depth per stage, stages)
+DSD_TC = {
+    8: (256, 4, 1, 32, 4), 16: (256, 4, 1, 32, 4), 32: (256, 4, 1, 32, 4),
+    64: (256, 4, 1, 32, 4), 128: (128, 2, 2, 32, 4),
+}
+SDD_TC = {
+    8: (32, 1, 4, 32, 4), 16: (16, 1, 4, 32, 4), 32: (8, 1, 4, 32, 4),
+    64: (4, 1, 4, 32, 4), 128: (1, 2, 2, 32, 4),
+}
 _SIMT_TM = {8: 2, 16: 4, 32: 8, 64: 8, 128: 8}
 _SIMT_TN = 4
 
 
+@functools.lru_cache(maxsize=None)
 def dsd_config(dtype: np.dtype, b: int, trans: bool) -> KernelConfig:
     """The dense x sparse kernel for ``Y = X @ op(W)``."""
     name = np.dtype(dtype).name
     if name in _TC_TAGS:
-        bm, wm, wn = _DSD_TC[b]
-        expr = (f"dsd_tc<{_TC_TAGS[name]},{b},{bm},{_TC_BK},{wm},{wn},{_TC_STAGES},"
-                f"{_b(trans)}>")
-        smem = _tc_smem(bm, b, _TC_BK, _TC_STAGES, False, trans)
+        bm, wm, wn, bk, st = DSD_TC[b]
+        expr = f"dsd_tc<{_TC_TAGS[name]},{b},{bm},{bk},{wm},{wn},{st},{_b(trans)}>"
+        smem = _tc_smem(bm, b, bk, st, False, trans)
         return KernelConfig("dsd", expr, wm * wn * 32, smem, bm, 1)
     tm, tn = _SIMT_TM[b], _SIMT_TN
     bk = 16 if name == "float32" else 8
@@ -70,19 +76,28 @@ def dsd_config(dtype: np.dtype, b: int, trans: bool) -> KernelConfig:
     return KernelConfig("dsd", expr, 256, 0, (256 // (b // tn)) * tm, 1)
 
 
+@functools.lru_cache(maxsize=None)
 def sdd_config(dtype: np.dtype, b: int, a_km: bool = True, b_nk: bool = False) -> KernelConfig:
     """The sampled dense x dense kernel; ``a_km``/``b_nk`` pick the operand layouts."""
     name = np.dtype(dtype).name
-    group = max(1, 128 // b)
     if name in _TC_TAGS:
-        wm, wn = _SDD_TC_WARPS[b]
-        expr = (f"sdd_tc<{_TC_TAGS[name]},{b},{group},{_TC_BK},{wm},{wn},{_TC_STAGES},"
+        group, wm, wn, bk, st = SDD_TC[b]
+        expr = (f"sdd_tc<{_TC_TAGS[name]},{b},{group},{bk},{wm},{wn},{st},"
                 f"{_b(a_km)},{_b(b_nk)}>")
-        smem = _tc_smem(max(b, 16), group * b, _TC_BK, _TC_STAGES, a_km, b_nk)
+        smem = _tc_smem(max(b, 16), group * b, bk, st, a_km, b_nk)
         return KernelConfig("sdd", expr, wm * wn * 32, smem, 0, group)
+    group = max(1, 128 // b)
     bk = 16 if name == "float32" else 8
     expr = f"sdd_simt<{_SIMT_TYPES[name]},{b},{group},{b // 8},{_SIMT_TN},{bk}>"
     return KernelConfig("sdd", expr, 256, 0, 0, group)
+
+
+def set_tiles(dsd=None, sdd=None) -> None:
+    """Replace tile choices (for tuning experiments); clears the config caches."""
+    DSD_TC.update(dsd or {})
+    SDD_TC.update(sdd or {})
+    dsd_config.cache_clear()
+    sdd_config.cache_clear()
 
 
 def all_configs(dtypes=None, blocksizes=None, families=None) -> list[KernelConfig]:
@@ -228,9 +243,8 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float):
         if half and not _rows_ok(x, 16):
             x = cupy.ascontiguousarray(x)
         step = _MAX_GRID_Y * cfg.rows_per_cta
-        sc = functools.partial(_scalar, dtype)
         for r0 in range(0, n, step):  # a launch covers at most 65535 row tiles
-            xs, ys = x[r0:r0 + step], y[r0:r0 + step]
+            xs, ys = (x, y) if n <= step else (x[r0:r0 + step], y[r0:r0 + step])
             rows = xs.shape[0]
             grid = (n_out, -(-rows // cfg.rows_per_cta))
             if half:
@@ -241,7 +255,8 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float):
                 it = dtype.itemsize
                 args = (xs, np.int64(xs.strides[0] // it), np.int64(xs.strides[1] // it),
                         np.int32(rows), w._data, ptr, blk, gidx, ys,
-                        np.int64(ys.strides[0] // it), sc(alpha), sc(beta))
+                        np.int64(ys.strides[0] // it), _scalar(dtype, alpha),
+                        _scalar(dtype, beta))
             fn(grid, (cfg.threads,), args, shared_mem=cfg.smem)
     if out is not None and y is not out:
         out[...] = y

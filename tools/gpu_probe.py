@@ -68,42 +68,87 @@ def check(dtype, b, n, cb, kb, density, layout_kind, rng):
 
 
 def bench(fn, reps=30, warm=5):
+    """Median of CUDA-event timings; calls are queued (no sync between them) so the host's
+    launch overhead overlaps the previous call's GPU work, as in a training loop."""
     for _ in range(warm):
         fn()
-    s, e = cp.cuda.Event(), cp.cuda.Event()
-    times = []
-    for _ in range(reps):
+    cp.cuda.Device().synchronize()
+    evs = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(reps)]
+    for s, e in evs:
         s.record()
         fn()
         e.record()
-        e.synchronize()
-        times.append(cp.cuda.get_elapsed_time(s, e))
-    return float(np.median(times))
+    evs[-1][1].synchronize()
+    return float(np.median([cp.cuda.get_elapsed_time(s, e) for s, e in evs]))
 
 
-def perf(b, density, dtype="float16", n=4096, c=4096, k=4096):
-    rng = np.random.default_rng(0)
+def host_overhead(fn, reps=200):
+    """Host microseconds per call (GPU work is tiny so the queue never fills)."""
+    fn()
+    cp.cuda.Device().synchronize()
+    t = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    dt = (time.perf_counter() - t) / reps * 1e6
+    cp.cuda.Device().synchronize()
+    return dt
+
+
+def setup(b, density, dtype="float16", n=4096, c=4096, k=4096):
     lay = cs.layouts.random(c // b, k // b, density, seed=1)
     W = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=2, backend="cuda")
     xs = [cp.random.standard_normal((n, c), dtype=cp.float32).astype(dtype) for _ in range(3)]
     dys = [cp.random.standard_normal((n, k), dtype=cp.float32).astype(dtype) for _ in range(3)]
+    return W, xs, dys
+
+
+def cycler(items):
+    state = [0]
+
+    def pick():
+        state[0] += 1
+        return items[state[0] % len(items)]
+    return pick
+
+
+OPS = {
+    "fwd": lambda W, x, dy: cs.matmul(x, W),
+    "bwd": lambda W, x, dy: cs.matmul(dy, W.T),
+    "sdd": lambda W, x, dy: cs.sampled_matmul(x.T, dy, like=W),
+}
+
+
+def time_op(op, W, xs, dys):
+    px, pd = cycler(xs), cycler(dys)
+    return bench(lambda: OPS[op](W, px(), pd()))
+
+
+def verify(op, W, x, dy):
+    """Relative error of one result against cupy float32 dense math."""
+    Wd = W.toarray().astype(cp.float32)
+    xf, dyf = x.astype(cp.float32), dy.astype(cp.float32)
+    if op == "fwd":
+        ref, out = xf @ Wd, OPS[op](W, x, dy)
+    elif op == "bwd":
+        ref, out = dyf @ Wd.T, OPS[op](W, x, dy)
+    else:
+        mask = cp.asarray(np.kron(W.layout, np.ones((W.blocksize, W.blocksize), np.float32)))
+        ref, out = (xf.T @ dyf) * mask, OPS[op](W, x, dy).toarray()
+    return float(cp.linalg.norm(out.astype(cp.float32) - ref) / cp.linalg.norm(ref))
+
+
+def peers(b, density, W, xs, dtype="float16"):
     Wd = W.toarray()
-    it = iter(range(10**9))
-    pick = lambda l: l[next(it) % len(l)]
-    out = {}
-    out["dense"] = bench(lambda: cp.matmul(pick(xs), Wd))
-    out["fwd"] = bench(lambda: cs.matmul(pick(xs), W))
-    out["bwd"] = bench(lambda: cs.matmul(pick(dys), W.T))
-    out["sdd"] = bench(lambda: cs.sampled_matmul(pick(xs).T, pick(dys), like=W))
+    out = {"dense": bench(lambda p=cycler(xs): cp.matmul(p(), Wd))}
     try:
         import torch
-        tdt = getattr(torch, dtype)
         Wt = torch.as_tensor(Wd, device="cuda")
         bsr = Wt.T.contiguous().to_sparse_bsr((b, b))  # y.T = W.T @ x.T
         xt = [torch.as_tensor(x, device="cuda") for x in xs]
-        out["torch_bsr"] = bench(lambda: (bsr @ pick(xt).T))
+        out["torch_bsr"] = bench(lambda p=cycler(xt): bsr @ p().T)
     except Exception as exc:  # noqa: BLE001
-        out["torch_bsr"] = f"refused: {str(exc)[:80]}"
+        out["torch_bsr"] = float("nan")
+        print("torch BSR refused:", str(exc)[:100])
     return out
 
 
@@ -121,7 +166,7 @@ def main():
     rng = np.random.default_rng(1234)
     fails = 0
     total = 0
-    for dtype in ["float16", "bfloat16", "float32", "float64"]:
+    for dtype in (["float16"] if quick else ["float16", "bfloat16", "float32", "float64"]):
         for b in [8, 16, 32, 64, 128]:
             for (n, cb, kb, d, kind) in [(1, 3, 5, 0.5, "rand"), (77, 4, 3, 0.6, "rand"), (256, 6, 6, 0.0, "rand"), (130, 5, 5, 1.0, "rand"), (96, 12, 12, 0, "ba")]:
                 total += 1
@@ -130,16 +175,35 @@ def main():
                     fails += 1
                     print("FAIL", dtype, b, n, cb, kb, d, kind, {k: (f"{v:.2e}" if isinstance(v, float) else v) for k, v in res.items()})
     print(f"correctness: {total - fails}/{total} cases passed")
+    W, xs, dys = setup(32, 0.02, n=32, c=1024, k=1024)
+    for op in OPS:
+        print(f"host overhead {op}: {host_overhead(lambda: OPS[op](W, xs[0], dys[0])):.1f} us/call")
+    import os
+    variants = {
+        ("dsd", 32): [(256, 4, 1, 32, 4), (256, 8, 1, 32, 4), (128, 2, 1, 32, 4), (256, 4, 1, 64, 3)],
+        ("dsd", 64): [(256, 4, 1, 32, 4), (128, 2, 1, 32, 4), (128, 4, 2, 32, 4), (256, 4, 1, 64, 3)],
+        ("dsd", 128): [(128, 2, 2, 32, 4), (256, 4, 2, 32, 3), (128, 2, 4, 32, 4), (128, 2, 2, 64, 3)],
+        ("sdd", 32): [(8, 1, 4, 32, 4), (4, 1, 2, 32, 4), (4, 2, 4, 32, 4), (8, 1, 4, 64, 3)],
+        ("sdd", 64): [(4, 1, 4, 32, 4), (2, 1, 2, 32, 4), (2, 2, 4, 32, 4), (4, 1, 4, 64, 3)],
+        ("sdd", 128): [(1, 2, 2, 32, 4), (2, 2, 4, 32, 3), (1, 2, 4, 32, 4), (1, 2, 2, 64, 3)],
+    }
+    from cubsparse import _cuda
     rows = []
-    for b in ([32, 64] if quick else [16, 32, 64, 128]):
-        for d in [0.25] if quick else [0.05, 0.25]:
-            r = perf(b, d)
-            rows.append((b, d, r))
-    print(f"{'b':>4} {'d':>5} {'dense':>8} {'fwd':>8} {'bwd':>8} {'sdd':>8} {'torchbsr':>9}  eff(fwd,bwd,sdd)")
-    for b, d, r in rows:
-        eff = [r["dense"] * d / r[k] for k in ("fwd", "bwd", "sdd")]
-        tb = r["torch_bsr"] if isinstance(r["torch_bsr"], str) else f"{r['torch_bsr']:.3f}"
-        print(f"{b:4d} {d:5.2f} {r['dense']:8.3f} {r['fwd']:8.3f} {r['bwd']:8.3f} {r['sdd']:8.3f} {tb:>9}  " + " ".join(f"{e:.2f}" for e in eff))
+    for b in (32, 64, 128):
+        W, xs, dys = setup(b, 0.25)
+        pr = peers(b, 0.25, W, xs)
+        for fam in ("dsd", "sdd"):
+            orig = dict(_cuda.DSD_TC if fam == "dsd" else _cuda.SDD_TC)
+            for v in variants[(fam, b)]:
+                _cuda.set_tiles(**{fam: {b: v}})
+                for op in (("fwd", "bwd") if fam == "dsd" else ("sdd",)):
+                    err = verify(op, W, xs[0], dys[0])
+                    t = time_op(op, W, xs, dys)
+                    rows.append((b, op, v, t, pr["dense"], pr["torch_bsr"], err))
+            _cuda.set_tiles(**{fam: orig})
+    print(f"{'b':>4} {'op':>4} {'tiles':>22} {'ms':>7} {'dense':>7} {'torch':>7} {'eff':>5} {'err':>8}")
+    for b, op, v, t, dn, tb, err in rows:
+        print(f"{b:4d} {op:>4} {str(v):>22} {t:7.3f} {dn:7.3f} {tb:7.3f} {dn * 0.25 / t:5.2f} {err:8.1e}")
 
 
 if __name__ == "__main__":

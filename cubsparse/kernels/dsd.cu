@@ -44,7 +44,9 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     const int k0 = kt * BK;
     constexpr int A_SEGS = BM * (BK / 8);
 #pragma unroll
-    for (int s = tid; s < A_SEGS; s += Tile::THREADS) {
+    for (int it = 0; it < (A_SEGS + Tile::THREADS - 1) / Tile::THREADS; ++it) {
+      const int s = tid + it * Tile::THREADS;
+      if (A_SEGS % Tile::THREADS != 0 && s >= A_SEGS) break;
       const int r = s / (BK / 8), c = s % (BK / 8);
       const int k = k0 + c * 8, item = k / B, off = k % B;
       const bool ok = (row0 + r < nrows) && (item < len);
@@ -55,7 +57,9 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     if (!TRANS_W) {  // B[k][n] = W_p[off][n]: rows of the block, n contiguous
       constexpr int SEGS = BK * (B / 8);
 #pragma unroll
-      for (int s = tid; s < SEGS; s += Tile::THREADS) {
+      for (int it = 0; it < (SEGS + Tile::THREADS - 1) / Tile::THREADS; ++it) {
+        const int s = tid + it * Tile::THREADS;
+        if (SEGS % Tile::THREADS != 0 && s >= SEGS) break;
         const int kr = s / (B / 8), c = s % (B / 8);
         const int k = k0 + kr, item = k / B, off = k % B;
         const bool ok = item < len;
@@ -66,7 +70,9 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     } else {  // B stored [n][k] = W_p[n][off]: k contiguous in memory too
       constexpr int SEGS = B * (BK / 8);
 #pragma unroll
-      for (int s = tid; s < SEGS; s += Tile::THREADS) {
+      for (int it = 0; it < (SEGS + Tile::THREADS - 1) / Tile::THREADS; ++it) {
+        const int s = tid + it * Tile::THREADS;
+        if (SEGS % Tile::THREADS != 0 && s >= SEGS) break;
         const int n = s / (BK / 8), c = s % (BK / 8);
         const int k = k0 + c * 8, item = k / B, off = k % B;
         const bool ok = item < len;

@@ -47,7 +47,9 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     if (A_KM) {
       constexpr int SEGS = BK * (BM / 8);
 #pragma unroll
-      for (int s = tid; s < SEGS; s += Tile::THREADS) {
+      for (int it = 0; it < (SEGS + Tile::THREADS - 1) / Tile::THREADS; ++it) {
+        const int s = tid + it * Tile::THREADS;
+        if (SEGS % Tile::THREADS != 0 && s >= SEGS) break;
         const int kr = s / (BM / 8), m = (s % (BM / 8)) * 8;
         const bool ok = (k0 + kr < inner) && (m < B);
         const u16* src = ok ? a + (i64)(k0 + kr) * lda + (i64)r * B + m : a;
@@ -56,7 +58,9 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     } else {
       constexpr int SEGS = BM * (BK / 8);
 #pragma unroll
-      for (int s = tid; s < SEGS; s += Tile::THREADS) {
+      for (int it = 0; it < (SEGS + Tile::THREADS - 1) / Tile::THREADS; ++it) {
+        const int s = tid + it * Tile::THREADS;
+        if (SEGS % Tile::THREADS != 0 && s >= SEGS) break;
         const int m = s / (BK / 8), c = (s % (BK / 8)) * 8;
         const bool ok = (k0 + c < inner) && (m < B);
         const u16* src = ok ? a + ((i64)r * B + m) * lda + k0 + c : a;
@@ -66,7 +70,9 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     if (!B_NK) {
       constexpr int SEGS = BK * (BN / 8);
 #pragma unroll
-      for (int s = tid; s < SEGS; s += Tile::THREADS) {
+      for (int it = 0; it < (SEGS + Tile::THREADS - 1) / Tile::THREADS; ++it) {
+        const int s = tid + it * Tile::THREADS;
+        if (SEGS % Tile::THREADS != 0 && s >= SEGS) break;
         const int kr = s / (BN / 8), n = (s % (BN / 8)) * 8, g = n / B;
         const bool ok = (k0 + kr < inner) && (g < cnt);
         const u16* src = ok ? bm + (i64)(k0 + kr) * ldb + (i64)cols[g] * B + n % B : bm;
@@ -75,7 +81,9 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     } else {
       constexpr int SEGS = BN * (BK / 8);
 #pragma unroll
-      for (int s = tid; s < SEGS; s += Tile::THREADS) {
+      for (int it = 0; it < (SEGS + Tile::THREADS - 1) / Tile::THREADS; ++it) {
+        const int s = tid + it * Tile::THREADS;
+        if (SEGS % Tile::THREADS != 0 && s >= SEGS) break;
         const int n = s / (BK / 8), c = (s % (BK / 8)) * 8, g = n / B;
         const bool ok = (k0 + c < inner) && (g < cnt);
         const u16* src = ok ? bm + ((i64)cols[g] * B + n % B) * ldb + k0 + c : bm;
