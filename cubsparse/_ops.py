@@ -131,6 +131,8 @@ def matmul(a, b, out=None, alpha: float = 1.0, beta: float = 0.0):
         _check_out(out, out_shape, backend, dtype)
         x2 = dense.reshape(-1, m)
         out2 = None if out is None else _as_2d_view(out, n)
+        if out2 is None and out is not None and beta != 0:
+            out2 = out.reshape(-1, n)  # a copy holding the values to accumulate into
         res = impl.dsd(x2, base, w.base is not None, out2, float(alpha), float(beta))
         return _finish(res, out, out2, out_shape)
 
@@ -164,10 +166,10 @@ def _as_2d_view(out, cols):
 
 
 def _same_memory(a, b) -> bool:
-    ptr = getattr(a, "data", None)
+    """Whether two arrays start at the same address (so a result already sits in ``out``)."""
     if backend_of(a) == "cuda":
         return a.data.ptr == b.data.ptr
-    return a.__array_interface__["data"][0] == b.__array_interface__["data"][0] and ptr is not None
+    return a.ctypes.data == b.ctypes.data  # works for ml_dtypes types, unlike the buffer API
 
 
 def _finish(res, out, out2, out_shape):

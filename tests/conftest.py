@@ -1,0 +1,106 @@
+"""Shared fixtures and helpers: every test body runs on both backends.
+
+The ``backend`` fixture is parametrized over ``"cpu"`` and ``"cuda"``; the CUDA case is
+skipped *visibly* (it shows up as ``s`` with its reason under ``-rs``) on machines without
+CuPy or a GPU, so a green CPU-only run never pretends to have exercised the kernels.
+
+Hypothesis profiles: ``fast`` (default, CI), ``thorough`` and ``gpu``; pick one with the
+environment variable ``CUBSPARSE_HYPOTHESIS_PROFILE``. The chosen profile is printed in
+the pytest header.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+import cubsparse
+
+# -- hypothesis profiles -------------------------------------------------------------------
+_COMMON = {
+    "deadline": None,  # first calls compile kernels (CUDA) or warm caches: timing is meaningless
+    "print_blob": True,  # failures print @reproduce_failure(...) for exact replay
+    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
+}
+settings.register_profile("fast", max_examples=25, derandomize=False, **_COMMON)
+settings.register_profile("thorough", max_examples=400, derandomize=False, **_COMMON)
+settings.register_profile("gpu", max_examples=60, derandomize=False, **_COMMON)
+
+PROFILE_ENV = "CUBSPARSE_HYPOTHESIS_PROFILE"
+PROFILE = os.environ.get(PROFILE_ENV, "fast") or "fast"
+settings.load_profile(PROFILE)  # raises InvalidArgument naming the profiles on a typo
+
+CUDA_SKIP_REASON = "no CUDA device (cupy not importable or no GPU)"
+
+
+def pytest_report_header(config):
+    return (
+        f"cubsparse {cubsparse.__version__}: hypothesis profile {PROFILE!r} "
+        f"(set {PROFILE_ENV}=fast|thorough|gpu); "
+        f"cuda backend: {'available' if cubsparse.cuda_available() else CUDA_SKIP_REASON}"
+    )
+
+
+def pytest_configure(config):
+    # No custom marks are used by these tests today; register the one the backend
+    # parameter carries so that `-m cuda` / `-m "not cuda"` select it under --strict-markers.
+    config.addinivalue_line("markers", "cuda: the test runs on the CUDA backend (CuPy arrays)")
+
+
+# -- backend fixture -----------------------------------------------------------------------
+BACKENDS = [
+    pytest.param("cpu", id="cpu"),
+    pytest.param(
+        "cuda",
+        id="cuda",
+        marks=[
+            pytest.mark.cuda,
+            pytest.mark.skipif(not cubsparse.cuda_available(), reason=CUDA_SKIP_REASON),
+        ],
+    ),
+]
+
+
+@pytest.fixture(params=BACKENDS, scope="session")
+def backend(request) -> str:
+    """``"cpu"`` or ``"cuda"``. Session scoped so that hypothesis tests may use it."""
+    return request.param
+
+
+# -- helpers -------------------------------------------------------------------------------
+def xp_for(backend: str):
+    """The array module of ``backend``: NumPy for ``"cpu"``, CuPy for ``"cuda"``."""
+    if backend == "cpu":
+        return np
+    if backend == "cuda":
+        import cupy
+
+        return cupy
+    raise ValueError(f"unknown backend {backend!r}")
+
+
+def to_numpy(arr) -> np.ndarray:
+    """A host NumPy copy/view of a NumPy or CuPy array (or a NumPy scalar)."""
+    if isinstance(arr, np.ndarray):
+        return arr
+    if hasattr(arr, "get") and type(arr).__module__.startswith("cupy"):
+        return arr.get()
+    return np.asarray(arr)
+
+
+def to_backend(arr: np.ndarray, backend: str):
+    """``arr`` (a NumPy array) on ``backend`` (a copy for CUDA, the same array on CPU)."""
+    return arr if backend == "cpu" else xp_for(backend).asarray(arr)
+
+
+def poison(shape, dtype, backend: str):
+    """A NaN-filled array for ``out=``: anything not overwritten shows up as NaN."""
+    return xp_for(backend).full(shape, np.nan, dtype=np.dtype(dtype))
+
+
+def array_bytes(arr) -> bytes:
+    """The raw bytes of an array (host copy), for bitwise comparisons."""
+    return np.ascontiguousarray(to_numpy(arr)).tobytes()
