@@ -178,14 +178,17 @@ def _device_tables(structure, key, build):
 
 
 def _dsd_tables(structure, trans: bool):
-    """(ptr, blk, gidx): per output block, the blocks to reduce and the X block each reads."""
+    """(ptr, blk, gidx, order): per output block the blocks to reduce and the X block each
+    reads; ``order`` lists the output blocks longest list first (launch order)."""
 
     def build():
         if trans:  # output block j is block row j of W
-            return (structure.host_indptr, np.arange(structure.nnzb, dtype=np.int32),
-                    structure.host_indices)
-        perm, t_indptr, t_indices = structure.transpose
-        return t_indptr, perm, t_indices
+            ptr, blk, gidx = (structure.host_indptr, np.arange(structure.nnzb, dtype=np.int32),
+                              structure.host_indices)
+        else:
+            blk, ptr, gidx = structure.transpose
+        order = np.argsort(-np.diff(ptr), kind="stable").astype(np.int32)
+        return ptr, blk, gidx, order
 
     return _device_tables(structure, ("dsd", trans), build)
 
@@ -239,7 +242,7 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float):
     if n and n_out:
         cfg = dsd_config(dtype, b, transpose_w)
         fn = get_kernel(cfg)
-        ptr, blk, gidx = _dsd_tables(s, transpose_w)
+        ptr, blk, gidx, order = _dsd_tables(s, transpose_w)
         if half and not _rows_ok(x, 16):
             x = cupy.ascontiguousarray(x)
         step = _MAX_GRID_Y * cfg.rows_per_cta
@@ -249,12 +252,12 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float):
             grid = (n_out, -(-rows // cfg.rows_per_cta))
             if half:
                 args = (xs, np.int64(xs.strides[0] // 2), np.int32(rows), w._data, ptr, blk,
-                        gidx, ys, np.int64(ys.strides[0] // 2), np.float32(alpha),
+                        gidx, order, ys, np.int64(ys.strides[0] // 2), np.float32(alpha),
                         np.float32(beta))
             else:
                 it = dtype.itemsize
                 args = (xs, np.int64(xs.strides[0] // it), np.int64(xs.strides[1] // it),
-                        np.int32(rows), w._data, ptr, blk, gidx, ys,
+                        np.int32(rows), w._data, ptr, blk, gidx, order, ys,
                         np.int64(ys.strides[0] // it), _scalar(dtype, alpha),
                         _scalar(dtype, beta))
             fn(grid, (cfg.threads,), args, shared_mem=cfg.smem)

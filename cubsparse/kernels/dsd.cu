@@ -12,6 +12,10 @@
 // concatenation of the list's blocks, consumed BK at a time; every 16-byte segment of a
 // BK slice lies inside one block because b >= 8 elements, so its source address needs one
 // lookup in the work list.
+//
+// Load balance: blockIdx.x goes through `order`, the output blocks sorted by decreasing
+// list length, so the longest lists (a hub column of a power-law layout) start first and
+// the short ones fill in behind them instead of leaving one long CTA as the tail.
 #include "common.cuh"
 
 // Tensor-core path (float16, bfloat16), mma.sync m16n8k16 with float32 accumulators,
@@ -20,10 +24,11 @@ template <class Tag, int B, int BM, int BK, int WARPS_M, int WARPS_N, int STAGES
 __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     dsd_tc(const u16* __restrict__ x, i64 ldx, int nrows, const u16* __restrict__ w,
            const int* __restrict__ ptr, const int* __restrict__ blk,
-           const int* __restrict__ gidx, u16* y, i64 ldy, float alpha, float beta) {
+           const int* __restrict__ gidx, const int* __restrict__ order, u16* y, i64 ldy,
+           float alpha, float beta) {
   typedef TcTile<BM, B, BK, WARPS_M, WARPS_N, false, TRANS_W> Tile;
   extern __shared__ __align__(16) u16 smem[];
-  const int j = blockIdx.x;
+  const int j = order[blockIdx.x];
   const int row0 = blockIdx.y * BM;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp / WARPS_N, wn = warp % WARPS_N;
@@ -132,12 +137,13 @@ template <class T, int B, int TM, int TN, int BK, bool TRANS_W>
 __global__ void __launch_bounds__(256)
     dsd_simt(const T* __restrict__ x, i64 sx0, i64 sx1, int nrows, const T* __restrict__ w,
              const int* __restrict__ ptr, const int* __restrict__ blk,
-             const int* __restrict__ gidx, T* y, i64 ldy, T alpha, T beta) {
+             const int* __restrict__ gidx, const int* __restrict__ order, T* y, i64 ldy,
+             T alpha, T beta) {
   constexpr int TX = B / TN, TY = 256 / TX, BM = TY * TM;
   static_assert(TX * TN == B && TX * TY == 256, "bad SIMT tile");
   __shared__ T sA[BM][BK + 1];
   __shared__ T sB[BK][B + 1];
-  const int j = blockIdx.x, row0 = blockIdx.y * BM, tid = threadIdx.x;
+  const int j = order[blockIdx.x], row0 = blockIdx.y * BM, tid = threadIdx.x;
   const int tx = tid % TX, ty = tid / TX;
   const int q0 = ptr[j], len = ptr[j + 1] - q0;
   const int ktiles = (len * B + BK - 1) / BK;
