@@ -50,13 +50,16 @@ def _tc_smem(bm, bn, bk, stages, a_km, b_nk) -> int:
 #   dsd: (rows of X per CTA, warps along m, warps along n, k depth per stage, stages)
 #   sdd: (blocks per CTA, warps along m, warps along n, k depth per stage, stages)
 DSD_TC = {
-    8: (256, 4, 1, 32, 4), 16: (256, 4, 1, 32, 4), 32: (256, 4, 1, 32, 4),
-    64: (256, 4, 1, 32, 4), 128: (128, 2, 2, 32, 4),
+    8: (256, 8, 1, 32, 4), 16: (256, 8, 1, 32, 4), 32: (256, 8, 1, 32, 4),
+    64: (128, 4, 2, 32, 4), 128: (128, 2, 4, 32, 4),
 }
 SDD_TC = {
-    8: (32, 1, 4, 32, 4), 16: (16, 1, 4, 32, 4), 32: (8, 1, 4, 32, 4),
-    64: (4, 1, 4, 32, 4), 128: (1, 2, 2, 32, 4),
+    8: (16, 1, 4, 32, 4), 16: (8, 1, 4, 32, 4), 32: (4, 2, 4, 32, 4),
+    64: (2, 1, 2, 32, 4), 128: (1, 2, 2, 32, 4),
 }
+#   union dsd (b <= 32): (output blocks per CTA G, rows of X per CTA, warps, stages);
+#   None falls back to the one-block-per-CTA kernel.
+UNION_TC = {16: (8, 256, 8, 3), 32: (4, 256, 8, 3)}
 _SIMT_TM = {8: 2, 16: 4, 32: 8, 64: 8, 128: 8}
 _SIMT_TN = 4
 
@@ -92,12 +95,27 @@ def sdd_config(dtype: np.dtype, b: int, a_km: bool = True, b_nk: bool = False) -
     return KernelConfig("sdd", expr, 256, 0, 0, group)
 
 
-def set_tiles(dsd=None, sdd=None) -> None:
+@functools.lru_cache(maxsize=None)
+def union_config(dtype: np.dtype, b: int, trans: bool) -> KernelConfig | None:
+    """The union kernel for small blocks (see dsd.cu), or None where it does not apply."""
+    name = np.dtype(dtype).name
+    cfg = UNION_TC.get(b)
+    if name not in _TC_TAGS or cfg is None:
+        return None
+    g, bm, warps, st = cfg
+    expr = f"dsd_union_tc<{_TC_TAGS[name]},{b},{g},{bm},{warps},{st},{_b(trans)}>"
+    smem = st * (bm * (b + 8) + g * b * (b + 8)) * 2
+    return KernelConfig("dsd", expr, warps * 32, smem, bm, g)
+
+
+def set_tiles(dsd=None, sdd=None, union=None) -> None:
     """Replace tile choices (for tuning experiments); clears the config caches."""
     DSD_TC.update(dsd or {})
     SDD_TC.update(sdd or {})
+    UNION_TC.update(union or {})
     dsd_config.cache_clear()
     sdd_config.cache_clear()
+    union_config.cache_clear()
 
 
 def all_configs(dtypes=None, blocksizes=None, families=None) -> list[KernelConfig]:
@@ -111,6 +129,7 @@ def all_configs(dtypes=None, blocksizes=None, families=None) -> list[KernelConfi
             for b in blocksizes or _dtypes.BLOCK_SIZES:
                 if fam == "dsd":
                     out += [dsd_config(dt, b, t) for t in (False, True)]
+                    out += [c for t in (False, True) if (c := union_config(dt, b, t))]
                 elif dt in _TC_TAGS:
                     out += [sdd_config(dt, b, a, bn) for a in (True, False) for bn in (False, True)]
                 else:
@@ -193,6 +212,36 @@ def _dsd_tables(structure, trans: bool):
     return _device_tables(structure, ("dsd", trans), build)
 
 
+def _union_tables(structure, trans: bool, group: int):
+    """(uptr, ug, umask, ublk, order) for the union kernel: output blocks in groups of
+    ``group``; per group the sorted union of the input blocks its members read."""
+
+    def build():
+        rows, cols = structure.rows, structure.host_indices
+        out_b, in_b = (rows, cols) if trans else (cols, rows)
+        n_out = structure.block_shape[0 if trans else 1]
+        grp, member = out_b // group, out_b % group
+        order = np.lexsort((member, in_b, grp))
+        grp, member, in_b = grp[order], member[order], in_b[order]
+        new = np.ones(order.shape[0], dtype=bool)
+        new[1:] = (grp[1:] != grp[:-1]) | (in_b[1:] != in_b[:-1])
+        entry = np.cumsum(new) - 1
+        n_entries = int(entry[-1]) + 1 if entry.size else 0
+        ug = in_b[new].astype(np.int32)
+        umask = np.zeros(n_entries, dtype=np.int64)
+        np.add.at(umask, entry, np.int64(1) << member.astype(np.int64))
+        ublk = np.full((n_entries, group), -1, dtype=np.int32)
+        ublk[entry, member] = order
+        n_groups = -(-n_out // group)
+        counts = np.bincount(grp[new], minlength=n_groups)
+        uptr = np.zeros(n_groups + 1, dtype=np.int32)
+        np.cumsum(counts, out=uptr[1:])
+        launch = np.argsort(-counts, kind="stable").astype(np.int32)
+        return uptr, ug, umask.astype(np.int32), ublk.reshape(-1), launch
+
+    return _device_tables(structure, ("union", trans, group), build)
+
+
 def _sdd_groups(structure, group: int):
     """(ngroups, 3) int32 rows (block row, first block, count): runs of <= group blocks."""
 
@@ -240,17 +289,27 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float):
     if y is None:
         y = cupy.empty((n, n_out * b), dtype) if beta == 0 else cupy.ascontiguousarray(out)
     if n and n_out:
-        cfg = dsd_config(dtype, b, transpose_w)
+        ucfg = union_config(dtype, b, transpose_w) if half else None
+        cfg = ucfg or dsd_config(dtype, b, transpose_w)
         fn = get_kernel(cfg)
-        ptr, blk, gidx, order = _dsd_tables(s, transpose_w)
         if half and not _rows_ok(x, 16):
             x = cupy.ascontiguousarray(x)
+        if ucfg is not None:
+            uptr, ug, umask, ublk, order = _union_tables(s, transpose_w, ucfg.group)
+            n_tiles = uptr.shape[0] - 1
+        else:
+            ptr, blk, gidx, order = _dsd_tables(s, transpose_w)
+            n_tiles = n_out
         step = _MAX_GRID_Y * cfg.rows_per_cta
         for r0 in range(0, n, step):  # a launch covers at most 65535 row tiles
             xs, ys = (x, y) if n <= step else (x[r0:r0 + step], y[r0:r0 + step])
             rows = xs.shape[0]
-            grid = (n_out, -(-rows // cfg.rows_per_cta))
-            if half:
+            grid = (n_tiles, -(-rows // cfg.rows_per_cta))
+            if ucfg is not None:
+                args = (xs, np.int64(xs.strides[0] // 2), np.int32(rows), w._data, uptr, ug,
+                        umask, ublk, order, np.int32(n_out), ys,
+                        np.int64(ys.strides[0] // 2), np.float32(alpha), np.float32(beta))
+            elif half:
                 args = (xs, np.int64(xs.strides[0] // 2), np.int32(rows), w._data, ptr, blk,
                         gidx, order, ys, np.int64(ys.strides[0] // 2), np.float32(alpha),
                         np.float32(beta))

@@ -180,30 +180,32 @@ def main():
         print(f"host overhead {op}: {host_overhead(lambda: OPS[op](W, xs[0], dys[0])):.1f} us/call")
     import os
     variants = {
-        ("dsd", 32): [(256, 4, 1, 32, 4), (256, 8, 1, 32, 4), (128, 2, 1, 32, 4), (256, 4, 1, 64, 3)],
-        ("dsd", 64): [(256, 4, 1, 32, 4), (128, 2, 1, 32, 4), (128, 4, 2, 32, 4), (256, 4, 1, 64, 3)],
-        ("dsd", 128): [(128, 2, 2, 32, 4), (256, 4, 2, 32, 3), (128, 2, 4, 32, 4), (128, 2, 2, 64, 3)],
-        ("sdd", 32): [(8, 1, 4, 32, 4), (4, 1, 2, 32, 4), (4, 2, 4, 32, 4), (8, 1, 4, 64, 3)],
-        ("sdd", 64): [(4, 1, 4, 32, 4), (2, 1, 2, 32, 4), (2, 2, 4, 32, 4), (4, 1, 4, 64, 3)],
-        ("sdd", 128): [(1, 2, 2, 32, 4), (2, 2, 4, 32, 3), (1, 2, 4, 32, 4), (1, 2, 2, 64, 3)],
+        ("union", 16): [(8, 256, 8, 3), (16, 128, 8, 3), None],
+        ("union", 32): [(4, 256, 8, 3), (8, 128, 8, 3), (4, 128, 4, 4), None],
+        ("union", 64): [(2, 128, 8, 3), (2, 256, 8, 3), None],
+        ("sdd", 16): [(8, 1, 4, 32, 4), (16, 1, 4, 32, 4), (4, 1, 2, 32, 4)],
+        ("sdd", 32): [(4, 2, 4, 32, 4), (2, 1, 2, 32, 4)],
     }
     from cubsparse import _cuda
     rows = []
-    for b in (32, 64, 128):
-        W, xs, dys = setup(b, 0.25)
-        pr = peers(b, 0.25, W, xs)
-        for fam in ("dsd", "sdd"):
-            orig = dict(_cuda.DSD_TC if fam == "dsd" else _cuda.SDD_TC)
-            for v in variants[(fam, b)]:
+    for b, d in ((16, 0.25), (32, 0.25), (64, 0.25), (32, 0.05)):
+        W, xs, dys = setup(b, d)
+        pr = peers(b, d, W, xs)
+        for fam in ("union", "sdd"):
+            table = {"union": _cuda.UNION_TC, "sdd": _cuda.SDD_TC}[fam]
+            orig = dict(table)
+            for v in variants.get((fam, b), []):
                 _cuda.set_tiles(**{fam: {b: v}})
-                for op in (("fwd", "bwd") if fam == "dsd" else ("sdd",)):
+                for op in (("fwd", "bwd") if fam == "union" else ("sdd",)):
                     err = verify(op, W, xs[0], dys[0])
                     t = time_op(op, W, xs, dys)
-                    rows.append((b, op, v, t, pr["dense"], pr["torch_bsr"], err))
-            _cuda.set_tiles(**{fam: orig})
-    print(f"{'b':>4} {'op':>4} {'tiles':>22} {'ms':>7} {'dense':>7} {'torch':>7} {'eff':>5} {'err':>8}")
-    for b, op, v, t, dn, tb, err in rows:
-        print(f"{b:4d} {op:>4} {str(v):>22} {t:7.3f} {dn:7.3f} {tb:7.3f} {dn * 0.25 / t:5.2f} {err:8.1e}")
+                    rows.append((b, d, op, v, t, pr["dense"], pr["torch_bsr"], err))
+            table.clear()
+            table.update(orig)
+            _cuda.set_tiles()
+    print(f"{'b':>4} {'d':>5} {'op':>4} {'tiles':>22} {'ms':>7} {'dense':>7} {'torch':>7} {'eff':>5} {'err':>8}")
+    for b, d, op, v, t, dn, tb, err in rows:
+        print(f"{b:4d} {d:5.2f} {op:>4} {str(v):>22} {t:7.3f} {dn:7.3f} {tb:7.3f} {dn * d / t:5.2f} {err:8.1e}")
 
 
 if __name__ == "__main__":
