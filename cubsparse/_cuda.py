@@ -35,6 +35,11 @@ class KernelConfig:
     group: int  # sdd: blocks per CTA
 
 
+def _dtype_name(dtype) -> str:
+    """A dtype's name; a plain string passes through (bfloat16 without ml_dtypes)."""
+    return dtype if isinstance(dtype, str) else np.dtype(dtype).name
+
+
 def _b(flag: bool) -> str:
     return "true" if flag else "false"
 
@@ -67,7 +72,7 @@ _SIMT_TN = 4
 @functools.lru_cache(maxsize=None)
 def dsd_config(dtype: np.dtype, b: int, trans: bool) -> KernelConfig:
     """The dense x sparse kernel for ``Y = X @ op(W)``."""
-    name = np.dtype(dtype).name
+    name = _dtype_name(dtype)
     if name in _TC_TAGS:
         bm, wm, wn, bk, st = DSD_TC[b]
         expr = f"dsd_tc<{_TC_TAGS[name]},{b},{bm},{bk},{wm},{wn},{st},{_b(trans)}>"
@@ -82,7 +87,7 @@ def dsd_config(dtype: np.dtype, b: int, trans: bool) -> KernelConfig:
 @functools.lru_cache(maxsize=None)
 def sdd_config(dtype: np.dtype, b: int, a_km: bool = True, b_nk: bool = False) -> KernelConfig:
     """The sampled dense x dense kernel; ``a_km``/``b_nk`` pick the operand layouts."""
-    name = np.dtype(dtype).name
+    name = _dtype_name(dtype)
     if name in _TC_TAGS:
         group, wm, wn, bk, st = SDD_TC[b]
         expr = (f"sdd_tc<{_TC_TAGS[name]},{b},{group},{bk},{wm},{wn},{st},"
@@ -98,7 +103,7 @@ def sdd_config(dtype: np.dtype, b: int, a_km: bool = True, b_nk: bool = False) -
 @functools.lru_cache(maxsize=None)
 def union_config(dtype: np.dtype, b: int, trans: bool) -> KernelConfig | None:
     """The union kernel for small blocks (see dsd.cu), or None where it does not apply."""
-    name = np.dtype(dtype).name
+    name = _dtype_name(dtype)
     cfg = UNION_TC.get(b)
     if name not in _TC_TAGS or cfg is None:
         return None
@@ -120,7 +125,8 @@ def set_tiles(dsd=None, sdd=None, union=None) -> None:
 
 def all_configs(dtypes=None, blocksizes=None, families=None) -> list[KernelConfig]:
     """Every instantiation the backend can launch (what ``warmup`` and CI compile)."""
-    names = [np.dtype(_dtypes.as_dtype(d)).name for d in (dtypes or _dtypes.SUPPORTED_DTYPES)]
+    names = [d if d == "bfloat16" else _dtypes.as_dtype(d).name
+             for d in (dtypes or _dtypes.SUPPORTED_DTYPES)]
     if "bfloat16" not in names and dtypes is None:
         names.append("bfloat16")  # compiled even where ml_dtypes is missing
     out = []
@@ -261,7 +267,7 @@ def _sdd_groups(structure, group: int):
 
 # -- launches ----------------------------------------------------------------------------
 def _is_half(dtype) -> bool:
-    return np.dtype(dtype).name in _TC_TAGS
+    return _dtype_name(dtype) in _TC_TAGS
 
 
 def _scalar(dtype, v):

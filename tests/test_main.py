@@ -65,6 +65,7 @@ def test_demo_reports_failure(monkeypatch, capsys):
         (["--density", "0"], "--density must be in (0, 1]"),
         (["--blocksize", "24"], "invalid choice"),
     ],
+    ids=["ba-not-square", "ws-not-square", "c-not-multiple", "density-zero", "blocksize-24"],
 )
 def test_demo_usage_errors(args, message, capsys):
     with pytest.raises(SystemExit) as info:
