@@ -20,7 +20,7 @@ from . import _dtypes
 
 _TC_TAGS = {"float16": "F16", "bfloat16": "BF16"}
 _SIMT_TYPES = {"float32": "float", "float64": "double"}
-FAMILIES = ("dsd", "sdd")
+FAMILIES = ("dsd", "sdd", "dsd_sm90")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +33,7 @@ class KernelConfig:
     smem: int  # dynamic shared memory, bytes
     rows_per_cta: int  # dsd: rows of X per CTA
     group: int  # sdd: blocks per CTA
+    arch: str | None = None  # a required target such as "sm_90a"; None: the device's own
 
 
 def _dtype_name(dtype) -> str:
@@ -64,7 +65,12 @@ SDD_TC = {
 }
 #   union dsd (b <= 32): (output blocks per CTA G, rows of X per CTA, warps, stages);
 #   None falls back to the one-block-per-CTA kernel.
-UNION_TC = {16: (8, 256, 8, 3), 32: (4, 256, 8, 3)}
+UNION_TC = {16: None, 32: None}
+#   wgmma dsd on Hopper: (m64 tiles per warpgroup, warpgroups, k depth per stage, stages)
+WGMMA_DSD = {
+    8: (1, 2, 64, 4), 16: (1, 2, 64, 4), 32: (1, 2, 64, 4), 64: (1, 2, 64, 4),
+    128: (1, 2, 64, 3),
+}
 _SIMT_TM = {8: 2, 16: 4, 32: 8, 64: 8, 128: 8}
 _SIMT_TN = 4
 
@@ -113,14 +119,27 @@ def union_config(dtype: np.dtype, b: int, trans: bool) -> KernelConfig | None:
     return KernelConfig("dsd", expr, warps * 32, smem, bm, g)
 
 
-def set_tiles(dsd=None, sdd=None, union=None) -> None:
+@functools.lru_cache(maxsize=None)
+def wgmma_config(dtype: np.dtype, b: int) -> KernelConfig | None:
+    """The Hopper wgmma kernel (both orientations share it), or None where it does not apply."""
+    name = _dtype_name(dtype)
+    cfg = WGMMA_DSD.get(b)
+    if name not in _TC_TAGS or cfg is None:
+        return None
+    mw, wg, bk, st = cfg
+    expr = f"dsd_wgmma<{_TC_TAGS[name]},{b},{mw},{wg},{bk},{st}>"
+    smem = st * (64 * mw * wg + b) * bk * 2
+    return KernelConfig("dsd_sm90", expr, wg * 128, smem, 64 * mw * wg, 1, "sm_90a")
+
+
+def set_tiles(dsd=None, sdd=None, union=None, wgmma=None) -> None:
     """Replace tile choices (for tuning experiments); clears the config caches."""
     DSD_TC.update(dsd or {})
     SDD_TC.update(sdd or {})
     UNION_TC.update(union or {})
-    dsd_config.cache_clear()
-    sdd_config.cache_clear()
-    union_config.cache_clear()
+    WGMMA_DSD.update(wgmma or {})
+    for f in (dsd_config, sdd_config, union_config, wgmma_config):
+        f.cache_clear()
 
 
 def all_configs(dtypes=None, blocksizes=None, families=None) -> list[KernelConfig]:
@@ -136,6 +155,8 @@ def all_configs(dtypes=None, blocksizes=None, families=None) -> list[KernelConfi
                 if fam == "dsd":
                     out += [dsd_config(dt, b, t) for t in (False, True)]
                     out += [c for t in (False, True) if (c := union_config(dt, b, t))]
+                elif fam == "dsd_sm90":
+                    out += [c for c in [wgmma_config(dt, b)] if c]
                 elif dt in _TC_TAGS:
                     out += [sdd_config(dt, b, a, bn) for a in (True, False) for bn in (False, True)]
                 else:
@@ -146,11 +167,13 @@ def all_configs(dtypes=None, blocksizes=None, families=None) -> list[KernelConfi
 # -- sources and compilation -------------------------------------------------------------
 @functools.cache
 def source(family: str) -> str:
-    """The family's CUDA source with ``common.cuh`` inlined (NVRTC then needs no -I)."""
+    """The family's CUDA source with its ``.cuh`` headers inlined (NVRTC needs no -I)."""
     kdir = importlib.resources.files("cubsparse") / "kernels"
-    common = (kdir / "common.cuh").read_text()
     text = (kdir / f"{family}.cu").read_text()
-    return re.sub(r'#include "common\.cuh"', lambda _: common, text)
+    def header(m):
+        return (kdir / m.group(1)).read_text().replace("#pragma once\n", "")
+
+    return re.sub(r'#include "(\w+\.cuh)"', header, text)
 
 
 COMPILE_OPTIONS = ("--std=c++17",)
@@ -170,23 +193,70 @@ def get_kernel(cfg: KernelConfig):
     key = (cupy.cuda.runtime.getDevice(), cfg.name)
     fn = _modules.get(key)
     if fn is None:
+        options = COMPILE_OPTIONS + ((f"-arch={cfg.arch}",) if cfg.arch else ())
         try:
             mod = cupy.RawModule(
-                code=source(cfg.family), options=COMPILE_OPTIONS, name_expressions=[cfg.name]
+                code=source(cfg.family), options=options, name_expressions=[cfg.name]
             )
             fn = mod.get_function(cfg.name)
         except cupy.cuda.compiler.CompileException as exc:
-            raise KernelCompileError(f"NVRTC failed to compile {cfg.name}:\n{exc}") from exc
+            if cfg.arch is None:
+                raise KernelCompileError(f"NVRTC failed to compile {cfg.name}:\n{exc}") from exc
+            # CuPy adds its own -arch for the device; compile the arch-specific target here.
+            fn = _compile_for_arch(cfg, options)
         if cfg.smem > 48 * 1024:
             fn.max_dynamic_shared_size_bytes = cfg.smem
         _modules[key] = fn
     return fn
 
 
+def _compile_for_arch(cfg: KernelConfig, options):
+    """Compile ``cfg`` to a cubin for its own target with NVRTC and load it."""
+    import cupy
+    from cupy_backends.cuda.libs import nvrtc
+
+    prog = nvrtc.createProgram(source(cfg.family), f"{cfg.family}.cu", [], [])
+    try:
+        nvrtc.addNameExpression(prog, cfg.name)
+        try:
+            nvrtc.compileProgram(prog, list(options))
+        except nvrtc.NVRTCError as exc:
+            raise KernelCompileError(
+                f"NVRTC failed to compile {cfg.name} for {cfg.arch}:\n{nvrtc.getProgramLog(prog)}"
+            ) from exc
+        lowered = nvrtc.getLoweredName(prog, cfg.name)
+        cubin = nvrtc.getCUBIN(prog)
+    finally:
+        nvrtc.destroyProgram(prog)
+    module = cupy.cuda.function.Module()
+    module.load(cubin)
+    _loaded.append(module)  # the module must outlive its functions
+    return module.get_function(lowered)
+
+
+_loaded: list = []
+
+
+_hopper: dict = {}
+
+
+def _is_hopper() -> bool:
+    """True on a compute-capability 9.0 device (wgmma available), cached per device."""
+    import cupy
+
+    dev = cupy.cuda.runtime.getDevice()
+    if dev not in _hopper:
+        _hopper[dev] = cupy.cuda.Device(dev).compute_capability == "90"
+    return _hopper[dev]
+
+
 def warmup(dtypes=None, blocksizes=None, ops=None, verbose: bool = False) -> list[str]:
-    families = [{"matmul": "dsd", "sampled_matmul": "sdd"}.get(o, o) for o in (ops or FAMILIES)]
+    aliases = {"matmul": ("dsd", "dsd_sm90"), "sampled_matmul": ("sdd",)}
+    families = [f for o in (ops or FAMILIES) for f in aliases.get(o, (o,))]
     names = []
     for cfg in all_configs(dtypes, blocksizes, families):
+        if cfg.arch == "sm_90a" and not _is_hopper():
+            continue
         if verbose:
             print(f"compiling {cfg.name}", flush=True)
         get_kernel(cfg)
@@ -295,11 +365,17 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float):
     if y is None:
         y = cupy.empty((n, n_out * b), dtype) if beta == 0 else cupy.ascontiguousarray(out)
     if n and n_out:
-        ucfg = union_config(dtype, b, transpose_w) if half else None
-        cfg = ucfg or dsd_config(dtype, b, transpose_w)
+        wcfg = wgmma_config(dtype, b) if half and _is_hopper() else None
+        ucfg = union_config(dtype, b, transpose_w) if half and wcfg is None else None
+        cfg = wcfg or ucfg or dsd_config(dtype, b, transpose_w)
         fn = get_kernel(cfg)
         if half and not _rows_ok(x, 16):
             x = cupy.ascontiguousarray(x)
+        wdata = w._data
+        if wcfg is not None and not transpose_w:
+            # wgmma reads B k-major: for X @ W that is each block transposed (one pass
+            # over the non-zeros, small next to the product).
+            wdata = cupy.ascontiguousarray(wdata.transpose(0, 2, 1))
         if ucfg is not None:
             uptr, ug, umask, ublk, order = _union_tables(s, transpose_w, ucfg.group)
             n_tiles = uptr.shape[0] - 1
@@ -316,7 +392,7 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float):
                         umask, ublk, order, np.int32(n_out), ys,
                         np.int64(ys.strides[0] // 2), np.float32(alpha), np.float32(beta))
             elif half:
-                args = (xs, np.int64(xs.strides[0] // 2), np.int32(rows), w._data, ptr, blk,
+                args = (xs, np.int64(xs.strides[0] // 2), np.int32(rows), wdata, ptr, blk,
                         gidx, order, ys, np.int64(ys.strides[0] // 2), np.float32(alpha),
                         np.float32(beta))
             else:
