@@ -179,36 +179,47 @@ def main():
     for op in OPS:
         print(f"host overhead {op}: {host_overhead(lambda: OPS[op](W, xs[0], dys[0])):.1f} us/call")
     import os
+    # (label, set_tiles arguments, ops): each variant is checked, then timed.
     variants = {
-        ("wgmma", 16): [(1, 2, 64, 4), (2, 2, 64, 3)],
-        ("wgmma", 32): [(1, 2, 64, 4), (2, 2, 64, 3), (1, 1, 64, 4), (2, 1, 64, 4)],
-        ("wgmma", 64): [(1, 2, 64, 4), (2, 2, 64, 3), (2, 1, 64, 4), (1, 2, 32, 6)],
-        ("wgmma", 128): [(1, 2, 64, 3), (1, 2, 32, 4), (2, 2, 32, 3), (1, 1, 64, 4)],
+        16: [("mma.sync", {"wgmma": {16: None}}, ("fwd", "bwd")),
+             ("wgmma", {"wgmma": {16: (2, 2, 64, 3)}}, ("fwd", "bwd"))],
+        32: [("mma.sync", {"wgmma": {32: None}}, ("fwd", "bwd")),
+             ("wgmma", {"wgmma": {32: (2, 2, 64, 3)}}, ("fwd", "bwd")),
+             ("wgmma", {"wgmma": {32: (1, 2, 64, 4)}}, ("fwd", "bwd")),
+             ("sdd", {}, ("sdd",))],
+        64: [("mma.sync", {"wgmma": {64: None}}, ("fwd", "bwd")),
+             ("wgmma", {"wgmma": {64: (2, 2, 64, 3)}}, ("fwd", "bwd")),
+             ("wgmma", {"wgmma": {64: (1, 2, 64, 4)}}, ("fwd", "bwd")),
+             ("sdd", {}, ("sdd",))],
+        128: [("mma.sync", {"wgmma": {128: None}}, ("fwd", "bwd")),
+              ("wgmma", {"wgmma": {128: (2, 2, 32, 3)}}, ("fwd", "bwd")),
+              ("wgmma", {"wgmma": {128: (1, 2, 64, 3)}}, ("fwd", "bwd")),
+              ("sdd", {}, ("sdd",))],
     }
     from cubsparse import _cuda
+    saved = {k: dict(getattr(_cuda, k)) for k in ("DSD_TC", "SDD_TC", "UNION_TC", "WGMMA_DSD")}
     rows = []
-    for b, d in ((16, 0.25), (32, 0.25), (64, 0.25), (128, 0.25), (32, 0.05)):
+    for b, d in ((16, 0.25), (32, 0.25), (64, 0.25), (128, 0.25)):
         W, xs, dys = setup(b, d)
         pr = peers(b, d, W, xs)
-        for fam in ("wgmma",):
-            table = {"wgmma": _cuda.WGMMA_DSD}[fam]
-            orig = dict(table)
-            for v in variants.get((fam, b), [])[: (1 if d < 0.25 else None)]:
-                _cuda.set_tiles(**{fam: {b: v}})
-                for op in ("fwd", "bwd"):
-                    try:
-                        err = verify(op, W, xs[0], dys[0])
-                        t = time_op(op, W, xs, dys)
-                    except Exception as exc:  # noqa: BLE001
-                        print("variant failed", b, v, op, str(exc)[:300])
-                        err, t = float("nan"), float("nan")
-                    rows.append((b, d, op, v, t, pr["dense"], pr["torch_bsr"], err))
-            table.clear()
-            table.update(orig)
+        for label, tiles, ops in variants[b]:
+            _cuda.set_tiles(**tiles)
+            for op in ops:
+                try:
+                    err = verify(op, W, xs[0], dys[0])
+                    t = time_op(op, W, xs, dys)
+                except Exception as exc:  # noqa: BLE001
+                    print("variant failed", b, label, op, str(exc)[:300])
+                    err, t = float("nan"), float("nan")
+                v = label + " " + str(next(iter(tiles.values()), {}).get(b, "")) if tiles else label
+                rows.append((b, d, op, v, t, pr["dense"], pr["torch_bsr"], err))
+            for k, val in saved.items():
+                getattr(_cuda, k).clear()
+                getattr(_cuda, k).update(val)
             _cuda.set_tiles()
-    print(f"{'b':>4} {'d':>5} {'op':>4} {'tiles':>22} {'ms':>7} {'dense':>7} {'torch':>7} {'eff':>5} {'err':>8}")
+    print(f"{'b':>4} {'d':>5} {'op':>4} {'variant':>24} {'ms':>7} {'dense':>7} {'torch':>7} {'eff':>5} {'err':>8}")
     for b, d, op, v, t, dn, tb, err in rows:
-        print(f"{b:4d} {d:5.2f} {op:>4} {str(v):>22} {t:7.3f} {dn:7.3f} {tb:7.3f} {dn * d / t:5.2f} {err:8.1e}")
+        print(f"{b:4d} {d:5.2f} {op:>4} {str(v):>24} {t:7.3f} {dn:7.3f} {tb:7.3f} {dn * d / t:5.2f} {err:8.1e}")
 
 
 if __name__ == "__main__":

@@ -164,3 +164,31 @@ struct TcTile {
 __device__ __forceinline__ float axpby(float acc, float alpha, float beta, float old) {
   return beta != 0.f ? alpha * acc + beta * old : alpha * acc;
 }
+
+// A CTA's work list (input block and W block of each item) copied to shared memory once, so
+// that address generation in the copy loops never waits on a global load. Items past
+// LIST_CAP (lists longer than 512 blocks) are read from global memory instead.
+constexpr int LIST_CAP = 512;
+struct WorkList {
+  int* g;
+  int* p;
+  const int* gidx;
+  const int* blk;
+  int q0;
+  __device__ __forceinline__ int input(int item) const {
+    return item < LIST_CAP ? g[item] : __ldg(gidx + q0 + item);
+  }
+  __device__ __forceinline__ int block(int item) const {
+    return item < LIST_CAP ? p[item] : __ldg(blk + q0 + item);
+  }
+};
+__device__ __forceinline__ WorkList load_work_list(int* s_g, int* s_p, const int* gidx,
+                                                   const int* blk, int q0, int len, int tid,
+                                                   int nthreads) {
+  for (int i = tid; i < len && i < LIST_CAP; i += nthreads) {
+    s_g[i] = gidx[q0 + i];
+    s_p[i] = blk[q0 + i];
+  }
+  __syncthreads();
+  return WorkList{s_g, s_p, gidx, blk, q0};
+}

@@ -34,6 +34,8 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
   const int wm = warp / WARPS_N, wn = warp % WARPS_N;
   const int q0 = ptr[j], len = ptr[j + 1] - q0;
   const int ktiles = (len * B + BK - 1) / BK;
+  __shared__ int s_g[LIST_CAP], s_p[LIST_CAP];
+  const WorkList list = load_work_list(s_g, s_p, gidx, blk, q0, len, tid, Tile::THREADS);
 
   float acc[Tile::MT][Tile::NT][4];
 #pragma unroll
@@ -56,7 +58,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
       const int k = k0 + c * 8, item = k / B, off = k % B;
       const bool ok = (row0 + r < nrows) && (item < len);
       const u16* src = x;
-      if (ok) src = x + (i64)(row0 + r) * ldx + (i64)__ldg(gidx + q0 + item) * B + off;
+      if (ok) src = x + (i64)(row0 + r) * ldx + (i64)list.input(item) * B + off;
       cp_async16(sA + r * Tile::A_LD + c * 8, src, ok ? 16 : 0);
     }
     if (!TRANS_W) {  // B[k][n] = W_p[off][n]: rows of the block, n contiguous
@@ -69,7 +71,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
         const int k = k0 + kr, item = k / B, off = k % B;
         const bool ok = item < len;
         const u16* src = w;
-        if (ok) src = w + (i64)__ldg(blk + q0 + item) * (B * B) + off * B + c * 8;
+        if (ok) src = w + (i64)list.block(item) * (B * B) + off * B + c * 8;
         cp_async16(sB + kr * Tile::B_LD + c * 8, src, ok ? 16 : 0);
       }
     } else {  // B stored [n][k] = W_p[n][off]: k contiguous in memory too
@@ -82,7 +84,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
         const int k = k0 + c * 8, item = k / B, off = k % B;
         const bool ok = item < len;
         const u16* src = w;
-        if (ok) src = w + (i64)__ldg(blk + q0 + item) * (B * B) + n * B + off;
+        if (ok) src = w + (i64)list.block(item) * (B * B) + n * B + off;
         cp_async16(sB + n * Tile::B_LD + c * 8, src, ok ? 16 : 0);
       }
     }

@@ -72,6 +72,8 @@ __global__ void __launch_bounds__(WG * 128)
   const int tid = threadIdx.x, wg = tid / 128, lane = tid & 31, wiw = (tid % 128) / 32;
   const int q0 = ptr[j], len = ptr[j + 1] - q0;
   const int ktiles = (len * B + BK - 1) / BK;
+  __shared__ int s_g[LIST_CAP], s_p[LIST_CAP];
+  const WorkList list = load_work_list(s_g, s_p, gidx, blk, q0, len, tid, THREADS);
 
   float acc[MW][NACC];
 #pragma unroll
@@ -86,13 +88,13 @@ __global__ void __launch_bounds__(WG * 128)
       const int k = k0 + kc, item = k / B;
       const bool ok = (row0 + r < nrows) && (item < len);
       bytes = ok ? 16 : 0;
-      return ok ? x + (i64)(row0 + r) * ldx + (i64)__ldg(gidx + q0 + item) * B + k % B : x;
+      return ok ? x + (i64)(row0 + r) * ldx + (i64)list.input(item) * B + k % B : x;
     });
     load_core_tile<B, BK, THREADS>(sA + A_BYTES, tid, [&](int n, int kc, int& bytes) -> const void* {
       const int k = k0 + kc, item = k / B;
       const bool ok = item < len;
       bytes = ok ? 16 : 0;
-      return ok ? wk + (i64)__ldg(blk + q0 + item) * (B * B) + n * B + k % B : wk;
+      return ok ? wk + (i64)list.block(item) * (B * B) + n * B + k % B : wk;
     });
   };
 
@@ -105,9 +107,6 @@ __global__ void __launch_bounds__(WG * 128)
     cp_async_wait<STAGES - 2>();
     fence_proxy_async();  // make this thread's cp.async data visible to the tensor cores
     __syncthreads();
-    const int nk = kt + STAGES - 1;
-    if (nk < ktiles) load(nk % STAGES, nk);
-    cp_async_commit();
     const unsigned char* sA = smem + (kt % STAGES) * STAGE_BYTES;
     const unsigned char* sB = sA + A_BYTES;
 #pragma unroll
@@ -124,6 +123,11 @@ __global__ void __launch_bounds__(WG * 128)
       }
     }
     wgmma_commit();
+    // While the tensor cores work, queue the copies for a later stage. Its buffer was
+    // read by the previous iteration's MMAs, which completed before the barrier above.
+    const int nk = kt + STAGES - 1;
+    if (nk < ktiles) load(nk % STAGES, nk);
+    cp_async_commit();
     wgmma_wait0();  // the stage is refilled after the next barrier: all reads must be done
 #pragma unroll
     for (int m = 0; m < MW; ++m) keep_in_registers(acc[m]);
