@@ -179,31 +179,24 @@ def main():
     for op in OPS:
         print(f"host overhead {op}: {host_overhead(lambda: OPS[op](W, xs[0], dys[0])):.1f} us/call")
     import os
-    # (label, set_tiles arguments, ops): each variant is checked, then timed.
-    variants = {
-        16: [("mma.sync", {"wgmma": {16: None}}, ("fwd", "bwd")),
-             ("wgmma", {"wgmma": {16: (2, 2, 64, 3)}}, ("fwd", "bwd"))],
-        32: [("mma.sync", {"wgmma": {32: None}}, ("fwd", "bwd")),
-             ("wgmma", {"wgmma": {32: (2, 2, 64, 3)}}, ("fwd", "bwd")),
-             ("wgmma", {"wgmma": {32: (1, 2, 64, 4)}}, ("fwd", "bwd")),
-             ("sdd", {}, ("sdd",))],
-        64: [("mma.sync", {"wgmma": {64: None}}, ("fwd", "bwd")),
-             ("wgmma", {"wgmma": {64: (2, 2, 64, 3)}}, ("fwd", "bwd")),
-             ("wgmma", {"wgmma": {64: (1, 2, 64, 4)}}, ("fwd", "bwd")),
-             ("sdd", {}, ("sdd",))],
-        128: [("mma.sync", {"wgmma": {128: None}}, ("fwd", "bwd")),
-              ("wgmma", {"wgmma": {128: (2, 2, 32, 3)}}, ("fwd", "bwd")),
-              ("wgmma", {"wgmma": {128: (1, 2, 64, 3)}}, ("fwd", "bwd")),
-              ("sdd", {}, ("sdd",))],
-    }
     from cubsparse import _cuda
+
+    def cfg(wg=None, per_cta=1):
+        def apply(b):
+            _cuda.set_tiles(wgmma={b: wg})
+            _cuda.TILES_PER_CTA_MAX = per_cta
+        return apply
+
+    variants = [("R=1", cfg(None, 1), ("fwd", "bwd")), ("R<=4", cfg(None, 4), ("fwd", "bwd")),
+                ("R<=8", cfg(None, 8), ("fwd", "bwd")),
+                ("wgmma", cfg((2, 2, 32, 3), 1), ("fwd",)), ("sdd", cfg(None, 8), ("sdd",))]
     saved = {k: dict(getattr(_cuda, k)) for k in ("DSD_TC", "SDD_TC", "UNION_TC", "WGMMA_DSD")}
     rows = []
-    for b, d in ((16, 0.25), (32, 0.25), (64, 0.25), (128, 0.25)):
+    for b, d in ((32, 0.25), (64, 0.25), (128, 0.25), (64, 1.0), (128, 1.0)):
         W, xs, dys = setup(b, d)
         pr = peers(b, d, W, xs)
-        for label, tiles, ops in variants[b]:
-            _cuda.set_tiles(**tiles)
+        for label, apply, ops in variants:
+            apply(b)
             for op in ops:
                 try:
                     err = verify(op, W, xs[0], dys[0])
@@ -211,8 +204,7 @@ def main():
                 except Exception as exc:  # noqa: BLE001
                     print("variant failed", b, label, op, str(exc)[:300])
                     err, t = float("nan"), float("nan")
-                v = label + " " + str(next(iter(tiles.values()), {}).get(b, "")) if tiles else label
-                rows.append((b, d, op, v, t, pr["dense"], pr["torch_bsr"], err))
+                rows.append((b, d, op, label, t, pr["dense"], pr["torch_bsr"], err))
             for k, val in saved.items():
                 getattr(_cuda, k).clear()
                 getattr(_cuda, k).update(val)
