@@ -366,14 +366,15 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float):
     half = _is_half(dtype)
     y = out if (out is not None and _rows_ok(out, 4 if half else dtype.itemsize)) else None
     if y is None:
-        y = cupy.empty((n, n_out * b), dtype) if beta == 0 else cupy.ascontiguousarray(out)
+        # A fresh array: `out` itself may be contiguous yet misaligned for the kernel.
+        y = cupy.empty((n, n_out * b), dtype) if beta == 0 else out.copy(order="C")
     if n and n_out:
         wcfg = wgmma_config(dtype, b) if half and _is_hopper() else None
         ucfg = union_config(dtype, b, transpose_w) if half and wcfg is None else None
         cfg = wcfg or ucfg or dsd_config(dtype, b, transpose_w)
         fn = get_kernel(cfg)
         if half and not _rows_ok(x, 16):
-            x = cupy.ascontiguousarray(x)
+            x = x.copy(order="C")  # a new, aligned buffer (ascontiguousarray may return x)
         wdata = w._data
         if wcfg is not None and not transpose_w:
             # wgmma reads B k-major: for X @ W that is each block transposed (one pass
@@ -440,13 +441,13 @@ def sdd(a, b_mat, like, out_data, alpha: float, beta: float):
         elif _rows_ok(a, 16) and inner % 8 == 0:
             a_km, a_src = False, a
         else:
-            a_km, a_src = True, cupy.ascontiguousarray(a.T)
+            a_km, a_src = True, a.T.copy(order="C")
         if _rows_ok(b_mat, 16):
             b_nk, b_src = False, b_mat
         elif _rows_ok(b_mat.T, 16) and inner % 8 == 0:
             b_nk, b_src = True, b_mat.T
         else:
-            b_nk, b_src = False, cupy.ascontiguousarray(b_mat)
+            b_nk, b_src = False, b_mat.copy(order="C")
         cfg = sdd_config(dtype, bs, a_km, b_nk)
         groups = _sdd_groups(s, cfg.group)
         args = (a_src, np.int64(a_src.strides[0] // 2), b_src, np.int64(b_src.strides[0] // 2),

@@ -155,7 +155,11 @@ class BlockSparseMatrix:
     True
     """
 
-    __array_priority__ = 100  # so that ndarray @ W defers to W.__rmatmul__
+    # NumPy and CuPy arrays must hand `array @ W` to W.__rmatmul__: opting out of ufuncs
+    # makes their binary operators return NotImplemented (CuPy's ndarray has priority 100,
+    # so a priority alone does not win against it).
+    __array_ufunc__ = None
+    __array_priority__ = 1000
 
     def __init__(self, arg, shape, *, check: bool = True):
         if isinstance(arg, BlockSparseMatrix):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import poison, to_backend, to_numpy, xp_for
+from conftest import array_bytes, poison, to_backend, to_numpy, xp_for
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies import BATCH_SHAPES, INNER, RIGHT_COLS, Case, cases, layout_cases, tolerance
@@ -40,7 +40,7 @@ def assert_close(out, ref, dtype, what=""):
 
 
 def matmul_case(case: Case, form: str, lead, cols, backend):
-    """``(a, b, ref64, out_shape, zero_mask, zero_axis)`` for ``matmul(a, b)``.
+    """``(a, b, ref64, zero_mask, zero_axis)`` for ``matmul(a, b)`` in the given form.
 
     ``zero_mask`` marks the output positions (along ``zero_axis``) fed only by empty block
     rows/columns of W: they must come out exactly zero.
@@ -87,10 +87,15 @@ def test_matmul_matches_reference(backend, case, form, lead, cols):
     assert out.shape == ref.shape
     assert_close(out, ref, case.dtype, form)
     assert_zero_region(out, zmask, zaxis, form)
-    # The operator calls matmul: bitwise the same result.
+
+
+@given(case=cases(), form=forms, lead=BATCH_SHAPES, cols=RIGHT_COLS)
+def test_matmul_operator(backend, case, form, lead, cols):
+    """``a @ b`` calls matmul (bitwise the same result), for NumPy and CuPy left operands."""
+    a, b, _, _, _ = matmul_case(case, form, lead, cols, backend)
     op = a @ b
     assert_backend_array(op, backend)
-    assert np.array_equal(to_numpy(op), to_numpy(out), equal_nan=True)
+    assert array_bytes(op) == array_bytes(cs.matmul(a, b))
 
 
 @given(case=cases(), form=forms, lead=BATCH_SHAPES, cols=RIGHT_COLS, alpha=ALPHAS)
@@ -334,8 +339,8 @@ def test_layer_gradients_are_consistent(backend, case, n):
     S = case.scipy64()
     xb, dyb = to_backend(x, backend), to_backend(dy, backend)
     x64, dy64 = x.astype(np.float64), dy.astype(np.float64)
-    assert_close(xb @ W, (S.T @ x64.T).T, case.dtype, "y")
-    assert_close(dyb @ W.T, (S @ dy64.T).T, case.dtype, "dx")
+    assert_close(cs.matmul(xb, W), (S.T @ x64.T).T, case.dtype, "y")
+    assert_close(cs.matmul(dyb, W.T), (S @ dy64.T).T, case.dtype, "dx")
     assert_close(cs.sampled_matmul(xb.T, dyb, like=W).toarray(),
                  (x64.T @ dy64) * case.mask64(), case.dtype, "dW")
 
@@ -366,3 +371,42 @@ def test_half_types_accumulate_in_float32(backend, dtype):
     out = cs.matmul(to_backend(x, backend), case.matrix(backend))
     ref = x.astype(np.float64) @ case.dense64()
     assert_close(out, ref, case.dtype, dtype)
+
+
+def misaligned(arr: np.ndarray, backend):
+    """``arr`` on ``backend`` as a C-contiguous view starting one element into a buffer.
+
+    Its data pointer is not 16-byte aligned although the array is contiguous, as happens
+    with a slice such as ``buf[1:]``, or one row ``x[i, 1:]`` of a larger array.
+    """
+    xp = xp_for(backend)
+    buf = xp.empty(arr.size + 1, dtype=arr.dtype)
+    view = buf[1:].reshape(arr.shape)
+    view[...] = to_backend(arr, backend)
+    assert view.flags.c_contiguous
+    return view
+
+
+@pytest.mark.parametrize("n", [1, 4])
+@pytest.mark.parametrize("dtype", [d.name for d in cs.SUPPORTED_DTYPES])
+def test_contiguous_but_misaligned_operands(backend, dtype, n):
+    """Contiguous operands whose data pointer is offset by one element are read correctly."""
+    layout = np.array([[True, False, True], [True, True, False]])
+    case = Case(16, np.dtype(dtype), layout, seed=11)
+    M, N = case.shape
+    S = case.scipy64()
+    W = case.matrix(backend)
+    x = case.dense((n, M), stream=1)
+    dy = case.dense((n, N), stream=2)
+    d = case.dense((N, n), stream=3)
+    x64, dy64 = x.astype(np.float64), dy.astype(np.float64)
+    assert_close(cs.matmul(misaligned(x, backend), W), (S.T @ x64.T).T, case.dtype, "x @ W")
+    assert_close(cs.matmul(misaligned(dy, backend), W.T), (S @ dy64.T).T, case.dtype, "dy @ W.T")
+    assert_close(cs.matmul(W, misaligned(d, backend)), S @ d.astype(np.float64), case.dtype,
+                 "W @ d")
+    res = cs.sampled_matmul(misaligned(x, backend).T, misaligned(dy, backend), like=W)
+    assert_close(res.toarray(), (x64.T @ dy64) * case.mask64(), case.dtype, "sampled")
+    old = case.dense((n, N), stream=4)
+    out = misaligned(old, backend)
+    assert cs.matmul(to_backend(x, backend), W, out=out, beta=0.5) is out
+    assert_close(out, (S.T @ x64.T).T + 0.5 * old.astype(np.float64), case.dtype, "out=")

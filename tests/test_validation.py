@@ -183,6 +183,14 @@ def test_constructor_needs_a_triple(backend):
         cs.BlockSparseMatrix(([[[1.0]]], np.array([0]), np.array([0, 1])), shape=(8, 8))
 
 
+def test_check_false_skips_validation_until_check_format(backend):
+    bad = parts(backend, indices=(1, 1), indptr=(0, 2, 2))
+    W = cs.BlockSparseMatrix(bad, shape=(16, 16), check=False)
+    W.check_format(full=False)  # O(1): does not look at the indices
+    with pytest.raises(ValueError, match=r"duplicate entries at positions 0 and 1"):
+        W.check_format(full=True)
+
+
 def test_check_format_detects_corruption(backend):
     W = matrix(backend, layout=((True, True), (False, True)))  # indices [0, 1, 1]
     W.check_format(full=True)
@@ -291,8 +299,16 @@ def test_matmul_shape_mismatch(backend):
         cs.matmul(W, xp.ones((24, 2, 2), f))
     with pytest.raises(ValueError, match=r"got shape \(\)"):
         cs.matmul(xp.ones((), f), W)
+
+
+def test_matmul_operator_shape_mismatch(backend):
+    """``x @ W`` goes through matmul's checks (for NumPy and CuPy left operands alike)."""
+    xp = xp_for(backend)
+    W = matrix(backend, layout=np.ones((2, 3), bool))  # 16 x 24
     with pytest.raises(ValueError, match=r"rows \(16\), got shape \(3, 24\)"):
-        xp.ones((3, 24), f) @ W
+        xp.ones((3, 24), "float32") @ W
+    with pytest.raises(ValueError, match=r"must have shape \(24,\) or \(24, k\)"):
+        W @ xp.ones((16, 2), "float32")
 
 
 def test_matmul_dtype_mismatch(backend):
@@ -467,7 +483,7 @@ def test_inputs_unchanged_by_ops(backend, case, n):
     layout = W.layout.copy()
 
     results = [
-        cs.matmul(x, W), x @ W, cs.matmul(dy, W.T), cs.matmul(W, d), W @ d,
+        cs.matmul(x, W), cs.matmul(dy, W.T), cs.matmul(W, d), W @ d,
         cs.matmul(W.T, e), cs.matmul(x, W, alpha=3.0),
         cs.sampled_matmul(x.T, dy, like=W), cs.sampled_matmul(dy.T, x, like=W.T),
         W.toarray(), W.T.toarray(), W.T.data, W.to_scipy(), W.T.to_scipy(),

@@ -181,18 +181,19 @@ def main():
     import os
     from cubsparse import _cuda
 
-    def cfg(wg=None, per_cta=1):
+    def cfg(dsd=None):
         def apply(b):
-            _cuda.set_tiles(wgmma={b: wg})
-            _cuda.TILES_PER_CTA_MAX = per_cta
+            _cuda.set_tiles(wgmma={b: None}, dsd={b: dsd} if dsd else None)
         return apply
 
-    variants = [("R=1", cfg(None, 1), ("fwd", "bwd")), ("R<=4", cfg(None, 4), ("fwd", "bwd")),
-                ("R<=8", cfg(None, 8), ("fwd", "bwd")),
-                ("wgmma", cfg((2, 2, 32, 3), 1), ("fwd",)), ("sdd", cfg(None, 8), ("sdd",))]
+    variants = [("tc default", cfg(), ("fwd", "bwd")),
+                ("tc bk64 s3", lambda b: cfg({32: (256, 8, 1, 64, 3), 64: (128, 4, 2, 64, 3), 128: (128, 2, 4, 64, 3)}[b])(b), ("fwd", "bwd")),
+                ("tc bk128 s2", lambda b: cfg({32: (128, 4, 1, 128, 2), 64: (128, 4, 2, 128, 2), 128: (128, 2, 4, 128, 2)}[b])(b), ("fwd", "bwd")),
+                ("tc bm64", lambda b: cfg({32: (128, 4, 1, 32, 4), 64: (64, 2, 2, 64, 4), 128: (64, 2, 4, 64, 3)}[b])(b), ("fwd",)),
+                ("sdd", cfg(), ("sdd",))]
     saved = {k: dict(getattr(_cuda, k)) for k in ("DSD_TC", "SDD_TC", "UNION_TC", "WGMMA_DSD")}
     rows = []
-    for b, d in ((32, 0.25), (64, 0.25), (128, 0.25), (64, 1.0), (128, 1.0)):
+    for b, d in ((32, 0.25), (64, 0.25), (128, 0.25), (128, 1.0)):
         W, xs, dys = setup(b, d)
         pr = peers(b, d, W, xs)
         for label, apply, ops in variants:
