@@ -352,9 +352,6 @@ def _rows_ok(arr, align: int) -> bool:
 
 
 _MAX_GRID_Y = 65535
-#: dsd_tc: at most this many row tiles per CTA, aiming at about _TARGET_CTAS CTAs.
-TILES_PER_CTA_MAX = 8
-_TARGET_CTAS = 1024
 
 
 def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float):
@@ -386,17 +383,11 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float):
         else:
             ptr, blk, gidx, order = _dsd_tables(s, transpose_w)
             n_tiles = n_out
-        # Row tiles per CTA (per-block tensor-core kernel only): enough CTAs for a few
-        # waves, and no more, so each CTA runs a long, continuous pipeline.
-        per_cta = 1
-        if cfg.name.startswith("dsd_tc"):
-            row_tiles = -(-n // cfg.rows_per_cta)
-            per_cta = max(1, min(TILES_PER_CTA_MAX, row_tiles * n_tiles // _TARGET_CTAS))
-        step = _MAX_GRID_Y * cfg.rows_per_cta * per_cta
+        step = _MAX_GRID_Y * cfg.rows_per_cta
         for r0 in range(0, n, step):  # a launch covers at most 65535 row tiles
             xs, ys = (x, y) if n <= step else (x[r0:r0 + step], y[r0:r0 + step])
             rows = xs.shape[0]
-            grid = (n_tiles, -(-rows // (cfg.rows_per_cta * per_cta)))
+            grid = (n_tiles, -(-rows // cfg.rows_per_cta))
             if ucfg is not None:
                 args = (xs, np.int64(xs.strides[0] // 2), np.int32(rows), w._data, uptr, ug,
                         umask, ublk, order, np.int32(n_out), ys,
@@ -404,7 +395,7 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float):
             elif half:
                 args = (xs, np.int64(xs.strides[0] // 2), np.int32(rows), wdata, ptr, blk,
                         gidx, order, ys, np.int64(ys.strides[0] // 2), np.float32(alpha),
-                        np.float32(beta), np.int32(per_cta))
+                        np.float32(beta))
             else:
                 it = dtype.itemsize
                 args = (xs, np.int64(xs.strides[0] // it), np.int64(xs.strides[1] // it),

@@ -25,39 +25,30 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     dsd_tc(const u16* __restrict__ x, i64 ldx, int nrows, const u16* __restrict__ w,
            const int* __restrict__ ptr, const int* __restrict__ blk,
            const int* __restrict__ gidx, const int* __restrict__ order, u16* y, i64 ldy,
-           float alpha, float beta, int tiles_per_cta) {
+           float alpha, float beta) {
   typedef TcTile<BM, B, BK, WARPS_M, WARPS_N, false, TRANS_W> Tile;
   extern __shared__ __align__(16) u16 smem[];
   const int j = order[blockIdx.x];
+  const int row0 = blockIdx.y * BM;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp / WARPS_N, wn = warp % WARPS_N;
   const int q0 = ptr[j], len = ptr[j + 1] - q0;
   const int ktiles = (len * B + BK - 1) / BK;
-  // This CTA walks `tiles_per_cta` consecutive row tiles of output block j through one
-  // continuous pipeline (step t = row tile t / ktiles, k slice t % ktiles): the copies for
-  // the next row tile are in flight while this one finishes, so short lists do not pay a
-  // pipeline fill and drain per tile.
-  const int tile0 = blockIdx.y * tiles_per_cta;
-  const int ntiles = min(tiles_per_cta, (nrows + BM - 1) / BM - tile0);
-  const int steps = ntiles * ktiles;
   __shared__ int s_g[LIST_CAP], s_p[LIST_CAP];
   const WorkList list = load_work_list(s_g, s_p, gidx, blk, q0, len, tid, Tile::THREADS);
 
   float acc[Tile::MT][Tile::NT][4];
-  auto clear = [&]() {
 #pragma unroll
-    for (int mt = 0; mt < Tile::MT; ++mt)
+  for (int mt = 0; mt < Tile::MT; ++mt)
 #pragma unroll
-      for (int nt = 0; nt < Tile::NT; ++nt)
+    for (int nt = 0; nt < Tile::NT; ++nt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.f;
-  };
-  clear();
+      for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.f;
 
-  auto load = [&](int stage, int t) {
+  auto load = [&](int stage, int kt) {
     u16* sA = smem + stage * Tile::STAGE_ELEMS;
     u16* sB = sA + Tile::A_ELEMS;
-    const int row0 = (tile0 + t / ktiles) * BM, k0 = (t % ktiles) * BK;
+    const int k0 = kt * BK;
     constexpr int A_SEGS = BM * (BK / 8);
 #pragma unroll
     for (int it = 0; it < (A_SEGS + Tile::THREADS - 1) / Tile::THREADS; ++it) {
@@ -99,55 +90,45 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     }
   };
 
-  // Epilogue of one row tile: each thread holds pairs of adjacent columns; one 32-bit store.
-  auto store = [&](int row0) {
-#pragma unroll
-    for (int mt = 0; mt < Tile::MT; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < Tile::NT; ++nt)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int r = row0 + wm * Tile::WM + mt * 16 + (lane >> 2) + h * 8;
-          const int c = wn * Tile::WN + nt * 8 + (lane & 3) * 2;
-          if (r < nrows) {
-            unsigned* dst = (unsigned*)(y + (i64)r * ldy + (i64)j * B + c);
-            float o0 = 0.f, o1 = 0.f;
-            if (beta != 0.f) {
-              const unsigned old = *dst;
-              o0 = to_f32(Tag(), (u16)(old & 0xffff));
-              o1 = to_f32(Tag(), (u16)(old >> 16));
-            }
-            const u16 v0 = from_f32(Tag(), axpby(acc[mt][nt][2 * h], alpha, beta, o0));
-            const u16 v1 = from_f32(Tag(), axpby(acc[mt][nt][2 * h + 1], alpha, beta, o1));
-            *dst = (unsigned)v0 | ((unsigned)v1 << 16);
-          }
-        }
-  };
-
-  if (ktiles == 0) {  // empty list: the output block is alpha * 0 + beta * out
-    for (int t = 0; t < ntiles; ++t) store((tile0 + t) * BM);
-    return;
-  }
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < steps) load(s, s);
+    if (s < ktiles) load(s, s);
     cp_async_commit();
   }
-  for (int t = 0; t < steps; ++t) {
+  for (int kt = 0; kt < ktiles; ++kt) {
     cp_async_wait<STAGES - 2>();
     __syncthreads();
-    // Refill the stage computed in the previous step: every thread is past it now.
-    const int nt = t + STAGES - 1;
-    if (nt < steps) load(nt % STAGES, nt);
+    // Refill the stage computed in the previous iteration: every thread is past it now.
+    const int nk = kt + STAGES - 1;
+    if (nk < ktiles) load(nk % STAGES, nk);
     cp_async_commit();
-    const u16* sA = smem + (t % STAGES) * Tile::STAGE_ELEMS;
+    const u16* sA = smem + (kt % STAGES) * Tile::STAGE_ELEMS;
     Tile::compute(Tag(), sA, sA + Tile::A_ELEMS, acc, wm, wn, lane);
-    if (t % ktiles == ktiles - 1) {
-      store((tile0 + t / ktiles) * BM);
-      clear();
-    }
   }
   cp_async_wait<0>();
+
+  // Epilogue: each thread holds pairs of adjacent columns; store them as one 32-bit word.
+#pragma unroll
+  for (int mt = 0; mt < Tile::MT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < Tile::NT; ++nt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = row0 + wm * Tile::WM + mt * 16 + (lane >> 2) + h * 8;
+        const int c = wn * Tile::WN + nt * 8 + (lane & 3) * 2;
+        if (r < nrows) {
+          unsigned* dst = (unsigned*)(y + (i64)r * ldy + (i64)j * B + c);
+          float o0 = 0.f, o1 = 0.f;
+          if (beta != 0.f) {
+            const unsigned old = *dst;
+            o0 = to_f32(Tag(), (u16)(old & 0xffff));
+            o1 = to_f32(Tag(), (u16)(old >> 16));
+          }
+          const u16 v0 = from_f32(Tag(), axpby(acc[mt][nt][2 * h], alpha, beta, o0));
+          const u16 v1 = from_f32(Tag(), axpby(acc[mt][nt][2 * h + 1], alpha, beta, o1));
+          *dst = (unsigned)v0 | ((unsigned)v1 << 16);
+        }
+      }
 }
 
 // SIMT path (float32 in IEEE arithmetic, float64). X is read through two strides, so any
