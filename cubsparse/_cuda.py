@@ -20,7 +20,7 @@ from . import _dtypes
 
 _TC_TAGS = {"float16": "F16", "bfloat16": "BF16"}
 _SIMT_TYPES = {"float32": "float", "float64": "double"}
-FAMILIES = ("dsd", "sdd", "dsd_sm90")
+FAMILIES = ("dsd", "sdd")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,7 +33,6 @@ class KernelConfig:
     smem: int  # dynamic shared memory, bytes
     rows_per_cta: int  # dsd: rows of X per CTA
     group: int  # sdd: blocks per CTA
-    arch: str | None = None  # a required target such as "sm_90a"; None: the device's own
 
 
 def _dtype_name(dtype) -> str:
@@ -57,19 +56,11 @@ def _tc_smem(bm, bn, bk, stages, a_km, b_nk) -> int:
 #   sdd: (blocks per CTA, warps along m, warps along n, k depth per stage, stages)
 DSD_TC = {
     8: (256, 8, 1, 32, 4), 16: (256, 8, 1, 32, 4), 32: (256, 8, 1, 32, 4),
-    64: (128, 4, 2, 32, 4), 128: (128, 2, 4, 32, 4),
+    64: (128, 4, 2, 32, 4), 128: (128, 2, 4, 64, 3),
 }
 SDD_TC = {
     8: (16, 1, 4, 32, 4), 16: (8, 1, 4, 32, 4), 32: (4, 2, 4, 32, 4),
     64: (2, 1, 2, 32, 4), 128: (1, 2, 2, 32, 4),
-}
-#   union dsd (b <= 32): (output blocks per CTA G, rows of X per CTA, warps, stages);
-#   None falls back to the one-block-per-CTA kernel.
-UNION_TC = {16: None, 32: None}
-#   wgmma dsd on Hopper: (m64 tiles per warpgroup, warpgroups, k depth per stage, stages)
-WGMMA_DSD = {
-    8: (1, 2, 64, 4), 16: (1, 2, 64, 4), 32: (1, 2, 64, 4), 64: (1, 2, 64, 4),
-    128: (1, 2, 64, 3),
 }
 _SIMT_TM = {8: 2, 16: 4, 32: 8, 64: 8, 128: 8}
 _SIMT_TN = 4
@@ -106,39 +97,11 @@ def sdd_config(dtype: np.dtype, b: int, a_km: bool = True, b_nk: bool = False) -
     return KernelConfig("sdd", expr, 256, 0, 0, group)
 
 
-@functools.lru_cache(maxsize=None)
-def union_config(dtype: np.dtype, b: int, trans: bool) -> KernelConfig | None:
-    """The union kernel for small blocks (see dsd.cu), or None where it does not apply."""
-    name = _dtype_name(dtype)
-    cfg = UNION_TC.get(b)
-    if name not in _TC_TAGS or cfg is None:
-        return None
-    g, bm, warps, st = cfg
-    expr = f"dsd_union_tc<{_TC_TAGS[name]},{b},{g},{bm},{warps},{st},{_b(trans)}>"
-    smem = st * (bm * (b + 8) + g * b * (b + 8)) * 2
-    return KernelConfig("dsd", expr, warps * 32, smem, bm, g)
-
-
-@functools.lru_cache(maxsize=None)
-def wgmma_config(dtype: np.dtype, b: int) -> KernelConfig | None:
-    """The Hopper wgmma kernel (both orientations share it), or None where it does not apply."""
-    name = _dtype_name(dtype)
-    cfg = WGMMA_DSD.get(b)
-    if name not in _TC_TAGS or cfg is None:
-        return None
-    mw, wg, bk, st = cfg
-    expr = f"dsd_wgmma<{_TC_TAGS[name]},{b},{mw},{wg},{bk},{st}>"
-    smem = st * (64 * mw * wg + b) * bk * 2
-    return KernelConfig("dsd_sm90", expr, wg * 128, smem, 64 * mw * wg, 1, "sm_90a")
-
-
-def set_tiles(dsd=None, sdd=None, union=None, wgmma=None) -> None:
+def set_tiles(dsd=None, sdd=None) -> None:
     """Replace tile choices (for tuning experiments); clears the config caches."""
     DSD_TC.update(dsd or {})
     SDD_TC.update(sdd or {})
-    UNION_TC.update(union or {})
-    WGMMA_DSD.update(wgmma or {})
-    for f in (dsd_config, sdd_config, union_config, wgmma_config):
+    for f in (dsd_config, sdd_config):
         f.cache_clear()
 
 
@@ -154,9 +117,6 @@ def all_configs(dtypes=None, blocksizes=None, families=None) -> list[KernelConfi
             for b in blocksizes or _dtypes.BLOCK_SIZES:
                 if fam == "dsd":
                     out += [dsd_config(dt, b, t) for t in (False, True)]
-                    out += [c for t in (False, True) if (c := union_config(dt, b, t))]
-                elif fam == "dsd_sm90":
-                    out += [c for c in [wgmma_config(dt, b)] if c]
                 elif dt in _TC_TAGS:
                     out += [sdd_config(dt, b, a, bn) for a in (True, False) for bn in (False, True)]
                 else:
@@ -193,70 +153,24 @@ def get_kernel(cfg: KernelConfig):
     key = (cupy.cuda.runtime.getDevice(), cfg.name)
     fn = _modules.get(key)
     if fn is None:
-        options = COMPILE_OPTIONS + ((f"-arch={cfg.arch}",) if cfg.arch else ())
         try:
             mod = cupy.RawModule(
-                code=source(cfg.family), options=options, name_expressions=[cfg.name]
+                code=source(cfg.family), options=COMPILE_OPTIONS, name_expressions=[cfg.name]
             )
             fn = mod.get_function(cfg.name)
         except cupy.cuda.compiler.CompileException as exc:
-            if cfg.arch is None:
-                raise KernelCompileError(f"NVRTC failed to compile {cfg.name}:\n{exc}") from exc
-            # CuPy adds its own -arch for the device; compile the arch-specific target here.
-            fn = _compile_for_arch(cfg, options)
+            raise KernelCompileError(f"NVRTC failed to compile {cfg.name}:\n{exc}") from exc
         if cfg.smem > 48 * 1024:
             fn.max_dynamic_shared_size_bytes = cfg.smem
         _modules[key] = fn
     return fn
 
 
-def _compile_for_arch(cfg: KernelConfig, options):
-    """Compile ``cfg`` to a cubin for its own target with NVRTC and load it."""
-    import cupy
-    from cupy_backends.cuda.libs import nvrtc
-
-    prog = nvrtc.createProgram(source(cfg.family), f"{cfg.family}.cu", [], [])
-    try:
-        nvrtc.addNameExpression(prog, cfg.name)
-        try:
-            nvrtc.compileProgram(prog, list(options))
-        except nvrtc.NVRTCError as exc:
-            raise KernelCompileError(
-                f"NVRTC failed to compile {cfg.name} for {cfg.arch}:\n{nvrtc.getProgramLog(prog)}"
-            ) from exc
-        lowered = nvrtc.getLoweredName(prog, cfg.name)
-        cubin = nvrtc.getCUBIN(prog)
-    finally:
-        nvrtc.destroyProgram(prog)
-    module = cupy.cuda.function.Module()
-    module.load(cubin)
-    _loaded.append(module)  # the module must outlive its functions
-    return module.get_function(lowered)
-
-
-_loaded: list = []
-
-
-_hopper: dict = {}
-
-
-def _is_hopper() -> bool:
-    """True on a compute-capability 9.0 device (wgmma available), cached per device."""
-    import cupy
-
-    dev = cupy.cuda.runtime.getDevice()
-    if dev not in _hopper:
-        _hopper[dev] = cupy.cuda.Device(dev).compute_capability == "90"
-    return _hopper[dev]
-
-
 def warmup(dtypes=None, blocksizes=None, ops=None, verbose: bool = False) -> list[str]:
-    aliases = {"matmul": ("dsd", "dsd_sm90"), "sampled_matmul": ("sdd",)}
+    aliases = {"matmul": ("dsd",), "sampled_matmul": ("sdd",)}
     families = [f for o in (ops or FAMILIES) for f in aliases.get(o, (o,))]
     names = []
     for cfg in all_configs(dtypes, blocksizes, families):
-        if cfg.arch == "sm_90a" and not _is_hopper():
-            continue
         if verbose:
             print(f"compiling {cfg.name}", flush=True)
         get_kernel(cfg)
@@ -286,36 +200,6 @@ def _dsd_tables(structure, trans: bool):
         return ptr, blk, gidx, order
 
     return _device_tables(structure, ("dsd", trans), build)
-
-
-def _union_tables(structure, trans: bool, group: int):
-    """(uptr, ug, umask, ublk, order) for the union kernel: output blocks in groups of
-    ``group``; per group the sorted union of the input blocks its members read."""
-
-    def build():
-        rows, cols = structure.rows, structure.host_indices
-        out_b, in_b = (rows, cols) if trans else (cols, rows)
-        n_out = structure.block_shape[0 if trans else 1]
-        grp, member = out_b // group, out_b % group
-        order = np.lexsort((member, in_b, grp))
-        grp, member, in_b = grp[order], member[order], in_b[order]
-        new = np.ones(order.shape[0], dtype=bool)
-        new[1:] = (grp[1:] != grp[:-1]) | (in_b[1:] != in_b[:-1])
-        entry = np.cumsum(new) - 1
-        n_entries = int(entry[-1]) + 1 if entry.size else 0
-        ug = in_b[new].astype(np.int32)
-        umask = np.zeros(n_entries, dtype=np.int64)
-        np.add.at(umask, entry, np.int64(1) << member.astype(np.int64))
-        ublk = np.full((n_entries, group), -1, dtype=np.int32)
-        ublk[entry, member] = order
-        n_groups = -(-n_out // group)
-        counts = np.bincount(grp[new], minlength=n_groups)
-        uptr = np.zeros(n_groups + 1, dtype=np.int32)
-        np.cumsum(counts, out=uptr[1:])
-        launch = np.argsort(-counts, kind="stable").astype(np.int32)
-        return uptr, ug, umask.astype(np.int32), ublk.reshape(-1), launch
-
-    return _device_tables(structure, ("union", trans, group), build)
 
 
 def _sdd_groups(structure, group: int):
@@ -366,34 +250,18 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float):
         # A fresh array: `out` itself may be contiguous yet misaligned for the kernel.
         y = cupy.empty((n, n_out * b), dtype) if beta == 0 else out.copy(order="C")
     if n and n_out:
-        wcfg = wgmma_config(dtype, b) if half and _is_hopper() else None
-        ucfg = union_config(dtype, b, transpose_w) if half and wcfg is None else None
-        cfg = wcfg or ucfg or dsd_config(dtype, b, transpose_w)
+        cfg = dsd_config(dtype, b, transpose_w)
         fn = get_kernel(cfg)
         if half and not _rows_ok(x, 16):
             x = x.copy(order="C")  # a new, aligned buffer (ascontiguousarray may return x)
-        wdata = w._data
-        if wcfg is not None and not transpose_w:
-            # wgmma reads B k-major: for X @ W that is each block transposed (one pass
-            # over the non-zeros, small next to the product).
-            wdata = cupy.ascontiguousarray(wdata.transpose(0, 2, 1))
-        if ucfg is not None:
-            uptr, ug, umask, ublk, order = _union_tables(s, transpose_w, ucfg.group)
-            n_tiles = uptr.shape[0] - 1
-        else:
-            ptr, blk, gidx, order = _dsd_tables(s, transpose_w)
-            n_tiles = n_out
+        ptr, blk, gidx, order = _dsd_tables(s, transpose_w)
         step = _MAX_GRID_Y * cfg.rows_per_cta
         for r0 in range(0, n, step):  # a launch covers at most 65535 row tiles
             xs, ys = (x, y) if n <= step else (x[r0:r0 + step], y[r0:r0 + step])
             rows = xs.shape[0]
-            grid = (n_tiles, -(-rows // cfg.rows_per_cta))
-            if ucfg is not None:
-                args = (xs, np.int64(xs.strides[0] // 2), np.int32(rows), w._data, uptr, ug,
-                        umask, ublk, order, np.int32(n_out), ys,
-                        np.int64(ys.strides[0] // 2), np.float32(alpha), np.float32(beta))
-            elif half:
-                args = (xs, np.int64(xs.strides[0] // 2), np.int32(rows), wdata, ptr, blk,
+            grid = (n_out, -(-rows // cfg.rows_per_cta))
+            if half:
+                args = (xs, np.int64(xs.strides[0] // 2), np.int32(rows), w._data, ptr, blk,
                         gidx, order, ys, np.int64(ys.strides[0] // 2), np.float32(alpha),
                         np.float32(beta))
             else:
