@@ -33,8 +33,11 @@ def _chunks(nnzb: int, per_block: int):
     return range(0, nnzb, step), step
 
 
-def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float):
-    """``alpha * x @ op(w) + beta * out`` for dense ``x`` (n, k) and block-sparse ``w``."""
+def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = False):
+    """``alpha * x @ op(w) + beta * out`` for dense ``x`` (n, k) and block-sparse ``w``.
+
+    ``tf32`` is accepted for the common interface; the CPU computes float32 in IEEE.
+    """
     cdt = _dtypes.compute_dtype(w.dtype)
     s, b = w._structure, w.blocksize
     n = x.shape[0]
@@ -68,7 +71,7 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float):
     return _combine(acc.reshape(n, n_out * b), out, alpha, beta, w.dtype)
 
 
-def sdd(a, b_mat, like, out_data, alpha: float, beta: float):
+def sdd(a, b_mat, like, out_data, alpha: float, beta: float, tf32: bool = False):
     """``alpha * (a @ b)[like's blocks] + beta * out_data`` as an ``(nnzb, bs, bs)`` array."""
     cdt = _dtypes.compute_dtype(a.dtype)
     s, bs = like._structure, like.blocksize

@@ -44,10 +44,11 @@ def _b(flag: bool) -> str:
     return "true" if flag else "false"
 
 
-def _tc_smem(bm, bn, bk, stages, a_km, b_nk) -> int:
-    a = (bk * (bm + 8)) if a_km else (bm * (bk + 8))
-    b = (bn * (bk + 8)) if b_nk else (bk * (bn + 8))
-    return stages * (a + b) * 2
+def _tc_smem(bm, bn, bk, stages, a_km, b_nk, esize=2) -> int:
+    pad = 16 // esize  # rows are padded by 16 bytes
+    a = (bk * (bm + pad)) if a_km else (bm * (bk + pad))
+    b = (bn * (bk + pad)) if b_nk else (bk * (bn + pad))
+    return stages * (a + b) * esize
 
 
 # Tile choices per block size. A warp's tile is 64x64 where the block size allows (one
@@ -67,13 +68,20 @@ _SIMT_TN = 4
 
 
 @functools.lru_cache(maxsize=None)
-def dsd_config(dtype: np.dtype, b: int, trans: bool) -> KernelConfig:
-    """The dense x sparse kernel for ``Y = X @ op(W)``."""
+def dsd_config(dtype: np.dtype, b: int, trans: bool, tf32: bool = False) -> KernelConfig:
+    """The dense x sparse kernel for ``Y = X @ op(W)``.
+
+    With ``tf32`` (float32 only) the tensor-core kernel reads W's blocks as [n][k]: the
+    transposed kernel is used for both orientations (the caller transposes the blocks
+    for X @ W).
+    """
     name = _dtype_name(dtype)
-    if name in _TC_TAGS:
+    if name in _TC_TAGS or (tf32 and name == "float32"):
+        tag, esize = (_TC_TAGS[name], 2) if name in _TC_TAGS else ("TF32", 4)
+        trans = trans or tag == "TF32"
         bm, wm, wn, bk, st = DSD_TC[b]
-        expr = f"dsd_tc<{_TC_TAGS[name]},{b},{bm},{bk},{wm},{wn},{st},{_b(trans)}>"
-        smem = _tc_smem(bm, b, bk, st, False, trans)
+        expr = f"dsd_tc<{tag},{b},{bm},{bk},{wm},{wn},{st},{_b(trans)}>"
+        smem = _tc_smem(bm, b, bk, st, False, trans, esize)
         return KernelConfig("dsd", expr, wm * wn * 32, smem, bm, 1)
     tm, tn = _SIMT_TM[b], _SIMT_TN
     bk = 16 if name == "float32" else 8
@@ -82,14 +90,19 @@ def dsd_config(dtype: np.dtype, b: int, trans: bool) -> KernelConfig:
 
 
 @functools.lru_cache(maxsize=None)
-def sdd_config(dtype: np.dtype, b: int, a_km: bool = True, b_nk: bool = False) -> KernelConfig:
-    """The sampled dense x dense kernel; ``a_km``/``b_nk`` pick the operand layouts."""
+def sdd_config(dtype: np.dtype, b: int, a_km: bool = True, b_nk: bool = False,
+               tf32: bool = False) -> KernelConfig:
+    """The sampled dense x dense kernel; ``a_km``/``b_nk`` pick the operand layouts
+    (TF32 always reads A[m][k] and B[n][k])."""
     name = _dtype_name(dtype)
-    if name in _TC_TAGS:
+    if name in _TC_TAGS or (tf32 and name == "float32"):
+        tag, esize = (_TC_TAGS[name], 2) if name in _TC_TAGS else ("TF32", 4)
+        if tag == "TF32":
+            a_km, b_nk = False, True
         group, wm, wn, bk, st = SDD_TC[b]
-        expr = (f"sdd_tc<{_TC_TAGS[name]},{b},{group},{bk},{wm},{wn},{st},"
+        expr = (f"sdd_tc<{tag},{b},{group},{bk},{wm},{wn},{st},"
                 f"{_b(a_km)},{_b(b_nk)}>")
-        smem = _tc_smem(max(b, 16), group * b, bk, st, a_km, b_nk)
+        smem = _tc_smem(max(b, 16), group * b, bk, st, a_km, b_nk, esize)
         return KernelConfig("sdd", expr, wm * wn * 32, smem, 0, group)
     group = max(1, 128 // b)
     bk = 16 if name == "float32" else 8
@@ -115,12 +128,15 @@ def all_configs(dtypes=None, blocksizes=None, families=None) -> list[KernelConfi
     for fam in families or FAMILIES:
         for dt in names:
             for b in blocksizes or _dtypes.BLOCK_SIZES:
+                tf32 = dt == "float32"  # float32 also has the opt-in TF32 kernels
                 if fam == "dsd":
                     out += [dsd_config(dt, b, t) for t in (False, True)]
+                    out += [dsd_config(dt, b, True, True)] if tf32 else []
                 elif dt in _TC_TAGS:
                     out += [sdd_config(dt, b, a, bn) for a in (True, False) for bn in (False, True)]
                 else:
                     out.append(sdd_config(dt, b))
+                    out += [sdd_config(dt, b, tf32=True)] if tf32 else []
     return list(dict.fromkeys(out))
 
 
@@ -238,36 +254,43 @@ def _rows_ok(arr, align: int) -> bool:
 _MAX_GRID_Y = 65535
 
 
-def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float):
+def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = False):
     import cupy
 
     s, b, dtype = w._structure, w.blocksize, w.dtype
     n = x.shape[0]
     n_out = s.block_shape[0] if transpose_w else s.block_shape[1]
-    half = _is_half(dtype)
-    y = out if (out is not None and _rows_ok(out, 4 if half else dtype.itemsize)) else None
+    tf32 = tf32 and dtype == np.float32
+    tc = _is_half(dtype) or tf32  # tensor-core kernel: 16-byte copies, paired stores
+    pair = 2 * dtype.itemsize if tc else dtype.itemsize  # tensor-core epilogue stores pairs
+    y = out if (out is not None and _rows_ok(out, pair)) else None
     if y is None:
         # A fresh array: `out` itself may be contiguous yet misaligned for the kernel.
         y = cupy.empty((n, n_out * b), dtype) if beta == 0 else out.copy(order="C")
     if n and n_out:
-        cfg = dsd_config(dtype, b, transpose_w)
+        cfg = dsd_config(dtype, b, transpose_w, tf32)
         fn = get_kernel(cfg)
-        if half and not _rows_ok(x, 16):
+        if tc and not _rows_ok(x, 16):
             x = x.copy(order="C")  # a new, aligned buffer (ascontiguousarray may return x)
+        wdata = w._data
+        if tf32 and not transpose_w:
+            # TF32 operands reach the MMA through ldmatrix, which needs k contiguous: give
+            # the kernel each block transposed (one pass over the non-zeros).
+            wdata = cupy.ascontiguousarray(wdata.transpose(0, 2, 1))
         ptr, blk, gidx, order = _dsd_tables(s, transpose_w)
         step = _MAX_GRID_Y * cfg.rows_per_cta
+        it = dtype.itemsize
         for r0 in range(0, n, step):  # a launch covers at most 65535 row tiles
             xs, ys = (x, y) if n <= step else (x[r0:r0 + step], y[r0:r0 + step])
             rows = xs.shape[0]
             grid = (n_out, -(-rows // cfg.rows_per_cta))
-            if half:
-                args = (xs, np.int64(xs.strides[0] // 2), np.int32(rows), w._data, ptr, blk,
-                        gidx, order, ys, np.int64(ys.strides[0] // 2), np.float32(alpha),
+            if tc:
+                args = (xs, np.int64(xs.strides[0] // it), np.int32(rows), wdata, ptr, blk,
+                        gidx, order, ys, np.int64(ys.strides[0] // it), np.float32(alpha),
                         np.float32(beta))
             else:
-                it = dtype.itemsize
                 args = (xs, np.int64(xs.strides[0] // it), np.int64(xs.strides[1] // it),
-                        np.int32(rows), w._data, ptr, blk, gidx, order, ys,
+                        np.int32(rows), wdata, ptr, blk, gidx, order, ys,
                         np.int64(ys.strides[0] // it), _scalar(dtype, alpha),
                         _scalar(dtype, beta))
             fn(grid, (cfg.threads,), args, shared_mem=cfg.smem)
@@ -277,7 +300,16 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float):
     return y
 
 
-def sdd(a, b_mat, like, out_data, alpha: float, beta: float):
+def _padded_rows(a, inner_pad: int):
+    """``a`` (rows, inner) as a row-major copy with zero columns up to ``inner_pad``."""
+    import cupy
+
+    buf = cupy.zeros((a.shape[0], inner_pad), a.dtype)
+    buf[:, :a.shape[1]] = a
+    return buf
+
+
+def sdd(a, b_mat, like, out_data, alpha: float, beta: float, tf32: bool = False):
     import cupy
 
     s, bs, dtype = like._structure, like.blocksize, a.dtype
@@ -291,7 +323,20 @@ def sdd(a, b_mat, like, out_data, alpha: float, beta: float):
         else:
             data *= dtype.type(beta)
         return data
-    if _is_half(dtype):
+    if tf32 and dtype == np.float32:
+        # TF32 reads A[m][k] and B[n][k] (k contiguous, for ldmatrix): a as it is when its
+        # rows are contiguous, else a copy; b transposed. The inner dimension is padded
+        # with zeros to whole 16-byte copies where needed.
+        inner_pad = -(-inner // 4) * 4
+        a_src = a if (_rows_ok(a, 16) and inner_pad == inner) else _padded_rows(a, inner_pad)
+        b_t = b_mat.T
+        b_src = b_t if (_rows_ok(b_t, 16) and inner_pad == inner) else _padded_rows(b_t, inner_pad)
+        cfg = sdd_config(dtype, bs, tf32=True)
+        groups = _sdd_groups(s, cfg.group)
+        args = (a_src, np.int64(a_src.strides[0] // 4), b_src, np.int64(b_src.strides[0] // 4),
+                np.int32(inner_pad), groups, s.indices, data, np.float32(alpha),
+                np.float32(beta))
+    elif _is_half(dtype):
         # Prefer reading a and b in place: a = x.T (rows of x contiguous) and b = dy are
         # the layer-gradient case; other layouts are taken when their rows can be
         # streamed with 16-byte copies, else copied once.

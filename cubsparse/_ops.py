@@ -12,6 +12,9 @@ Every product is reduced to one of two backend primitives:
 from __future__ import annotations
 
 import numbers
+import os
+
+import numpy as np
 
 from . import _dtypes
 from ._matrix import BlockSparseMatrix, array_module, backend_of
@@ -52,6 +55,15 @@ def _check_scalars(alpha, beta, out):
         raise ValueError(f"beta = {beta} accumulates into out, so out must be given")
 
 
+def _use_tf32(tf32, dtype) -> bool:
+    """TF32 applies to float32 only; unset, it follows CuPy's ``CUPY_TF32=1`` convention."""
+    if tf32 is None:
+        tf32 = os.environ.get("CUPY_TF32", "0") == "1"
+    elif not isinstance(tf32, (bool, np.bool_)):
+        raise TypeError(f"tf32 must be True, False or None, got {tf32!r}")
+    return bool(tf32) and dtype == np.float32
+
+
 def _check_out(out, shape, backend, dtype):
     if out is None:
         return
@@ -60,7 +72,7 @@ def _check_out(out, shape, backend, dtype):
         raise ValueError(f"out must have shape {tuple(shape)}, got {tuple(out.shape)}")
 
 
-def matmul(a, b, out=None, alpha: float = 1.0, beta: float = 0.0):
+def matmul(a, b, out=None, alpha: float = 1.0, beta: float = 0.0, *, tf32: bool | None = None):
     """Product of a dense and a block-sparse matrix: ``alpha * (a @ b) + beta * out``.
 
     Exactly one operand is a :class:`BlockSparseMatrix` (or its transpose ``W.T``):
@@ -85,6 +97,11 @@ def matmul(a, b, out=None, alpha: float = 1.0, beta: float = 0.0):
         Written with the result (and read first when ``beta != 0``).
     alpha, beta : float, optional
         Scale of the product and of the old ``out`` (gradient accumulation).
+    tf32 : bool, optional
+        float32 on the CUDA backend: multiply on the tensor cores in TensorFloat-32
+        (10-bit mantissa, float32 accumulation; relative error about 1e-3) instead of IEEE
+        float32. Unset, it follows CuPy's convention: on when ``CUPY_TF32=1``. The CPU
+        backend always computes IEEE float32; other dtypes ignore it.
 
     Returns
     -------
@@ -120,6 +137,7 @@ def matmul(a, b, out=None, alpha: float = 1.0, beta: float = 0.0):
     base = w if w.base is None else w.base
     m, n = w.shape
     impl = _backend_module(backend)
+    tf32 = _use_tf32(tf32, dtype)
 
     if b_sparse:  # dense (..., m) @ w -> (..., n)
         if dense.ndim < 1 or dense.shape[-1] != m:
@@ -133,7 +151,7 @@ def matmul(a, b, out=None, alpha: float = 1.0, beta: float = 0.0):
         out2 = None if out is None else _as_2d_view(out, n)
         if out2 is None and out is not None and beta != 0:
             out2 = out.reshape(-1, n)  # a copy holding the values to accumulate into
-        res = impl.dsd(x2, base, w.base is not None, out2, float(alpha), float(beta))
+        res = impl.dsd(x2, base, w.base is not None, out2, float(alpha), float(beta), tf32)
         return _finish(res, out, out2, out_shape)
 
     # w @ dense (m, ...) : computed as (dense.T @ w.T).T
@@ -147,7 +165,7 @@ def matmul(a, b, out=None, alpha: float = 1.0, beta: float = 0.0):
     out_shape = (m,) if vector else (m, d2.shape[1])
     _check_out(out, out_shape, backend, dtype)
     out2 = None if out is None else out.reshape(m, -1).T
-    res = impl.dsd(d2.T, base, w.base is None, out2, float(alpha), float(beta))
+    res = impl.dsd(d2.T, base, w.base is None, out2, float(alpha), float(beta), tf32)
     res = res.T
     if out is not None:
         if res.base is not out and not _same_memory(res, out):
@@ -180,7 +198,9 @@ def _finish(res, out, out2, out_shape):
     return out
 
 
-def sampled_matmul(a, b, like, out=None, alpha: float = 1.0, beta: float = 0.0):
+def sampled_matmul(
+    a, b, like, out=None, alpha: float = 1.0, beta: float = 0.0, *, tf32: bool | None = None
+):
     """``(a @ b)`` computed only on the non-zero blocks of ``like`` (SDDMM).
 
     This is the weight gradient of a block-sparse layer: for ``y = x @ W``,
@@ -199,6 +219,9 @@ def sampled_matmul(a, b, like, out=None, alpha: float = 1.0, beta: float = 0.0):
         when ``beta != 0``.
     alpha, beta : float, optional
         ``result = alpha * (a @ b)[blocks] + beta * out``.
+    tf32 : bool, optional
+        As in :func:`matmul`: TF32 tensor cores for float32 on the CUDA backend (the
+        kernel then reads ``a`` row-major and ``b`` transposed, copying where needed).
 
     Returns
     -------
@@ -253,7 +276,7 @@ def sampled_matmul(a, b, like, out=None, alpha: float = 1.0, beta: float = 0.0):
         a, b = b.T, a.T
     impl = _backend_module(backend)
     out_data = None if out is None else out._data
-    data = impl.sdd(a, b, base, out_data, float(alpha), float(beta))
+    data = impl.sdd(a, b, base, out_data, float(alpha), float(beta), _use_tf32(tf32, a.dtype))
     if out is not None:
         return out
     res = BlockSparseMatrix._from_parts(data, base._structure, base.blocksize)

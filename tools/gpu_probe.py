@@ -152,7 +152,31 @@ def peers(b, density, W, xs, dtype="float16"):
     return out
 
 
+def fp32_section():
+    """float32: IEEE and TF32 kernels against dense SGEMM (cupy) and TF32 GEMM (torch)."""
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = True
+    print(f"{'b':>4} {'op':>4} {'ieee ms':>8} {'tf32 ms':>8} {'sgemm':>7} {'tf32 gemm':>9} {'eff ieee':>8} {'eff tf32':>8}")
+    for b in (32, 64, 128):
+        W, xs, dys = setup(b, 0.25, dtype="float32")
+        Wd = W.toarray()
+        dense = bench(lambda p=cycler(xs): cp.matmul(p(), Wd))
+        wt = torch.as_tensor(Wd, device="cuda")
+        xt = [torch.as_tensor(x, device="cuda") for x in xs]
+        dense_tf32 = bench(lambda p=cycler(xt): p() @ wt)
+        for op in OPS:
+            px, pd = cycler(xs), cycler(dys)
+            f = {"fwd": lambda t: cs.matmul(px(), W, tf32=t), "bwd": lambda t: cs.matmul(pd(), W.T, tf32=t),
+                 "sdd": lambda t: cs.sampled_matmul(px().T, pd(), like=W, tf32=t)}[op]
+            ti, tt = bench(lambda: f(False)), bench(lambda: f(True))
+            print(f"{b:4d} {op:>4} {ti:8.3f} {tt:8.3f} {dense:7.3f} {dense_tf32:9.3f} {dense * 0.25 / ti:8.2f} {dense_tf32 * 0.25 / tt:8.2f}")
+
+
 def main():
+    if "--fp32" in sys.argv:
+        fp32_section()
+        return
     quick = "--quick" in sys.argv
     dev = cp.cuda.runtime.getDeviceProperties(0)
     print("GPU:", dev["name"].decode(), "cupy", cp.__version__)

@@ -8,11 +8,12 @@
 typedef unsigned short u16;
 typedef long long i64;
 
-// dtype tags: `storage` is what lives in memory, MMA kinds say which tensor-core op applies.
-struct F16 { typedef u16 storage; };
-struct BF16 { typedef u16 storage; };
-struct F32 { typedef float storage; };
-struct F64 { typedef double storage; };
+// dtype tags for the tensor-core kernels: `storage` is the element in memory, VEC the
+// elements per 16-byte copy, KSTEP the depth of one MMA. TF32 is float32 data multiplied
+// on the tensor cores in TensorFloat-32 (10-bit mantissa), an explicit opt-in.
+struct F16 { typedef u16 storage; static constexpr int VEC = 8, KSTEP = 16; };
+struct BF16 { typedef u16 storage; static constexpr int VEC = 8, KSTEP = 16; };
+struct TF32 { typedef float storage; static constexpr int VEC = 4, KSTEP = 8; };
 
 __device__ __forceinline__ float to_f32(F16, u16 v) {
   float f;
@@ -87,6 +88,50 @@ __device__ __forceinline__ void mma16816(BF16, float (&d)[4], const unsigned (&a
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+// D = A * B + D on a 16x8x8 tile in TF32. ldmatrix hands over raw float32 bits; round them
+// to TF32 (nearest, ties away) rather than letting the unit truncate.
+__device__ __forceinline__ unsigned to_tf32(unsigned v) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(__uint_as_float(v)));
+  return r;
+}
+__device__ __forceinline__ void mma16816(TF32, float (&d)[4], const unsigned (&a)[4],
+                                         const unsigned (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(to_tf32(a[0])), "r"(to_tf32(a[1])), "r"(to_tf32(a[2])), "r"(to_tf32(a[3])),
+        "r"(to_tf32(b[0])), "r"(to_tf32(b[1])));
+}
+
+// Epilogue store of two adjacent outputs: alpha * acc + beta * old, one 4- or 8-byte store.
+template <class Tag>
+__device__ __forceinline__ void store_pair(Tag tag, u16* dst, float v0, float v1, float alpha,
+                                           float beta) {
+  unsigned* d = (unsigned*)dst;
+  float o0 = 0.f, o1 = 0.f;
+  if (beta != 0.f) {
+    const unsigned old = *d;
+    o0 = to_f32(tag, (u16)(old & 0xffff));
+    o1 = to_f32(tag, (u16)(old >> 16));
+  }
+  const u16 r0 = from_f32(tag, beta != 0.f ? alpha * v0 + beta * o0 : alpha * v0);
+  const u16 r1 = from_f32(tag, beta != 0.f ? alpha * v1 + beta * o1 : alpha * v1);
+  *d = (unsigned)r0 | ((unsigned)r1 << 16);
+}
+__device__ __forceinline__ void store_pair(TF32, float* dst, float v0, float v1, float alpha,
+                                           float beta) {
+  float2* d = (float2*)dst;
+  float2 r = make_float2(alpha * v0, alpha * v1);
+  if (beta != 0.f) {  // beta == 0 must not read: the output may hold NaN poison
+    const float2 old = *d;
+    r.x += beta * old.x;
+    r.y += beta * old.y;
+  }
+  *d = r;
+}
+
 // ---------------------------------------------------------------------------------------
 // Tensor-core tile machinery shared by both kernel families.
 //
@@ -97,33 +142,36 @@ __device__ __forceinline__ void mma16816(BF16, float (&d)[4], const unsigned (&a
 // ldmatrix (with .trans where the contiguous axis is the wrong one) turns any of them into
 // mma fragments. Rows are padded by 16 bytes: with an odd number of 16-byte units per row,
 // the eight row addresses of an ldmatrix hit eight different bank groups.
-template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, bool A_KM, bool B_NK>
+template <class Tag, int BM, int BN, int BK, int WARPS_M, int WARPS_N, bool A_KM, bool B_NK>
 struct TcTile {
+  typedef typename Tag::storage T;
+  static constexpr int VEC = Tag::VEC, KSTEP = Tag::KSTEP;
   static constexpr int THREADS = WARPS_M * WARPS_N * 32;
   static constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
   static constexpr int MT = WM / 16, NT = WN / 8;
-  static constexpr int A_LD = A_KM ? BM + 8 : BK + 8;
-  static constexpr int B_LD = B_NK ? BK + 8 : BN + 8;
+  static constexpr int A_LD = A_KM ? BM + VEC : BK + VEC;  // rows padded by 16 bytes
+  static constexpr int B_LD = B_NK ? BK + VEC : BN + VEC;
   static constexpr int A_ELEMS = (A_KM ? BK : BM) * A_LD;
   static constexpr int B_ELEMS = (B_NK ? BN : BK) * B_LD;
   static constexpr int STAGE_ELEMS = A_ELEMS + B_ELEMS;
   static_assert(WM % 16 == 0 && WN % 8 == 0 && BK % 16 == 0, "bad tile");
   static_assert(NT == 1 || NT % 2 == 0, "warp n-tile must be 8 or a multiple of 16");
+  // ldmatrix moves 16-bit elements: a 32-bit operand works only with k contiguous.
+  static_assert(VEC == 8 || (!A_KM && B_NK), "TF32 needs A[m][k] and B[n][k] in shared memory");
 
-  template <class Tag>
-  static __device__ __forceinline__ void compute(Tag tag, const u16* sA, const u16* sB,
+  static __device__ __forceinline__ void compute(const T* sA, const T* sB,
                                                  float (&acc)[MT][NT][4], int wm, int wn,
                                                  int lane) {
     const int mi = lane >> 3, r8 = lane & 7;
 #pragma unroll
-    for (int kk = 0; kk < BK; kk += 16) {
+    for (int kk = 0; kk < BK; kk += KSTEP) {
       unsigned af[MT][4];
       unsigned bf[NT][2];
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
         const int m0 = wm * WM + mt * 16;
         if (!A_KM) {
-          ldsm_x4(af[mt], sA + (m0 + (lane & 15)) * A_LD + kk + (lane >> 4) * 8);
+          ldsm_x4(af[mt], sA + (m0 + (lane & 15)) * A_LD + kk + (lane >> 4) * VEC);
         } else {
           ldsm_x4_t(af[mt], sA + (kk + (mi >> 1) * 8 + r8) * A_LD + m0 + (mi & 1) * 8);
         }
@@ -134,7 +182,7 @@ struct TcTile {
         if (!B_NK) {
           ldsm_x2_t(bf[0], sB + (kk + h * 8 + r8) * B_LD + n0);
         } else {
-          ldsm_x2(bf[0], sB + (n0 + r8) * B_LD + kk + h * 8);
+          ldsm_x2(bf[0], sB + (n0 + r8) * B_LD + kk + h * VEC);
         }
       } else {
 #pragma unroll
@@ -144,7 +192,7 @@ struct TcTile {
           if (!B_NK) {
             ldsm_x4_t(r, sB + (kk + (mi & 1) * 8 + r8) * B_LD + n0 + (mi >> 1) * 8);
           } else {
-            ldsm_x4(r, sB + (n0 + (mi >> 1) * 8 + r8) * B_LD + kk + (mi & 1) * 8);
+            ldsm_x4(r, sB + (n0 + (mi >> 1) * 8 + r8) * B_LD + kk + (mi & 1) * VEC);
           }
           bf[nt][0] = r[0];
           bf[nt][1] = r[1];
@@ -155,15 +203,10 @@ struct TcTile {
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt) mma16816(tag, acc[mt][nt], af[mt], bf[nt]);
+        for (int nt = 0; nt < NT; ++nt) mma16816(Tag(), acc[mt][nt], af[mt], bf[nt]);
     }
   }
 };
-
-// Epilogue value: alpha * acc + beta * old, where beta == 0 never reads old (it may be NaN).
-__device__ __forceinline__ float axpby(float acc, float alpha, float beta, float old) {
-  return beta != 0.f ? alpha * acc + beta * old : alpha * acc;
-}
 
 // A CTA's work list (input block and W block of each item) copied to shared memory once, so
 // that address generation in the copy loops never waits on a global load. Items past

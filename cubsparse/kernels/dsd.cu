@@ -18,16 +18,21 @@
 // the short ones fill in behind them instead of leaving one long CTA as the tail.
 #include "common.cuh"
 
-// Tensor-core path (float16, bfloat16), mma.sync m16n8k16 with float32 accumulators,
-// operands staged through a STAGES-deep cp.async pipeline.
+// Tensor-core path: float16 and bfloat16 (mma m16n8k16), and float32 in TF32 when the
+// caller opts in (m16n8k8; W's blocks must then be stored [n][k], see _cuda.py), with float32
+// accumulators and operands staged through a STAGES-deep cp.async pipeline.
 template <class Tag, int B, int BM, int BK, int WARPS_M, int WARPS_N, int STAGES, bool TRANS_W>
 __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
-    dsd_tc(const u16* __restrict__ x, i64 ldx, int nrows, const u16* __restrict__ w,
-           const int* __restrict__ ptr, const int* __restrict__ blk,
-           const int* __restrict__ gidx, const int* __restrict__ order, u16* y, i64 ldy,
-           float alpha, float beta) {
-  typedef TcTile<BM, B, BK, WARPS_M, WARPS_N, false, TRANS_W> Tile;
-  extern __shared__ __align__(16) u16 smem[];
+    dsd_tc(const typename Tag::storage* __restrict__ x, i64 ldx, int nrows,
+           const typename Tag::storage* __restrict__ w, const int* __restrict__ ptr,
+           const int* __restrict__ blk, const int* __restrict__ gidx,
+           const int* __restrict__ order, typename Tag::storage* y, i64 ldy, float alpha,
+           float beta) {
+  typedef TcTile<Tag, BM, B, BK, WARPS_M, WARPS_N, false, TRANS_W> Tile;
+  typedef typename Tag::storage T;
+  constexpr int VEC = Tag::VEC;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* smem = (T*)smem_raw;
   const int j = order[blockIdx.x];
   const int row0 = blockIdx.y * BM;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -45,47 +50,49 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.f;
 
+  // Each 16-byte copy (VEC elements) lies inside one block, since a block row holds at
+  // least 8 elements: one work-list lookup per copy.
   auto load = [&](int stage, int kt) {
-    u16* sA = smem + stage * Tile::STAGE_ELEMS;
-    u16* sB = sA + Tile::A_ELEMS;
+    T* sA = smem + stage * Tile::STAGE_ELEMS;
+    T* sB = sA + Tile::A_ELEMS;
     const int k0 = kt * BK;
-    constexpr int A_SEGS = BM * (BK / 8);
+    constexpr int A_SEGS = BM * (BK / VEC);
 #pragma unroll
     for (int it = 0; it < (A_SEGS + Tile::THREADS - 1) / Tile::THREADS; ++it) {
       const int s = tid + it * Tile::THREADS;
       if (A_SEGS % Tile::THREADS != 0 && s >= A_SEGS) break;
-      const int r = s / (BK / 8), c = s % (BK / 8);
-      const int k = k0 + c * 8, item = k / B, off = k % B;
+      const int r = s / (BK / VEC), c = s % (BK / VEC);
+      const int k = k0 + c * VEC, item = k / B, off = k % B;
       const bool ok = (row0 + r < nrows) && (item < len);
-      const u16* src = x;
+      const T* src = x;
       if (ok) src = x + (i64)(row0 + r) * ldx + (i64)list.input(item) * B + off;
-      cp_async16(sA + r * Tile::A_LD + c * 8, src, ok ? 16 : 0);
+      cp_async16(sA + r * Tile::A_LD + c * VEC, src, ok ? 16 : 0);
     }
     if (!TRANS_W) {  // B[k][n] = W_p[off][n]: rows of the block, n contiguous
-      constexpr int SEGS = BK * (B / 8);
+      constexpr int SEGS = BK * (B / VEC);
 #pragma unroll
       for (int it = 0; it < (SEGS + Tile::THREADS - 1) / Tile::THREADS; ++it) {
         const int s = tid + it * Tile::THREADS;
         if (SEGS % Tile::THREADS != 0 && s >= SEGS) break;
-        const int kr = s / (B / 8), c = s % (B / 8);
+        const int kr = s / (B / VEC), c = s % (B / VEC);
         const int k = k0 + kr, item = k / B, off = k % B;
         const bool ok = item < len;
-        const u16* src = w;
-        if (ok) src = w + (i64)list.block(item) * (B * B) + off * B + c * 8;
-        cp_async16(sB + kr * Tile::B_LD + c * 8, src, ok ? 16 : 0);
+        const T* src = w;
+        if (ok) src = w + (i64)list.block(item) * (B * B) + off * B + c * VEC;
+        cp_async16(sB + kr * Tile::B_LD + c * VEC, src, ok ? 16 : 0);
       }
     } else {  // B stored [n][k] = W_p[n][off]: k contiguous in memory too
-      constexpr int SEGS = B * (BK / 8);
+      constexpr int SEGS = B * (BK / VEC);
 #pragma unroll
       for (int it = 0; it < (SEGS + Tile::THREADS - 1) / Tile::THREADS; ++it) {
         const int s = tid + it * Tile::THREADS;
         if (SEGS % Tile::THREADS != 0 && s >= SEGS) break;
-        const int n = s / (BK / 8), c = s % (BK / 8);
-        const int k = k0 + c * 8, item = k / B, off = k % B;
+        const int n = s / (BK / VEC), c = s % (BK / VEC);
+        const int k = k0 + c * VEC, item = k / B, off = k % B;
         const bool ok = item < len;
-        const u16* src = w;
+        const T* src = w;
         if (ok) src = w + (i64)list.block(item) * (B * B) + n * B + off;
-        cp_async16(sB + n * Tile::B_LD + c * 8, src, ok ? 16 : 0);
+        cp_async16(sB + n * Tile::B_LD + c * VEC, src, ok ? 16 : 0);
       }
     }
   };
@@ -102,12 +109,12 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     const int nk = kt + STAGES - 1;
     if (nk < ktiles) load(nk % STAGES, nk);
     cp_async_commit();
-    const u16* sA = smem + (kt % STAGES) * Tile::STAGE_ELEMS;
-    Tile::compute(Tag(), sA, sA + Tile::A_ELEMS, acc, wm, wn, lane);
+    const T* sA = smem + (kt % STAGES) * Tile::STAGE_ELEMS;
+    Tile::compute(sA, sA + Tile::A_ELEMS, acc, wm, wn, lane);
   }
   cp_async_wait<0>();
 
-  // Epilogue: each thread holds pairs of adjacent columns; store them as one 32-bit word.
+  // Epilogue: each thread holds pairs of adjacent columns, stored together.
 #pragma unroll
   for (int mt = 0; mt < Tile::MT; ++mt)
 #pragma unroll
@@ -116,18 +123,9 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
       for (int h = 0; h < 2; ++h) {
         const int r = row0 + wm * Tile::WM + mt * 16 + (lane >> 2) + h * 8;
         const int c = wn * Tile::WN + nt * 8 + (lane & 3) * 2;
-        if (r < nrows) {
-          unsigned* dst = (unsigned*)(y + (i64)r * ldy + (i64)j * B + c);
-          float o0 = 0.f, o1 = 0.f;
-          if (beta != 0.f) {
-            const unsigned old = *dst;
-            o0 = to_f32(Tag(), (u16)(old & 0xffff));
-            o1 = to_f32(Tag(), (u16)(old >> 16));
-          }
-          const u16 v0 = from_f32(Tag(), axpby(acc[mt][nt][2 * h], alpha, beta, o0));
-          const u16 v1 = from_f32(Tag(), axpby(acc[mt][nt][2 * h + 1], alpha, beta, o1));
-          *dst = (unsigned)v0 | ((unsigned)v1 << 16);
-        }
+        if (r < nrows)
+          store_pair(Tag(), y + (i64)r * ldy + (i64)j * B + c, acc[mt][nt][2 * h],
+                     acc[mt][nt][2 * h + 1], alpha, beta);
       }
 }
 

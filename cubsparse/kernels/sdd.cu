@@ -8,8 +8,9 @@
 // built once per layout.
 #include "common.cuh"
 
-// Tensor-core path. The tile is BM x (G*B) with BM = max(B, 16): an 8-row block is padded
-// to the 16 rows of an mma (the extra rows are zero-filled and never stored).
+// Tensor-core path (float16, bfloat16; float32 as TF32 on opt-in, which reads a as
+// A[m][k] and bm as B[n][k]). The tile is BM x (G*B) with BM = max(B, 16): an 8-row block
+// is padded to the 16 rows of an mma (the extra rows are zero-filled and never stored).
 //   A_KM: A[m][k] = a[k * lda + r*B + m]     (a is X with A = X.T, the usual case)
 //  !A_KM: A[m][k] = a[(r*B + m) * lda + k]
 //  !B_NK: B[k][n] = bm[k * ldb + col]        (bm is dY, the usual case)
@@ -17,12 +18,15 @@
 template <class Tag, int B, int G, int BK, int WARPS_M, int WARPS_N, int STAGES, bool A_KM,
           bool B_NK>
 __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
-    sdd_tc(const u16* __restrict__ a, i64 lda, const u16* __restrict__ bm, i64 ldb, int inner,
-           const int* __restrict__ groups, const int* __restrict__ indices, u16* out,
-           float alpha, float beta) {
-  constexpr int BM = B < 16 ? 16 : B, BN = G * B;
-  typedef TcTile<BM, BN, BK, WARPS_M, WARPS_N, A_KM, B_NK> Tile;
-  extern __shared__ __align__(16) u16 smem[];
+    sdd_tc(const typename Tag::storage* __restrict__ a, i64 lda,
+           const typename Tag::storage* __restrict__ bm, i64 ldb, int inner,
+           const int* __restrict__ groups, const int* __restrict__ indices,
+           typename Tag::storage* out, float alpha, float beta) {
+  constexpr int BM = B < 16 ? 16 : B, BN = G * B, VEC = Tag::VEC;
+  typedef TcTile<Tag, BM, BN, BK, WARPS_M, WARPS_N, A_KM, B_NK> Tile;
+  typedef typename Tag::storage T;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* smem = (T*)smem_raw;
   __shared__ int cols[G];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp / WARPS_N, wn = warp % WARPS_N;
@@ -41,52 +45,52 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
       for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.f;
 
   auto load = [&](int stage, int kt) {
-    u16* sA = smem + stage * Tile::STAGE_ELEMS;
-    u16* sB = sA + Tile::A_ELEMS;
+    T* sA = smem + stage * Tile::STAGE_ELEMS;
+    T* sB = sA + Tile::A_ELEMS;
     const int k0 = kt * BK;
     if (A_KM) {
-      constexpr int SEGS = BK * (BM / 8);
+      constexpr int SEGS = BK * (BM / VEC);
 #pragma unroll
       for (int it = 0; it < (SEGS + Tile::THREADS - 1) / Tile::THREADS; ++it) {
         const int s = tid + it * Tile::THREADS;
         if (SEGS % Tile::THREADS != 0 && s >= SEGS) break;
-        const int kr = s / (BM / 8), m = (s % (BM / 8)) * 8;
+        const int kr = s / (BM / VEC), m = (s % (BM / VEC)) * VEC;
         const bool ok = (k0 + kr < inner) && (m < B);
-        const u16* src = ok ? a + (i64)(k0 + kr) * lda + (i64)r * B + m : a;
+        const T* src = ok ? a + (i64)(k0 + kr) * lda + (i64)r * B + m : a;
         cp_async16(sA + kr * Tile::A_LD + m, src, ok ? 16 : 0);
       }
     } else {
-      constexpr int SEGS = BM * (BK / 8);
+      constexpr int SEGS = BM * (BK / VEC);
 #pragma unroll
       for (int it = 0; it < (SEGS + Tile::THREADS - 1) / Tile::THREADS; ++it) {
         const int s = tid + it * Tile::THREADS;
         if (SEGS % Tile::THREADS != 0 && s >= SEGS) break;
-        const int m = s / (BK / 8), c = (s % (BK / 8)) * 8;
+        const int m = s / (BK / VEC), c = (s % (BK / VEC)) * VEC;
         const bool ok = (k0 + c < inner) && (m < B);
-        const u16* src = ok ? a + ((i64)r * B + m) * lda + k0 + c : a;
+        const T* src = ok ? a + ((i64)r * B + m) * lda + k0 + c : a;
         cp_async16(sA + m * Tile::A_LD + c, src, ok ? 16 : 0);
       }
     }
     if (!B_NK) {
-      constexpr int SEGS = BK * (BN / 8);
+      constexpr int SEGS = BK * (BN / VEC);
 #pragma unroll
       for (int it = 0; it < (SEGS + Tile::THREADS - 1) / Tile::THREADS; ++it) {
         const int s = tid + it * Tile::THREADS;
         if (SEGS % Tile::THREADS != 0 && s >= SEGS) break;
-        const int kr = s / (BN / 8), n = (s % (BN / 8)) * 8, g = n / B;
+        const int kr = s / (BN / VEC), n = (s % (BN / VEC)) * VEC, g = n / B;
         const bool ok = (k0 + kr < inner) && (g < cnt);
-        const u16* src = ok ? bm + (i64)(k0 + kr) * ldb + (i64)cols[g] * B + n % B : bm;
+        const T* src = ok ? bm + (i64)(k0 + kr) * ldb + (i64)cols[g] * B + n % B : bm;
         cp_async16(sB + kr * Tile::B_LD + n, src, ok ? 16 : 0);
       }
     } else {
-      constexpr int SEGS = BN * (BK / 8);
+      constexpr int SEGS = BN * (BK / VEC);
 #pragma unroll
       for (int it = 0; it < (SEGS + Tile::THREADS - 1) / Tile::THREADS; ++it) {
         const int s = tid + it * Tile::THREADS;
         if (SEGS % Tile::THREADS != 0 && s >= SEGS) break;
-        const int n = s / (BK / 8), c = (s % (BK / 8)) * 8, g = n / B;
+        const int n = s / (BK / VEC), c = (s % (BK / VEC)) * VEC, g = n / B;
         const bool ok = (k0 + c < inner) && (g < cnt);
-        const u16* src = ok ? bm + ((i64)cols[g] * B + n % B) * ldb + k0 + c : bm;
+        const T* src = ok ? bm + ((i64)cols[g] * B + n % B) * ldb + k0 + c : bm;
         cp_async16(sB + n * Tile::B_LD + c, src, ok ? 16 : 0);
       }
     }
@@ -103,8 +107,8 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     const int nk = kt + STAGES - 1;
     if (nk < ktiles) load(nk % STAGES, nk);
     cp_async_commit();
-    const u16* sA = smem + (kt % STAGES) * Tile::STAGE_ELEMS;
-    Tile::compute(Tag(), sA, sA + Tile::A_ELEMS, acc, wm, wn, lane);
+    const T* sA = smem + (kt % STAGES) * Tile::STAGE_ELEMS;
+    Tile::compute(sA, sA + Tile::A_ELEMS, acc, wm, wn, lane);
   }
   cp_async_wait<0>();
 
@@ -117,18 +121,9 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
         const int m = wm * Tile::WM + mt * 16 + (lane >> 2) + h * 8;
         const int n = wn * Tile::WN + nt * 8 + (lane & 3) * 2;
         const int g = n / B;
-        if (m < B && g < cnt) {
-          unsigned* dst = (unsigned*)(out + (i64)(p0 + g) * (B * B) + m * B + n % B);
-          float o0 = 0.f, o1 = 0.f;
-          if (beta != 0.f) {
-            const unsigned old = *dst;
-            o0 = to_f32(Tag(), (u16)(old & 0xffff));
-            o1 = to_f32(Tag(), (u16)(old >> 16));
-          }
-          const u16 v0 = from_f32(Tag(), axpby(acc[mt][nt][2 * h], alpha, beta, o0));
-          const u16 v1 = from_f32(Tag(), axpby(acc[mt][nt][2 * h + 1], alpha, beta, o1));
-          *dst = (unsigned)v0 | ((unsigned)v1 << 16);
-        }
+        if (m < B && g < cnt)
+          store_pair(Tag(), out + (i64)(p0 + g) * (B * B) + m * B + n % B,
+                     acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1], alpha, beta);
       }
 }
 
