@@ -1,0 +1,117 @@
+"""Command line of ``python -m bench``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import cases as C
+from . import timing
+
+EPILOG = """\
+examples:
+  python -m bench --quick                         # ~4 min on an H100
+  python -m bench --full --max-seconds 540        # the sweep, stopping cleanly in time
+  python -m bench --full --n 32,128 --dtypes fp16 --resume bench/results/latest_X.json
+  python -m bench --backend cpu --quick --out /tmp/benchcpu   # smoke test, NumPy timings
+  python -m bench --full --list                   # print the cases, run nothing
+  python -m bench.report bench/results/latest_X.json > docs/performance.md
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="Benchmark cubsparse's X @ W, dY @ W.T and sampled X.T @ dY against "
+                    "dense cuBLAS and the block-sparse peers, in one process.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    size = ap.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_const", dest="preset", const="quick",
+                      help="the quick subset (default): " + C.QUICK_CUDA.note)
+    size.add_argument("--full", action="store_const", dest="preset", const="full",
+                      help="the full sweep: " + C.FULL_CUDA.note)
+    ap.set_defaults(preset="quick")
+    sel = ap.add_argument_group("case selection (each replaces that axis of the preset)")
+    sel.add_argument("--ops", help="xw, dywt, sdd (aliases fwd, dx, dw); default: all three")
+    sel.add_argument("--dtypes", help="fp16, bf16, fp32, fp64")
+    sel.add_argument("--blocksizes", help="8, 16, 32, 64, 128")
+    sel.add_argument("--densities", help="fractions of non-zero blocks, e.g. 0.05,0.25")
+    sel.add_argument("--n", help="rows of X (batch x sequence), e.g. 32,4096")
+    sel.add_argument("--ck", help="C = K, the square weight's size, e.g. 4096,12288")
+    sel.add_argument("--layouts", help="random, ba (Barabasi-Albert)")
+    run = ap.add_argument_group("run")
+    run.add_argument("--backend", choices=("cuda", "cpu"), default="cuda",
+                     help="cuda (default) or cpu: tiny sizes, NumPy timings, a smoke test")
+    run.add_argument("--max-seconds", type=float, default=None,
+                     help="start no new case after this many seconds; the rest are recorded "
+                          "as skipped")
+    run.add_argument("--out", default="bench/results", help="output directory")
+    run.add_argument("--repeats", type=int, default=30,
+                     help="most timed samples per measurement (adaptive, at least 5)")
+    run.add_argument("--target-ms", type=float, default=50.0,
+                     help="device time one measurement aims for (default 50)")
+    run.add_argument("--graphs", choices=("auto", "always", "never"), default="auto",
+                     help="CUDA-graph timing: auto = for calls under 1 ms (default)")
+    run.add_argument("--slow-ms", type=float, default=1000.0,
+                     help="a call slower than this is timed from a single pass")
+    run.add_argument("--resume", metavar="JSON",
+                     help="carry over the rows of an earlier results file and skip its cases")
+    run.add_argument("--no-plots", action="store_true", help="do not draw PNGs")
+    run.add_argument("--no-ceilings", action="store_true",
+                     help="skip the copy-bandwidth and dense-peak measurements "
+                          "(no bandwidth efficiency then)")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--list", action="store_true", help="print the cases and exit")
+    return ap
+
+
+def selected_cases(args) -> list[C.Case]:
+    """The cases the arguments select (preset, then axis replacements)."""
+    try:
+        return C.build_cases(
+            C.preset(args.preset, args.backend),
+            n=C.parse_list(args.n, int), ck=C.parse_list(args.ck, int),
+            b=C.parse_list(args.blocksizes, int, allowed=C.BLOCK_SIZES),
+            density=C.parse_list(args.densities, float),
+            dtype=C.parse_list(args.dtypes, str, C.DTYPE_ALIASES, allowed=C.DTYPES),
+            layout=C.parse_list(args.layouts, str, C.LAYOUT_ALIASES, allowed=C.LAYOUTS))
+    except ValueError as exc:
+        raise SystemExit(f"python -m bench: {exc}") from None
+
+
+def list_cases(case_list: list[C.Case], ops: list[str]) -> str:
+    lines = [f"{'case':44} {'regime':8} {'GiB/set':>8}  note"]
+    for c in case_list:
+        lines.append(f"{c.key:44} {c.regime:8} {c.footprint_bytes() / 2**30:8.2f}  "
+                     f"{c.skip_reason() or ''}")
+    runnable = sum(1 for c in case_list if not c.skip_reason())
+    lines.append(f"{len(case_list)} cases ({runnable} runnable) x {len(ops)} ops "
+                 f"({', '.join(ops)})")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        ops = C.parse_list(args.ops, str, C.OP_ALIASES, allowed=tuple(C.OPS)) or list(C.OPS)
+    except ValueError as exc:
+        raise SystemExit(f"python -m bench: --ops: {exc}") from None
+    case_list = selected_cases(args)
+    if args.list:
+        print(list_cases(case_list, ops))
+        return 0
+    from .runner import RunConfig, run
+
+    policy = timing.Policy(repeats=max(args.repeats, 1), min_samples=min(5, max(args.repeats, 1)),
+                           target_ms=args.target_ms, graphs=args.graphs, slow_ms=args.slow_ms)
+    cfg = RunConfig(backend=args.backend, preset=args.preset, cases=case_list, ops=tuple(ops),
+                    out=args.out, max_seconds=args.max_seconds, policy=policy,
+                    plots=not args.no_plots, resume=args.resume, ceilings=not args.no_ceilings,
+                    progress=not args.no_progress)
+    results = run(cfg)
+    status = results["meta"].get("status", "")
+    return 0 if status == "complete" or status.startswith("stopped: time budget") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,384 @@
+"""Render benchmark results: the fixed-width run summary and the Markdown report.
+
+``python -m bench.report results.json [more.json ...] > docs/performance.md``
+
+The report has a header (GPU, driver, library versions, measured ceilings), one table of
+the PERFORMANCE.md targets with the worst and median value reached in each regime, the
+same per op, the "faster than every peer" tally, correctness flags, refusals, skipped
+cases, a detail table per regime, and the plots (regenerated next to the results).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from .cases import DTYPE_SHORT, OPS
+
+HALF = ("float16", "bfloat16")
+
+
+# -- the targets of PERFORMANCE.md ------------------------------------------------------
+
+class Target:
+    """One line of the targets table: which rows it covers, which metric, which bound."""
+
+    def __init__(self, regime: str, dtype: str, block: str, metric: str, bound: float,
+                 select: Callable[[dict], bool]):
+        self.regime, self.dtype, self.block = regime, dtype, block
+        self.metric, self.bound, self.select = metric, bound, select
+
+
+def _compute(r):
+    return r.get("regime") == "compute"
+
+
+TARGETS = [
+    Target("compute-bound", "fp16, bf16", "64, 128", "efficiency", 0.90,
+           lambda r: _compute(r) and r["dtype"] in HALF and r["b"] in (64, 128)),
+    Target("compute-bound", "fp16, bf16", "32", "efficiency", 0.75,
+           lambda r: _compute(r) and r["dtype"] in HALF and r["b"] == 32),
+    Target("compute-bound", "fp16, bf16", "16", "efficiency", 0.50,
+           lambda r: _compute(r) and r["dtype"] in HALF and r["b"] == 16),
+    Target("compute-bound", "fp16, bf16", "8", "efficiency", 0.25,
+           lambda r: _compute(r) and r["dtype"] in HALF and r["b"] == 8),
+    Target("compute-bound", "fp32 (IEEE)", "32-128", "efficiency", 0.90,
+           lambda r: _compute(r) and r["dtype"] == "float32" and r["b"] >= 32),
+    Target("compute-bound", "fp32, TF32 opted in", "32-128", "efficiency_tf32", 0.75,
+           lambda r: _compute(r) and r["dtype"] == "float32" and r["b"] >= 32),
+    Target("memory-bound (N <= 128), d >= 0.1", "any", "32-128", "bw_efficiency", 0.70,
+           lambda r: r["n"] <= 128 and r["b"] >= 32 and r["density_target"] >= 0.1),
+]
+
+METRIC_NAME = {"efficiency": "efficiency", "efficiency_tf32": "efficiency vs cuBLAS TF32",
+               "bw_efficiency": "bandwidth efficiency"}
+
+
+# -- formatting helpers -----------------------------------------------------------------
+
+def _f(v, fmt="{:.3f}", none="-"):
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return none
+    return fmt.format(v)
+
+
+def _ms(v):
+    if v is None:
+        return "-"
+    return f"{v:.4f}" if v < 0.1 else (f"{v:.3f}" if v < 10 else f"{v:.1f}")
+
+
+def _short_case(r: dict) -> str:
+    return (f"{OPS_SHORT.get(r['op'], r['op'])} {DTYPE_SHORT.get(r['dtype'], r['dtype'])} "
+            f"N={r['n']} C=K={r['c']} b={r['b']} d={r['density_target']:g} {r['layout']}")
+
+
+OPS_SHORT = {"xw": "X@W", "dywt": "dY@W.T", "sdd": "X.T@dY"}
+
+
+def _md_table(headers: list[str], rows: Iterable[list[Any]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    for row in rows:
+        lines.append("| " + " | ".join(str(c) for c in row) + " |")
+    return "\n".join(lines)
+
+
+# -- the fixed-width run summary --------------------------------------------------------
+
+def summary_table(rows: list[dict]) -> str:
+    """One line per row: op, dtype, N, C=K, b, d, layout, ms, eff, bw, best peer ms.
+
+    Kept narrow and fixed-width so that the end of a truncated log still reads.
+    A trailing ``!`` marks a result over its error tolerance; ``x`` a cubsparse failure.
+    """
+    head = (f"{'op':7} {'dtype':5} {'N':>6} {'C=K':>6} {'b':>4} {'d':>5} {'lay':3} "
+            f"{'ms':>9} {'eff':>6} {'bw':>5} {'peer_ms':>9} {'peer':10}")
+    out = [head, "-" * len(head)]
+    for r in rows:
+        ms = r.get("cubsparse_ms")
+        flag = ""
+        if r.get("cubsparse_status") not in ("ok", None):
+            flag = " x"
+        elif r.get("cubsparse_err_ok") is False:
+            flag = " !"
+        out.append(
+            f"{OPS_SHORT.get(r['op'], r['op']):7} {DTYPE_SHORT.get(r['dtype'], r['dtype']):5} "
+            f"{r['n']:>6} {r['c']:>6} {r['b']:>4} {r['density_target']:>5g} "
+            f"{('ba' if r['layout'] == 'ba' else 'rnd'):3} "
+            f"{_ms(ms):>9} {_f(r.get('efficiency'), '{:.2f}'):>6} "
+            f"{_f(r.get('bw_efficiency'), '{:.2f}'):>5} {_ms(r.get('best_peer_ms')):>9} "
+            f"{(r.get('best_peer') or '-')[:10]:10}{flag}")
+    return "\n".join(out)
+
+
+def run_footer(results: dict) -> str:
+    """What a run prints last: files, status, skips, then the summary table."""
+    meta = results.get("meta", {})
+    rows = results.get("rows", [])
+    lines = []
+    files = results.get("files") or {}
+    for k in ("json", "csv", "latest"):
+        if files.get(k):
+            lines.append(f"{k}: {files[k]}")
+    for p in files.get("plots", []) or []:
+        lines.append(f"plot: {p}")
+    cop = (meta.get("ceilings") or {}).get("copy") or {}
+    lines.append(f"device: {meta.get('gpu')} | driver {meta.get('driver')} | "
+                 f"cuda {meta.get('cuda')}"
+                 f" | cupy {meta.get('cupy')} | torch {meta.get('torch')} | copy "
+                 f"{_f(cop.get('GBps'), '{:.0f}')} GB/s")
+    skipped = results.get("skipped", [])
+    reasons = Counter(s["reason"].split(":")[0] for s in skipped)
+    lines.append(f"status: {meta.get('status')} | {len(rows)} rows | {len(skipped)} cases skipped"
+                 + (" (" + ", ".join(f"{k}: {v}" for k, v in reasons.items()) + ")"
+                    if reasons else "")
+                 + f" | {_f(meta.get('elapsed_s'), '{:.0f}')} s")
+    bad = [r for r in rows if r.get("cubsparse_err_ok") is False]
+    if bad:
+        lines.append(f"CORRECTNESS: {len(bad)} cubsparse results over tolerance (marked !)")
+    lines.append("")
+    lines.append(summary_table(rows))
+    return "\n".join(lines)
+
+
+# -- the Markdown report ----------------------------------------------------------------
+
+def _target_stats(rows: list[dict], t: Target) -> dict[str, Any]:
+    sel = [r for r in rows if t.select(r)]
+    vals = [(r[t.metric], r) for r in sel if r.get(t.metric) is not None]
+    out: dict[str, Any] = {"selected": len(sel), "measured": len(vals)}
+    if vals:
+        worst_v, worst_r = min(vals, key=lambda vr: vr[0])
+        out.update(worst=worst_v, worst_case=_short_case(worst_r),
+                   median=statistics.median(v for v, _ in vals),
+                   passed=sum(v >= t.bound for v, _ in vals))
+    return out
+
+
+def _verdict(st: dict, bound: float) -> str:
+    if not st.get("measured"):
+        return "no data"
+    return "PASS" if st["worst"] >= bound else "FAIL"
+
+
+def _targets_table(rows: list[dict], by_op: bool) -> str:
+    headers = (["regime", "dtype", "block"] + (["op"] if by_op else [])
+               + ["metric", "target", "rows", "worst", "median", "meeting", "verdict"]
+               + ([] if by_op else ["worst case"]))
+    body = []
+    for t in TARGETS:
+        groups = ([(op, [r for r in rows if r["op"] == op]) for op in OPS] if by_op
+                  else [(None, rows)])
+        for op, rs in groups:
+            st = _target_stats(rs, t)
+            if by_op and not st["selected"]:
+                continue
+            line = [t.regime, t.dtype, t.block] + ([OPS[op]] if by_op else []) + [
+                METRIC_NAME[t.metric], f">= {t.bound:.2f}",
+                f"{st['measured']}/{st['selected']}", _f(st.get("worst")),
+                _f(st.get("median")),
+                f"{st.get('passed', 0)}/{st['measured']}" if st["measured"] else "-",
+                _verdict(st, t.bound)]
+            if not by_op:
+                line.append(st.get("worst_case", "-"))
+            body.append(line)
+    return _md_table(headers, body)
+
+
+def _peer_tally(rows: list[dict]) -> str:
+    rated = [r for r in rows if r.get("beats_all_peers") is not None]
+    wins = [r for r in rated if r["beats_all_peers"]]
+    out = [f"cubsparse is faster than every peer that ran in **{len(wins)} of {len(rated)}** "
+           f"rows ({len(rows) - len(rated)} rows had no peer time or no cubsparse time)."]
+    if len(wins) < len(rated):
+        losses = sorted((r for r in rated if not r["beats_all_peers"]),
+                        key=lambda r: r["cubsparse_ms"] / r["best_peer_ms"], reverse=True)
+        out.append("")
+        out.append("Largest losses (cubsparse time / best peer time):")
+        out.append("")
+        out.append(_md_table(["case", "cubsparse ms", "best peer", "peer ms", "ratio"], [
+            [_short_case(r), _ms(r["cubsparse_ms"]), r["best_peer"], _ms(r["best_peer_ms"]),
+             f"{r['cubsparse_ms'] / r['best_peer_ms']:.2f}"] for r in losses[:15]]))
+    return "\n".join(out)
+
+
+def _status_tally(rows: list[dict]) -> str:
+    tally: dict[str, Counter] = defaultdict(Counter)
+    for r in rows:
+        tally["cubsparse"][_status_kind(r.get("cubsparse_status"))] += 1
+        if r["dtype"] == "float32":
+            tally["cubsparse_tf32"][_status_kind(r.get("cubsparse_tf32_status"))] += 1
+        for name, p in (r.get("dense") or {}).items():
+            tally[name][_status_kind(p.get("status"))] += 1
+        for name, p in (r.get("peers") or {}).items():
+            tally[name][_status_kind(p.get("status"))] += 1
+    body = []
+    for name, c in tally.items():
+        body.append([name, ", ".join(f"{k}: {v}" for k, v in c.most_common())])
+    return _md_table(["contender", "outcomes over rows"], body)
+
+
+def _status_kind(s: str | None) -> str:
+    if s is None:
+        return "absent"
+    if s == "ok":
+        return "ok"
+    return s[:90]
+
+
+def _detail_table(rows: list[dict]) -> str:
+    peer_names = sorted({n for r in rows for n in (r.get("peers") or {})})
+    headers = (["op", "dtype", "N", "C=K", "b", "d", "layout", "ms", "dense ms", "eff",
+                "speedup", "bw eff", "tf32 eff"] + [f"{n} ms (eff)" for n in peer_names]
+               + ["beats peers", "err"])
+    body = []
+    for r in rows:
+        line = [OPS_SHORT[r["op"]], DTYPE_SHORT[r["dtype"]], r["n"], r["c"], r["b"],
+                f"{r['density']:.3f}", r["layout"],
+                _ms(r.get("cubsparse_ms")) if r.get("cubsparse_status") == "ok"
+                else "x", _ms(r.get("dense_ms")), _f(r.get("efficiency"), "{:.2f}"),
+                _f(r.get("speedup"), "{:.2f}"), _f(r.get("bw_efficiency"), "{:.2f}"),
+                _f(r.get("efficiency_tf32"), "{:.2f}")]
+        for n in peer_names:
+            p = (r.get("peers") or {}).get(n) or {}
+            line.append(f"{_ms(p.get('ms'))} ({_f(p.get('efficiency'), '{:.2f}')})"
+                        if p.get("ms") is not None else "-")
+        b = r.get("beats_all_peers")
+        line += ["-" if b is None else ("yes" if b else "no"),
+                 _f(r.get("cubsparse_err"), "{:.1e}") + ("" if r.get("cubsparse_err_ok")
+                                                         is not False else " !")]
+        body.append(line)
+    return _md_table(headers, body)
+
+
+def _header(results: list[dict]) -> str:
+    out = []
+    for res in results:
+        m = res.get("meta", {})
+        ceil = m.get("ceilings") or {}
+        cop = ceil.get("copy") or {}
+        dense = ceil.get("dense") or {}
+        peaks = ", ".join(
+            f"{k} {_f(dense[k].get('tflops'), '{:.3g}')} ({dense[k].get('lib')})"
+            for k in ("float16", "bfloat16", "float32", "tf32") if isinstance(dense.get(k), dict))
+        out.append(_md_table(["", ""], [
+            ["GPU", m.get("gpu")], ["driver", m.get("driver")], ["CUDA", m.get("cuda")],
+            ["CuPy", m.get("cupy")], ["torch", m.get("torch")], ["triton", m.get("triton")],
+            ["cubsparse", m.get("cubsparse")],
+            ["NumPy / SciPy", f"{m.get('numpy')} / {m.get('scipy')}"],
+            ["run", f"{m.get('timestamp')}, preset {m.get('preset')}, status {m.get('status')}, "
+                    f"{_f(m.get('elapsed_s'), '{:.0f}')} s"],
+            ["copy bandwidth (read + write)",
+             f"{_f(cop.get('GBps'), '{:.0f}')} GB/s ({cop.get('method')})"],
+            [f"dense peak {dense.get('size', '')}^3, TFLOP/s", peaks or "-"],
+            ["L2", f"{(m.get('l2_bytes') or 0) / 2**20:.0f} MiB"],
+        ]))
+        out.append("")
+    return "\n".join(out)
+
+
+def render(results: list[dict] | dict, plots_dir: str | None = None,
+           md_dir: str | None = None, details: str = "auto") -> str:
+    """The Markdown report of one or more results dicts (rows are merged).
+
+    ``plots_dir``: where to (re)draw the figures; None skips plots. ``md_dir``: the
+    directory the Markdown will live in, so image links are relative to it.
+    ``details``: "auto" (detail tables when there are at most 400 rows), "yes", "no".
+    """
+    if isinstance(results, dict):
+        results = [results]
+    rows = [r for res in results for r in res.get("rows", [])]
+    skipped = [s for res in results for s in res.get("skipped", [])]
+    parts = ["# cubsparse performance", "",
+             "Generated by `python -m bench.report` from "
+             f"{len(results)} result file(s); definitions in `docs/benchmarks.md`, targets "
+             "in PERFORMANCE.md. Efficiency = dense cuBLAS time x density / sparse time "
+             "(same N, C, K, dtype, same process); bandwidth efficiency = minimum bytes / "
+             "time / measured copy bandwidth.", "", _header(results)]
+    parts += ["## Targets", "", "Worst and median over every measured row of each regime "
+              "(all three ops, all densities and layouts). 'rows' counts rows with a value "
+              "out of rows in the regime; a row without a value had no cubsparse (or no "
+              "TF32) time.", "", _targets_table(rows, by_op=False), "",
+              "### Per op", "", _targets_table(rows, by_op=True), "",
+              "## Faster than every peer", "", _peer_tally(rows), ""]
+    bad = [r for r in rows if r.get("cubsparse_err_ok") is False
+           or r.get("cubsparse_tf32_err_ok") is False]
+    parts += ["## Correctness", ""]
+    if bad:
+        parts.append(_md_table(["case", "error", "tf32 error", "tolerance"], [
+            [_short_case(r), _f(r.get("cubsparse_err"), "{:.2e}"),
+             _f(r.get("cubsparse_tf32_err"), "{:.2e}"), _f(r.get("cubsparse_tol"), "{:.0e}")]
+            for r in bad]))
+    else:
+        n_checked = sum(1 for r in rows if r.get("cubsparse_err") is not None)
+        parts.append(f"All {n_checked} checked cubsparse results are within tolerance of the "
+                     "float64 reference.")
+    parts += ["", "## Outcomes per contender", "", _status_tally(rows), ""]
+    if skipped:
+        reasons = Counter(s["reason"] for s in skipped)
+        parts += ["## Skipped cases", "", _md_table(["reason", "cases"],
+                                                   [[k, v] for k, v in reasons.most_common()]), ""]
+    show = details == "yes" or (details == "auto" and len(rows) <= 400)
+    if show:
+        for regime, title in (("compute", "Compute-bound (N, C, K >= 2048)"),
+                              ("memory", "Memory-bound (N <= 128)"), ("other", "Other shapes")):
+            rs = [r for r in rows if r.get("regime") == regime]
+            if rs:
+                parts += [f"## {title}", "", _detail_table(rs), ""]
+    elif rows:
+        parts += ["", f"({len(rows)} rows: detail tables omitted; the CSV has every row.)", ""]
+    if plots_dir is not None and rows:
+        from . import plots
+
+        try:
+            merged = {"meta": results[0].get("meta", {}), "rows": rows}
+            pngs = plots.make_plots(merged, plots_dir, prefix="perf")
+        except plots.PlottingUnavailable as exc:
+            parts += ["## Plots", "", f"(not drawn: {exc})", ""]
+        else:
+            parts += ["## Plots", ""]
+            base = Path(md_dir) if md_dir else Path.cwd()
+            for p in pngs:
+                rel = os.path.relpath(Path(p).resolve(), base.resolve())
+                parts += [f"![{Path(p).stem}]({Path(rel).as_posix()})", ""]
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bench.report results.json [...] > docs/performance.md``."""
+    ap = argparse.ArgumentParser(prog="python -m bench.report", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("results", nargs="+", help="results JSON file(s) written by python -m bench")
+    ap.add_argument("--plots-dir", default=None,
+                    help="where to draw the figures (default: <md-dir>/img, so that the "
+                         "report and its images can be committed together)")
+    ap.add_argument("--no-plots", action="store_true", help="leave the figures out")
+    ap.add_argument("--md-dir", default=None,
+                    help="directory the Markdown is written to, for relative image links "
+                         "(default: ./docs if it exists, else .)")
+    ap.add_argument("--details", choices=("auto", "yes", "no"), default="auto",
+                    help="per-row tables (auto: at most 400 rows)")
+    ap.add_argument("--summary", action="store_true",
+                    help="print the fixed-width run summary instead of Markdown")
+    args = ap.parse_args(argv)
+    from .runner import load_results
+
+    results = [load_results(p) for p in args.results]
+    if args.summary:
+        print(summary_table([r for res in results for r in res.get("rows", [])]))
+        return 0
+    md_dir = args.md_dir or ("docs" if Path("docs").is_dir() else ".")
+    plots_dir = None if args.no_plots else (args.plots_dir or str(Path(md_dir) / "img"))
+    sys.stdout.write(render(results, plots_dir=plots_dir, md_dir=md_dir, details=args.details))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
