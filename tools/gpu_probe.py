@@ -205,19 +205,17 @@ def main():
     import os
     from cubsparse import _cuda
 
-    def cfg(dsd=None):
-        def apply(b):
-            _cuda.set_tiles(wgmma={b: None}, dsd={b: dsd} if dsd else None)
-        return apply
+    def wg(table):
+        return lambda b: _cuda.set_tiles(wgmma={b: table.get(b)})
 
-    variants = [("tc default", cfg(), ("fwd", "bwd")),
-                ("tc bk64 s3", lambda b: cfg({32: (256, 8, 1, 64, 3), 64: (128, 4, 2, 64, 3), 128: (128, 2, 4, 64, 3)}[b])(b), ("fwd", "bwd")),
-                ("tc bk128 s2", lambda b: cfg({32: (128, 4, 1, 128, 2), 64: (128, 4, 2, 128, 2), 128: (128, 2, 4, 128, 2)}[b])(b), ("fwd", "bwd")),
-                ("tc bm64", lambda b: cfg({32: (128, 4, 1, 32, 4), 64: (64, 2, 2, 64, 4), 128: (64, 2, 4, 64, 3)}[b])(b), ("fwd",)),
-                ("sdd", cfg(), ("sdd",))]
-    saved = {k: dict(getattr(_cuda, k)) for k in ("DSD_TC", "SDD_TC", "UNION_TC", "WGMMA_DSD")}
+    variants = [("mma.sync", wg({}), ("fwd", "bwd")),
+                ("wgmma 1,2,4", wg({32: (1, 2, 4), 64: (1, 2, 4), 128: (1, 2, 4)}), ("fwd", "bwd")),
+                ("wgmma 2,2,3", wg({32: (2, 2, 4), 64: (2, 2, 3), 128: (2, 2, 3)}), ("fwd", "bwd")),
+                ("wgmma 2,1,4", wg({32: (2, 1, 4), 64: (2, 1, 4), 128: (1, 1, 4)}), ("fwd", "bwd")),
+                ("sdd", wg({}), ("sdd",))]
+    saved = {k: dict(getattr(_cuda, k)) for k in ("DSD_TC", "SDD_TC", "WGMMA_DSD")}
     rows = []
-    for b, d in ((32, 0.25), (64, 0.25), (128, 0.25), (128, 1.0)):
+    for b, d in ((32, 0.25), (64, 0.25), (128, 0.25), (64, 0.05)):
         W, xs, dys = setup(b, d)
         pr = peers(b, d, W, xs)
         for label, apply, ops in variants:
