@@ -189,51 +189,21 @@ def get_kernel(cfg: KernelConfig):
     key = (cupy.cuda.runtime.getDevice(), cfg.name)
     fn = _modules.get(key)
     if fn is None:
-        if cfg.arch is None:
-            try:
-                mod = cupy.RawModule(
-                    code=source(cfg.family), options=COMPILE_OPTIONS,
-                    name_expressions=[cfg.name],
-                )
-                fn = mod.get_function(cfg.name)
-            except cupy.cuda.compiler.CompileException as exc:
-                raise KernelCompileError(f"NVRTC failed to compile {cfg.name}:\n{exc}") from exc
-        else:
-            fn = _compile_for_arch(cfg)
+        # An explicit target (sm_90a for wgmma) replaces the device default CuPy picks.
+        options = COMPILE_OPTIONS + ((f"-arch={cfg.arch}",) if cfg.arch else ())
+        try:
+            mod = cupy.RawModule(
+                code=source(cfg.family), options=options, name_expressions=[cfg.name]
+            )
+            fn = mod.get_function(cfg.name)
+        except cupy.cuda.compiler.CompileException as exc:
+            raise KernelCompileError(f"NVRTC failed to compile {cfg.name}:\n{exc}") from exc
         if cfg.smem > 48 * 1024:
             fn.max_dynamic_shared_size_bytes = cfg.smem
         _modules[key] = fn
     return fn
 
 
-def _compile_for_arch(cfg: KernelConfig):
-    """Compile ``cfg`` for its own target (e.g. sm_90a, which CuPy does not pick by itself)
-    with NVRTC through CuPy's bindings, and load the cubin. Memoized by ``get_kernel``."""
-    import cupy
-    from cupy_backends.cuda.libs import nvrtc
-
-    options = [*COMPILE_OPTIONS, f"--gpu-architecture={cfg.arch}"]
-    prog = nvrtc.createProgram(source(cfg.family), f"{cfg.family}.cu", [], [])
-    try:
-        nvrtc.addNameExpression(prog, cfg.name)
-        try:
-            nvrtc.compileProgram(prog, options)
-        except nvrtc.NVRTCError as exc:
-            raise KernelCompileError(
-                f"NVRTC failed to compile {cfg.name} for {cfg.arch}:\n"
-                f"{nvrtc.getProgramLog(prog)}"
-            ) from exc
-        lowered = nvrtc.getLoweredName(prog, cfg.name)
-        cubin = nvrtc.getCUBIN(prog)
-    finally:
-        nvrtc.destroyProgram(prog)
-    module = cupy.cuda.function.Module()
-    module.load(cubin)
-    _loaded_modules.append(module)  # a module must outlive the functions taken from it
-    return module.get_function(lowered)
-
-
-_loaded_modules: list = []
 _hopper: dict = {}
 
 
