@@ -59,6 +59,13 @@ DSD_TC = {
     8: (256, 8, 1, 32, 4), 16: (256, 8, 1, 32, 4), 32: (256, 8, 1, 32, 4),
     64: (128, 4, 2, 32, 4), 128: (128, 2, 4, 64, 3),
 }
+#   dsd with few rows of X (n <= SMALL_ROWS): the product is memory-bound, so short tiles
+#   (no MMA wasted on absent rows) and deep pipelines that keep many bytes of W in flight.
+SMALL_ROWS = 64
+DSD_TC_SMALL = {
+    8: (64, 4, 1, 64, 6), 16: (64, 4, 1, 64, 6), 32: (64, 4, 1, 64, 6),
+    64: (64, 2, 2, 64, 6), 128: (64, 1, 4, 64, 4),
+}
 SDD_TC = {
     8: (16, 1, 4, 32, 4), 16: (8, 1, 4, 32, 4), 32: (4, 2, 4, 32, 4),
     64: (2, 1, 2, 32, 4), 128: (1, 2, 2, 32, 4),
@@ -68,18 +75,19 @@ _SIMT_TN = 4
 
 
 @functools.lru_cache(maxsize=None)
-def dsd_config(dtype: np.dtype, b: int, trans: bool, tf32: bool = False) -> KernelConfig:
+def dsd_config(dtype: np.dtype, b: int, trans: bool, tf32: bool = False,
+               small: bool = False) -> KernelConfig:
     """The dense x sparse kernel for ``Y = X @ op(W)``.
 
     With ``tf32`` (float32 only) the tensor-core kernel reads W's blocks as [n][k]: the
     transposed kernel is used for both orientations (the caller transposes the blocks
-    for X @ W).
+    for X @ W). ``small`` picks the tiles for at most SMALL_ROWS rows of X.
     """
     name = _dtype_name(dtype)
     if name in _TC_TAGS or (tf32 and name == "float32"):
         tag, esize = (_TC_TAGS[name], 2) if name in _TC_TAGS else ("TF32", 4)
         trans = trans or tag == "TF32"
-        bm, wm, wn, bk, st = DSD_TC[b]
+        bm, wm, wn, bk, st = (DSD_TC_SMALL if small else DSD_TC)[b]
         expr = f"dsd_tc<{tag},{b},{bm},{bk},{wm},{wn},{st},{_b(trans)}>"
         smem = _tc_smem(bm, b, bk, st, False, trans, esize)
         return KernelConfig("dsd", expr, wm * wn * 32, smem, bm, 1)
@@ -110,10 +118,11 @@ def sdd_config(dtype: np.dtype, b: int, a_km: bool = True, b_nk: bool = False,
     return KernelConfig("sdd", expr, 256, 0, 0, group)
 
 
-def set_tiles(dsd=None, sdd=None) -> None:
+def set_tiles(dsd=None, sdd=None, dsd_small=None) -> None:
     """Replace tile choices (for tuning experiments); clears the config caches."""
     DSD_TC.update(dsd or {})
     SDD_TC.update(sdd or {})
+    DSD_TC_SMALL.update(dsd_small or {})
     for f in (dsd_config, sdd_config):
         f.cache_clear()
 
@@ -130,8 +139,9 @@ def all_configs(dtypes=None, blocksizes=None, families=None) -> list[KernelConfi
             for b in blocksizes or _dtypes.BLOCK_SIZES:
                 tf32 = dt == "float32"  # float32 also has the opt-in TF32 kernels
                 if fam == "dsd":
-                    out += [dsd_config(dt, b, t) for t in (False, True)]
-                    out += [dsd_config(dt, b, True, True)] if tf32 else []
+                    for small in (False, True):
+                        out += [dsd_config(dt, b, t, False, small) for t in (False, True)]
+                        out += [dsd_config(dt, b, True, True, small)] if tf32 else []
                 elif dt in _TC_TAGS:
                     out += [sdd_config(dt, b, a, bn) for a in (True, False) for bn in (False, True)]
                 else:
@@ -268,7 +278,7 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
         # A fresh array: `out` itself may be contiguous yet misaligned for the kernel.
         y = cupy.empty((n, n_out * b), dtype) if beta == 0 else out.copy(order="C")
     if n and n_out:
-        cfg = dsd_config(dtype, b, transpose_w, tf32)
+        cfg = dsd_config(dtype, b, transpose_w, tf32, tc and n <= SMALL_ROWS)
         fn = get_kernel(cfg)
         if tc and not _rows_ok(x, 16):
             x = x.copy(order="C")  # a new, aligned buffer (ascontiguousarray may return x)

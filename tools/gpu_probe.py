@@ -205,18 +205,15 @@ def main():
     import os
     from cubsparse import _cuda
 
-    def wg(table):
-        return lambda b: _cuda.set_tiles(wgmma={b: table.get(b)})
+    def small(on):
+        return lambda b: setattr(_cuda, "SMALL_ROWS", 64 if on else 0) or _cuda.set_tiles()
 
-    variants = [("mma.sync", wg({}), ("fwd", "bwd")),
-                ("wgmma 1,2,4", wg({32: (1, 2, 4), 64: (1, 2, 4), 128: (1, 2, 4)}), ("fwd", "bwd")),
-                ("wgmma 2,2,3", wg({32: (2, 2, 4), 64: (2, 2, 3), 128: (2, 2, 3)}), ("fwd", "bwd")),
-                ("wgmma 2,1,4", wg({32: (2, 1, 4), 64: (2, 1, 4), 128: (1, 1, 4)}), ("fwd", "bwd")),
-                ("sdd", wg({}), ("sdd",))]
-    saved = {k: dict(getattr(_cuda, k)) for k in ("DSD_TC", "SDD_TC", "WGMMA_DSD")}
+    variants = [("large tiles", small(False), ("fwd", "bwd")),
+                ("small-N tiles", small(True), ("fwd", "bwd")), ("sdd", small(True), ("sdd",))]
+    saved = {k: dict(getattr(_cuda, k)) for k in ("DSD_TC", "SDD_TC", "DSD_TC_SMALL")}
     rows = []
-    for b, d in ((32, 0.25), (64, 0.25), (128, 0.25), (64, 0.05)):
-        W, xs, dys = setup(b, d)
+    for b, d in ((32, 0.1), (64, 0.1), (128, 0.1), (32, 0.02)):
+        W, xs, dys = setup(b, d, n=32, c=12288, k=12288)
         pr = peers(b, d, W, xs)
         for label, apply, ops in variants:
             apply(b)
@@ -232,9 +229,11 @@ def main():
                 getattr(_cuda, k).clear()
                 getattr(_cuda, k).update(val)
             _cuda.set_tiles()
-    print(f"{'b':>4} {'d':>5} {'op':>4} {'variant':>24} {'ms':>7} {'dense':>7} {'torch':>7} {'eff':>5} {'err':>8}")
+    # Bandwidth efficiency (N=32): bytes of W's blocks + X + Y once each over 4.2 TB/s.
+    print(f"{'b':>4} {'d':>5} {'op':>4} {'variant':>16} {'ms':>7} {'dense':>7} {'torch':>7} {'bw eff':>6} {'err':>8}")
     for b, d, op, v, t, dn, tb, err in rows:
-        print(f"{b:4d} {d:5.2f} {op:>4} {str(v):>24} {t:7.3f} {dn:7.3f} {tb:7.3f} {dn * d / t:5.2f} {err:8.1e}")
+        nbytes = 2 * (12288 * 12288 * d + 2 * 32 * 12288)
+        print(f"{b:4d} {d:5.2f} {op:>4} {str(v):>16} {t:7.4f} {dn:7.4f} {tb:7.4f} {nbytes / (t * 1e-3) / 4.2e12:6.2f} {err:8.1e}")
 
 
 if __name__ == "__main__":
