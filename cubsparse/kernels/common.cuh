@@ -132,6 +132,39 @@ __device__ __forceinline__ void store_pair(TF32, float* dst, float v0, float v1,
   *d = r;
 }
 
+// Calls f(s) for this thread's share of SEGS 16-byte copies: s = tid, tid + THREADS, ...
+template <int SEGS, int THREADS, class F>
+__device__ __forceinline__ void for_each_copy(int tid, F f) {
+#pragma unroll
+  for (int it = 0; it < (SEGS + THREADS - 1) / THREADS; ++it) {
+    const int s = tid + it * THREADS;
+    if (SEGS % THREADS != 0 && s >= SEGS) break;
+    f(s);
+  }
+}
+
+// The multistage cp.async main loop of the tensor-core kernels. Slices 0..STAGES-2 are
+// requested up front; each step waits for its slice, refills the buffer the previous step
+// computed on (after the barrier every thread is past it), then computes on its own.
+// load(stage, k_slice) issues one slice's copies, compute(stage) consumes a buffer.
+template <int STAGES, class Load, class Compute>
+__device__ __forceinline__ void cp_async_pipeline(int ktiles, Load load, Compute compute) {
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < ktiles) load(s, s);
+    cp_async_commit();
+  }
+  for (int kt = 0; kt < ktiles; ++kt) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    const int nk = kt + STAGES - 1;
+    if (nk < ktiles) load(nk % STAGES, nk);
+    cp_async_commit();
+    compute(kt % STAGES);
+  }
+  cp_async_wait<0>();
+}
+
 // ---------------------------------------------------------------------------------------
 // Tensor-core tile machinery shared by both kernel families.
 //
@@ -158,6 +191,15 @@ struct TcTile {
   static_assert(NT == 1 || NT % 2 == 0, "warp n-tile must be 8 or a multiple of 16");
   // ldmatrix moves 16-bit elements: a 32-bit operand works only with k contiguous.
   static_assert(VEC == 8 || (!A_KM && B_NK), "TF32 needs A[m][k] and B[n][k] in shared memory");
+
+  static __device__ __forceinline__ void zero(float (&acc)[MT][NT][4]) {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.f;
+  }
 
   static __device__ __forceinline__ void compute(const T* sA, const T* sB,
                                                  float (&acc)[MT][NT][4], int wm, int wn,

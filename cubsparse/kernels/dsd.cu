@@ -43,12 +43,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
   const WorkList list = load_work_list(s_g, s_p, gidx, blk, q0, len, tid, Tile::THREADS);
 
   float acc[Tile::MT][Tile::NT][4];
-#pragma unroll
-  for (int mt = 0; mt < Tile::MT; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < Tile::NT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.f;
+  Tile::zero(acc);
 
   // Each 16-byte copy (VEC elements) lies inside one block, since a block row holds at
   // least 8 elements: one work-list lookup per copy.
@@ -56,63 +51,35 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     T* sA = smem + stage * Tile::STAGE_ELEMS;
     T* sB = sA + Tile::A_ELEMS;
     const int k0 = kt * BK;
-    constexpr int A_SEGS = BM * (BK / VEC);
-#pragma unroll
-    for (int it = 0; it < (A_SEGS + Tile::THREADS - 1) / Tile::THREADS; ++it) {
-      const int s = tid + it * Tile::THREADS;
-      if (A_SEGS % Tile::THREADS != 0 && s >= A_SEGS) break;
+    for_each_copy<BM * (BK / VEC), Tile::THREADS>(tid, [&](int s) {
       const int r = s / (BK / VEC), c = s % (BK / VEC);
       const int k = k0 + c * VEC, item = k / B, off = k % B;
       const bool ok = (row0 + r < nrows) && (item < len);
-      const T* src = x;
-      if (ok) src = x + (i64)(row0 + r) * ldx + (i64)list.input(item) * B + off;
+      const T* src = ok ? x + (i64)(row0 + r) * ldx + (i64)list.input(item) * B + off : x;
       cp_async16(sA + r * Tile::A_LD + c * VEC, src, ok ? 16 : 0);
-    }
+    });
     if (!TRANS_W) {  // B[k][n] = W_p[off][n]: rows of the block, n contiguous
-      constexpr int SEGS = BK * (B / VEC);
-#pragma unroll
-      for (int it = 0; it < (SEGS + Tile::THREADS - 1) / Tile::THREADS; ++it) {
-        const int s = tid + it * Tile::THREADS;
-        if (SEGS % Tile::THREADS != 0 && s >= SEGS) break;
+      for_each_copy<BK * (B / VEC), Tile::THREADS>(tid, [&](int s) {
         const int kr = s / (B / VEC), c = s % (B / VEC);
         const int k = k0 + kr, item = k / B, off = k % B;
         const bool ok = item < len;
-        const T* src = w;
-        if (ok) src = w + (i64)list.block(item) * (B * B) + off * B + c * VEC;
+        const T* src = ok ? w + (i64)list.block(item) * (B * B) + off * B + c * VEC : w;
         cp_async16(sB + kr * Tile::B_LD + c * VEC, src, ok ? 16 : 0);
-      }
+      });
     } else {  // B stored [n][k] = W_p[n][off]: k contiguous in memory too
-      constexpr int SEGS = B * (BK / VEC);
-#pragma unroll
-      for (int it = 0; it < (SEGS + Tile::THREADS - 1) / Tile::THREADS; ++it) {
-        const int s = tid + it * Tile::THREADS;
-        if (SEGS % Tile::THREADS != 0 && s >= SEGS) break;
+      for_each_copy<B * (BK / VEC), Tile::THREADS>(tid, [&](int s) {
         const int n = s / (BK / VEC), c = s % (BK / VEC);
         const int k = k0 + c * VEC, item = k / B, off = k % B;
         const bool ok = item < len;
-        const T* src = w;
-        if (ok) src = w + (i64)list.block(item) * (B * B) + n * B + off;
+        const T* src = ok ? w + (i64)list.block(item) * (B * B) + n * B + off : w;
         cp_async16(sB + n * Tile::B_LD + c * VEC, src, ok ? 16 : 0);
-      }
+      });
     }
   };
-
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < ktiles) load(s, s);
-    cp_async_commit();
-  }
-  for (int kt = 0; kt < ktiles; ++kt) {
-    cp_async_wait<STAGES - 2>();
-    __syncthreads();
-    // Refill the stage computed in the previous iteration: every thread is past it now.
-    const int nk = kt + STAGES - 1;
-    if (nk < ktiles) load(nk % STAGES, nk);
-    cp_async_commit();
-    const T* sA = smem + (kt % STAGES) * Tile::STAGE_ELEMS;
+  cp_async_pipeline<STAGES>(ktiles, load, [&](int stage) {
+    const T* sA = smem + stage * Tile::STAGE_ELEMS;
     Tile::compute(sA, sA + Tile::A_ELEMS, acc, wm, wn, lane);
-  }
-  cp_async_wait<0>();
+  });
 
   // Epilogue: each thread holds pairs of adjacent columns, stored together.
 #pragma unroll

@@ -37,80 +37,47 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
   const int ktiles = (inner + BK - 1) / BK;
 
   float acc[Tile::MT][Tile::NT][4];
-#pragma unroll
-  for (int mt = 0; mt < Tile::MT; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < Tile::NT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.f;
+  Tile::zero(acc);
 
   auto load = [&](int stage, int kt) {
     T* sA = smem + stage * Tile::STAGE_ELEMS;
     T* sB = sA + Tile::A_ELEMS;
     const int k0 = kt * BK;
     if (A_KM) {
-      constexpr int SEGS = BK * (BM / VEC);
-#pragma unroll
-      for (int it = 0; it < (SEGS + Tile::THREADS - 1) / Tile::THREADS; ++it) {
-        const int s = tid + it * Tile::THREADS;
-        if (SEGS % Tile::THREADS != 0 && s >= SEGS) break;
+      for_each_copy<BK * (BM / VEC), Tile::THREADS>(tid, [&](int s) {
         const int kr = s / (BM / VEC), m = (s % (BM / VEC)) * VEC;
         const bool ok = (k0 + kr < inner) && (m < B);
         const T* src = ok ? a + (i64)(k0 + kr) * lda + (i64)r * B + m : a;
         cp_async16(sA + kr * Tile::A_LD + m, src, ok ? 16 : 0);
-      }
+      });
     } else {
-      constexpr int SEGS = BM * (BK / VEC);
-#pragma unroll
-      for (int it = 0; it < (SEGS + Tile::THREADS - 1) / Tile::THREADS; ++it) {
-        const int s = tid + it * Tile::THREADS;
-        if (SEGS % Tile::THREADS != 0 && s >= SEGS) break;
+      for_each_copy<BM * (BK / VEC), Tile::THREADS>(tid, [&](int s) {
         const int m = s / (BK / VEC), c = (s % (BK / VEC)) * VEC;
         const bool ok = (k0 + c < inner) && (m < B);
         const T* src = ok ? a + ((i64)r * B + m) * lda + k0 + c : a;
         cp_async16(sA + m * Tile::A_LD + c, src, ok ? 16 : 0);
-      }
+      });
     }
     if (!B_NK) {
-      constexpr int SEGS = BK * (BN / VEC);
-#pragma unroll
-      for (int it = 0; it < (SEGS + Tile::THREADS - 1) / Tile::THREADS; ++it) {
-        const int s = tid + it * Tile::THREADS;
-        if (SEGS % Tile::THREADS != 0 && s >= SEGS) break;
+      for_each_copy<BK * (BN / VEC), Tile::THREADS>(tid, [&](int s) {
         const int kr = s / (BN / VEC), n = (s % (BN / VEC)) * VEC, g = n / B;
         const bool ok = (k0 + kr < inner) && (g < cnt);
         const T* src = ok ? bm + (i64)(k0 + kr) * ldb + (i64)cols[g] * B + n % B : bm;
         cp_async16(sB + kr * Tile::B_LD + n, src, ok ? 16 : 0);
-      }
+      });
     } else {
-      constexpr int SEGS = BN * (BK / VEC);
-#pragma unroll
-      for (int it = 0; it < (SEGS + Tile::THREADS - 1) / Tile::THREADS; ++it) {
-        const int s = tid + it * Tile::THREADS;
-        if (SEGS % Tile::THREADS != 0 && s >= SEGS) break;
+      for_each_copy<BN * (BK / VEC), Tile::THREADS>(tid, [&](int s) {
         const int n = s / (BK / VEC), c = (s % (BK / VEC)) * VEC, g = n / B;
         const bool ok = (k0 + c < inner) && (g < cnt);
         const T* src = ok ? bm + ((i64)cols[g] * B + n % B) * ldb + k0 + c : bm;
         cp_async16(sB + n * Tile::B_LD + c, src, ok ? 16 : 0);
-      }
+      });
     }
   };
-
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < ktiles) load(s, s);
-    cp_async_commit();
-  }
-  for (int kt = 0; kt < ktiles; ++kt) {
-    cp_async_wait<STAGES - 2>();
-    __syncthreads();
-    const int nk = kt + STAGES - 1;
-    if (nk < ktiles) load(nk % STAGES, nk);
-    cp_async_commit();
-    const T* sA = smem + (kt % STAGES) * Tile::STAGE_ELEMS;
+  cp_async_pipeline<STAGES>(ktiles, load, [&](int stage) {
+    const T* sA = smem + stage * Tile::STAGE_ELEMS;
     Tile::compute(sA, sA + Tile::A_ELEMS, acc, wm, wn, lane);
-  }
-  cp_async_wait<0>();
+  });
 
 #pragma unroll
   for (int mt = 0; mt < Tile::MT; ++mt)
