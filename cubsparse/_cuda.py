@@ -51,8 +51,9 @@ def _tc_smem(bm, bn, bk, stages, a_km, b_nk, esize=2) -> int:
     return stages * (a + b) * esize
 
 
-# Tile choices per block size. A warp's tile is 64x64 where the block size allows (one
-# ldmatrix.x4 feeds four MMAs; at 32x32 it feeds two and shared memory becomes the limit).
+# Tile choices per block size: the fastest of the variants timed on an H200 (bench/NOTES.md
+# lists them); the warp tile (rows / warps along m) x (cols / warps along n) is a multiple
+# of 16 x 8, the mma shape.
 #   dsd: (rows of X per CTA, warps along m, warps along n, k depth per stage, stages)
 #   sdd: (blocks per CTA, warps along m, warps along n, k depth per stage, stages)
 DSD_TC = {
