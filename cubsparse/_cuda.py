@@ -119,6 +119,13 @@ def sdd_config(dtype: np.dtype, b: int, a_km: bool = True, b_nk: bool = False,
     return KernelConfig("sdd", expr, 256, 0, 0, group)
 
 
+@functools.lru_cache(maxsize=None)
+def reduce_config(dtype: np.dtype, b: int, tf32: bool = False) -> KernelConfig:
+    """Adds the segments of split lists (tensor-core dsd only)."""
+    tag = _TC_TAGS.get(_dtype_name(dtype), "TF32" if tf32 else None)
+    return KernelConfig("dsd", f"dsd_reduce<{tag},{b}>", 256, 0, 0, 1)
+
+
 def set_tiles(dsd=None, sdd=None, dsd_small=None) -> None:
     """Replace tile choices (for tuning experiments); clears the config caches."""
     DSD_TC.update(dsd or {})
@@ -140,6 +147,8 @@ def all_configs(dtypes=None, blocksizes=None, families=None) -> list[KernelConfi
             for b in blocksizes or _dtypes.BLOCK_SIZES:
                 tf32 = dt == "float32"  # float32 also has the opt-in TF32 kernels
                 if fam == "dsd":
+                    if dt in _TC_TAGS or tf32:
+                        out.append(reduce_config(dt, b, dt not in _TC_TAGS))
                     for small in (False, True):
                         out += [dsd_config(dt, b, t, False, small) for t in (False, True)]
                         out += [dsd_config(dt, b, True, True, small)] if tf32 else []
@@ -213,20 +222,74 @@ def _device_tables(structure, key, build):
                             lambda: tuple(cupy.asarray(t) for t in build()))
 
 
-def _dsd_tables(structure, trans: bool):
-    """(ptr, blk, gidx, order): per output block the blocks to reduce and the X block each
-    reads; ``order`` lists the output blocks longest list first (launch order)."""
+def _dsd_lists(structure, trans: bool):
+    """(ptr, blk, gidx) on the host: per output block the W blocks to reduce (positions in
+    ``data``) and the X block each reads. X @ W.T walks W's rows; X @ W its columns,
+    through the transpose index."""
+    if trans:
+        return (structure.host_indptr, np.arange(structure.nnzb, dtype=np.int32),
+                structure.host_indices)
+    perm, t_indptr, t_indices = structure.transpose
+    return t_indptr, perm, t_indices
+
+
+def _dsd_tables(structure, trans: bool, split: int = 0):
+    """(work, blk, gidx, red, n_slots) on the device, built once per layout and split.
+
+    ``work`` rows are (output block, first list entry, list length, slot), longest first.
+    With ``split`` > 0, lists longer than ``split`` are cut into near-equal segments whose
+    partial sums go to workspace slots; ``red`` rows (output block, first slot, segment
+    count) tell dsd_reduce how to add them up.
+    """
+    import cupy
+
+    key = ("cuda", cupy.cuda.runtime.getDevice(), "dsd", trans, split)
 
     def build():
-        if trans:  # output block j is block row j of W
-            ptr, blk, gidx = (structure.host_indptr, np.arange(structure.nnzb, dtype=np.int32),
-                              structure.host_indices)
-        else:
-            blk, ptr, gidx = structure.transpose
-        order = np.argsort(-np.diff(ptr), kind="stable").astype(np.int32)
-        return ptr, blk, gidx, order
+        ptr, blk, gidx = _dsd_lists(structure, trans)
+        lens = np.diff(ptr).astype(np.int64)
+        nseg = np.ones_like(lens) if split <= 0 else np.maximum(1, -(-lens // split))
+        out = np.repeat(np.arange(lens.shape[0]), nseg)
+        k = np.arange(out.shape[0]) - np.repeat(np.cumsum(nseg) - nseg, nseg)  # segment no.
+        first = ptr[out] + (lens[out] * k) // nseg[out]
+        length = ptr[out] + (lens[out] * (k + 1)) // nseg[out] - first
+        split_blocks = np.flatnonzero(nseg > 1)
+        slot0 = np.full(lens.shape[0], -1, dtype=np.int64)
+        slot0[split_blocks] = np.cumsum(nseg[split_blocks]) - nseg[split_blocks]
+        slot = np.where(nseg[out] > 1, slot0[out] + k, -1)
+        order = np.argsort(-length, kind="stable")
+        work = np.stack([out, first, length, slot], axis=1)[order].astype(np.int32)
+        red = np.stack([split_blocks, slot0[split_blocks], nseg[split_blocks]], axis=1)
+        tables = (cupy.asarray(work), cupy.asarray(blk), cupy.asarray(gidx),
+                  cupy.asarray(red.astype(np.int32)), int(nseg[split_blocks].sum()))
+        return tables
 
-    return _device_tables(structure, ("dsd", trans), build)
+    return structure.cached(key, build)
+
+
+def _split_length(structure, trans: bool, row_tiles: int) -> int:
+    """Longest list a CTA should take, 0 for no split. Splitting pays only when there are
+    few CTAs (small N): cut lists longer than the average work of one CTA slot."""
+    lens = structure.cached(("dsd_lens", trans), lambda: np.diff(_dsd_lists(structure, trans)[0]))
+    if lens.size == 0:
+        return 0
+    slots = 2 * _sm_count()
+    avg = structure.nnzb * row_tiles / slots
+    if lens.max() <= 2 * max(avg, 4):
+        return 0
+    return 1 << int(np.ceil(np.log2(max(avg, 4))))  # a power of two: few cached tables
+
+
+_sms: dict = {}
+
+
+def _sm_count() -> int:
+    import cupy
+
+    dev = cupy.cuda.runtime.getDevice()
+    if dev not in _sms:
+        _sms[dev] = cupy.cuda.Device(dev).attributes["MultiProcessorCount"]
+    return _sms[dev]
 
 
 def _sdd_groups(structure, group: int):
@@ -263,6 +326,7 @@ def _rows_ok(arr, align: int) -> bool:
 
 
 _MAX_GRID_Y = 65535
+_MAX_WORKSPACE = 256 << 20  # bytes of float32 partial sums a split product may use
 
 
 def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = False):
@@ -288,23 +352,34 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
             # TF32 operands reach the MMA through ldmatrix, which needs k contiguous: give
             # the kernel each block transposed (one pass over the non-zeros).
             wdata = cupy.ascontiguousarray(wdata.transpose(0, 2, 1))
-        ptr, blk, gidx, order = _dsd_tables(s, transpose_w)
         step = _MAX_GRID_Y * cfg.rows_per_cta
+        row_tiles = -(-n // cfg.rows_per_cta)
+        split = _split_length(s, transpose_w, row_tiles) if tc and n <= step else 0
+        work, blk, gidx, red, n_slots = _dsd_tables(s, transpose_w, split)
+        if n_slots * n * b * 4 > _MAX_WORKSPACE or red.shape[0] > _MAX_GRID_Y:  # run unsplit
+            work, blk, gidx, red, n_slots = _dsd_tables(s, transpose_w, 0)
+        ws = cupy.empty((n_slots, n, b), np.float32) if n_slots else None
         it = dtype.itemsize
         for r0 in range(0, n, step):  # a launch covers at most 65535 row tiles
             xs, ys = (x, y) if n <= step else (x[r0:r0 + step], y[r0:r0 + step])
             rows = xs.shape[0]
-            grid = (n_out, -(-rows // cfg.rows_per_cta))
+            grid = (work.shape[0], -(-rows // cfg.rows_per_cta))
             if tc:
-                args = (xs, np.int64(xs.strides[0] // it), np.int32(rows), wdata, ptr, blk,
-                        gidx, order, ys, np.int64(ys.strides[0] // it), np.float32(alpha),
-                        np.float32(beta))
+                args = (xs, np.int64(xs.strides[0] // it), np.int32(rows), wdata, work, blk,
+                        gidx, ys, np.int64(ys.strides[0] // it), np.float32(alpha),
+                        np.float32(beta), ws if ws is not None else np.uint64(0),
+                        np.int64(n * b))
             else:
                 args = (xs, np.int64(xs.strides[0] // it), np.int64(xs.strides[1] // it),
-                        np.int32(rows), wdata, ptr, blk, gidx, order, ys,
+                        np.int32(rows), wdata, work, blk, gidx, ys,
                         np.int64(ys.strides[0] // it), _scalar(dtype, alpha),
                         _scalar(dtype, beta))
             fn(grid, (cfg.threads,), args, shared_mem=cfg.smem)
+        if n_slots:
+            rcfg = reduce_config(dtype, b, tf32)
+            grid = (-(-(n * b // 2) // rcfg.threads), red.shape[0])
+            get_kernel(rcfg)(grid, (rcfg.threads,), (ws, np.int64(n * b), red, np.int32(n), y,
+                             np.int64(y.strides[0] // it), np.float32(alpha), np.float32(beta)))
     if out is not None and y is not out:
         out[...] = y
         return out

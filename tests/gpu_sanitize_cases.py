@@ -50,6 +50,16 @@ def run() -> int:
                 cs.sampled_matmul(cp.ascontiguousarray(x8.T), dy8, like=W).toarray(), ref8)
             results["sdd b col-major"] = (
                 cs.sampled_matmul(x8.T, cp.asfortranarray(dy8), like=W).toarray(), ref8)
+            if dtype in ("float16", "bfloat16"):  # split lists: partial sums + reduction
+                from cubsparse import _cuda
+
+                keep = _cuda._split_length
+                _cuda._split_length = lambda structure, trans, row_tiles: 1
+                try:
+                    results["x@W split"] = (cs.matmul(x, W), xh @ Wd)
+                    results["dy@W.T split"] = (cs.matmul(dy, W.T), dyh @ Wd.T)
+                finally:
+                    _cuda._split_length = keep
             for name, (out, ref) in results.items():
                 err = np.linalg.norm(_f64(out) - ref) / max(np.linalg.norm(ref), 1e-30)
                 if not err < tol:

@@ -173,7 +173,47 @@ def fp32_section():
             print(f"{b:4d} {op:>4} {ti:8.3f} {tt:8.3f} {dense:7.3f} {dense_tf32:9.3f} {dense * 0.25 / ti:8.2f} {dense_tf32 * 0.25 / tt:8.2f}")
 
 
+def graph_ms(fn, reps=200):
+    """Median-free mean of CUDA-graph replays: host launch overhead excluded."""
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        fn()
+        stream.synchronize()
+        stream.begin_capture()
+        fn()
+        graph = stream.end_capture()
+        graph.launch(stream)
+        s, e = cp.cuda.Event(), cp.cuda.Event()
+        s.record(stream)
+        for _ in range(reps):
+            graph.launch(stream)
+        e.record(stream)
+        e.synchronize()
+    return cp.cuda.get_elapsed_time(s, e) / reps
+
+
+def split_section():
+    """Skewed (Barabasi-Albert) layouts at small N, with and without split lists."""
+    from cubsparse import _cuda
+
+    keep = _cuda._split_length
+    print(f"{'b':>4} {'N':>4} {'op':>4} {'unsplit ms':>10} {'split ms':>9} {'max list':>8}")
+    for b, n, m in ((128, 32, 2), (32, 32, 3), (64, 128, 3)):
+        lay = cs.layouts.barabasi_albert(4096 // b, m, seed=1)
+        W = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", seed=2, backend="cuda")
+        x = cp.random.standard_normal((n, 4096), dtype=cp.float32).astype(cp.float16)
+        for op, f in (("fwd", lambda: cs.matmul(x, W)), ("bwd", lambda: cs.matmul(x, W.T))):
+            _cuda._split_length = lambda *a: 0
+            t0 = graph_ms(f)
+            _cuda._split_length = keep
+            t1 = graph_ms(f)
+            print(f"{b:4d} {n:4d} {op:>4} {t0:10.4f} {t1:9.4f} {int(lay.sum(0).max()):8d}")
+
+
 def main():
+    if "--split" in sys.argv:
+        split_section()
+        return
     if "--fp32" in sys.argv:
         fp32_section()
         return

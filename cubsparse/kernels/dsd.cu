@@ -13,9 +13,12 @@
 // BK slice lies inside one block because b >= 8 elements, so its source address needs one
 // lookup in the work list.
 //
-// Load balance: blockIdx.x goes through `order`, the output blocks sorted by decreasing
-// list length, so the longest lists (a hub column of a power-law layout) start first and
-// the short ones fill in behind them instead of leaving one long CTA as the tail.
+// Load balance: each CTA takes one row of the work table, (output block, first list entry,
+// list length, partial slot), sorted longest first, so long lists start first and short
+// ones fill in behind them. Where few CTAs run (small N), the host also cuts lists longer
+// than the average work per SM into segments: those write float32 partial products to a
+// workspace slot (slot >= 0), and dsd_reduce adds a block's segments in a fixed order, so
+// the result stays deterministic without atomics.
 #include "common.cuh"
 
 // Tensor-core path: float16 and bfloat16 (mma m16n8k16), and float32 in TF32 when the
@@ -24,20 +27,20 @@
 template <class Tag, int B, int BM, int BK, int WARPS_M, int WARPS_N, int STAGES, bool TRANS_W>
 __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     dsd_tc(const typename Tag::storage* __restrict__ x, i64 ldx, int nrows,
-           const typename Tag::storage* __restrict__ w, const int* __restrict__ ptr,
+           const typename Tag::storage* __restrict__ w, const int4* __restrict__ work,
            const int* __restrict__ blk, const int* __restrict__ gidx,
-           const int* __restrict__ order, typename Tag::storage* y, i64 ldy, float alpha,
-           float beta) {
+           typename Tag::storage* y, i64 ldy, float alpha, float beta, float* ws,
+           i64 ws_stride) {
   typedef TcTile<Tag, BM, B, BK, WARPS_M, WARPS_N, false, TRANS_W> Tile;
   typedef typename Tag::storage T;
   constexpr int VEC = Tag::VEC;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* smem = (T*)smem_raw;
-  const int j = order[blockIdx.x];
+  const int4 item = work[blockIdx.x];
+  const int j = item.x, q0 = item.y, len = item.z, slot = item.w;
   const int row0 = blockIdx.y * BM;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp / WARPS_N, wn = warp % WARPS_N;
-  const int q0 = ptr[j], len = ptr[j + 1] - q0;
   const int ktiles = (len * B + BK - 1) / BK;
   __shared__ int s_g[LIST_CAP], s_p[LIST_CAP];
   const WorkList list = load_work_list(s_g, s_p, gidx, blk, q0, len, tid, Tile::THREADS);
@@ -90,10 +93,33 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
       for (int h = 0; h < 2; ++h) {
         const int r = row0 + wm * Tile::WM + mt * 16 + (lane >> 2) + h * 8;
         const int c = wn * Tile::WN + nt * 8 + (lane & 3) * 2;
-        if (r < nrows)
+        if (r >= nrows) continue;
+        if (slot < 0)
           store_pair(Tag(), y + (i64)r * ldy + (i64)j * B + c, acc[mt][nt][2 * h],
                      acc[mt][nt][2 * h + 1], alpha, beta);
+        else  // one segment of a split list: its partial product, unscaled
+          *(float2*)(ws + slot * ws_stride + (i64)r * B + c) =
+              make_float2(acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1]);
       }
+}
+
+// Sums the segments of split lists (workspace slots s0 .. s0+ns-1 of output block j, in
+// that order) and applies alpha and beta. One thread per pair of adjacent outputs.
+template <class Tag, int B>
+__global__ void __launch_bounds__(256)
+    dsd_reduce(const float* __restrict__ ws, i64 ws_stride, const int* __restrict__ red,
+               int nrows, typename Tag::storage* y, i64 ldy, float alpha, float beta) {
+  const int j = red[3 * blockIdx.y], s0 = red[3 * blockIdx.y + 1], ns = red[3 * blockIdx.y + 2];
+  const i64 e = ((i64)blockIdx.x * blockDim.x + threadIdx.x) * 2;  // in the nrows x B tile
+  if (e >= (i64)nrows * B) return;
+  float v0 = 0.f, v1 = 0.f;
+  for (int s = 0; s < ns; ++s) {
+    const float2 p = *(const float2*)(ws + (s0 + s) * ws_stride + e);
+    v0 += p.x;
+    v1 += p.y;
+  }
+  const int r = (int)(e / B), c = (int)(e % B);
+  store_pair(Tag(), y + (i64)r * ldy + (i64)j * B + c, v0, v1, alpha, beta);
 }
 
 // SIMT path (float32 in IEEE arithmetic, float64). X is read through two strides, so any
@@ -103,16 +129,16 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
 template <class T, int B, int TM, int TN, int BK, bool TRANS_W>
 __global__ void __launch_bounds__(256)
     dsd_simt(const T* __restrict__ x, i64 sx0, i64 sx1, int nrows, const T* __restrict__ w,
-             const int* __restrict__ ptr, const int* __restrict__ blk,
-             const int* __restrict__ gidx, const int* __restrict__ order, T* y, i64 ldy,
-             T alpha, T beta) {
+             const int4* __restrict__ work, const int* __restrict__ blk,
+             const int* __restrict__ gidx, T* y, i64 ldy, T alpha, T beta) {
   constexpr int TX = B / TN, TY = 256 / TX, BM = TY * TM;
   static_assert(TX * TN == B && TX * TY == 256, "bad SIMT tile");
   __shared__ T sA[BM][BK + 1];
   __shared__ T sB[BK][B + 1];
-  const int j = order[blockIdx.x], row0 = blockIdx.y * BM, tid = threadIdx.x;
+  const int4 item = work[blockIdx.x];  // never split for this kernel: item.w < 0
+  const int j = item.x, q0 = item.y, len = item.z;
+  const int row0 = blockIdx.y * BM, tid = threadIdx.x;
   const int tx = tid % TX, ty = tid / TX;
-  const int q0 = ptr[j], len = ptr[j + 1] - q0;
   const int ktiles = (len * B + BK - 1) / BK;
   T acc[TM][TN];
 #pragma unroll

@@ -1,0 +1,56 @@
+"""Split work lists (CUDA backend): long lists cut into segments whose float32 partial
+sums a second kernel adds in a fixed order. The split normally starts only for small N
+on skewed layouts; here it is forced with a short segment length so every path runs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cubsparse as cs
+from conftest import BACKENDS, poison, to_backend, to_numpy
+
+# The CUDA parameter of the shared backend fixture (with its visible skip without a GPU).
+pytestmark = pytest.mark.parametrize(
+    "backend", [p for p in BACKENDS if p.values == ("cuda",)], indirect=True
+)
+
+
+@pytest.fixture
+def forced_split(monkeypatch):
+    from cubsparse import _cuda
+
+    monkeypatch.setattr(_cuda, "_split_length", lambda structure, trans, row_tiles: 2)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+@pytest.mark.parametrize("b", [16, 64])
+def test_split_lists_match_scipy_and_repeat_bitwise(backend, forced_split, dtype, b):
+    tf32 = dtype == "float32"  # the TF32 kernel also splits; IEEE float32 does not
+    lay = cs.layouts.barabasi_albert(12, 2, seed=3)  # hub rows and columns: long lists
+    lay[5] = False
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=1, backend=backend)
+    rng = np.random.default_rng(b)
+    x = to_backend(rng.standard_normal((33, 12 * b)).astype(np.float32), backend).astype(w.dtype)
+    wd = to_numpy(w.toarray().astype("float64"))
+    xh = to_numpy(x.astype("float64"))
+    tol = 3e-3 if tf32 else cs._dtypes.TOLERANCE[dtype]
+    for op, ref in ((lambda out: cs.matmul(x, w, out=out, tf32=tf32), xh @ wd),
+                    (lambda out: cs.matmul(x, w.T, out=out, tf32=tf32), xh @ wd.T)):
+        first = op(poison((33, 12 * b), w.dtype, backend))
+        again = op(poison((33, 12 * b), w.dtype, backend))
+        got = to_numpy(first.astype("float64"))
+        assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < tol
+        np.testing.assert_array_equal(to_numpy(first.view("uint8")), to_numpy(again.view("uint8")))
+
+
+def test_split_with_beta_accumulates(backend, forced_split):
+    lay = cs.layouts.barabasi_albert(10, 2, seed=5)
+    w = cs.BlockSparseMatrix.from_layout(lay, 32, dtype="float16", seed=2, backend=backend)
+    rng = np.random.default_rng(0)
+    x = to_backend(rng.standard_normal((7, 320)).astype(np.float16), backend)
+    y0 = rng.standard_normal((7, 320)).astype(np.float16)
+    y = to_backend(y0.copy(), backend)
+    cs.matmul(x, w, out=y, alpha=2.0, beta=0.5)
+    ref = 2.0 * to_numpy(x).astype(np.float64) @ to_numpy(w.toarray()).astype(np.float64) + 0.5 * y0
+    assert np.linalg.norm(to_numpy(y) - ref) / np.linalg.norm(ref) < 4e-3
