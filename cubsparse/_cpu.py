@@ -42,23 +42,17 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
     s, b = w._structure, w.blocksize
     n = x.shape[0]
     rows_b, cols_b = s.block_shape
-    if transpose_w:
-        # Y[:, r] += X[:, c] @ W_rc.T: blocks already grouped by output row r.
-        order, gather, segment = None, s.host_indices, s.rows
-        n_in, n_out = cols_b, rows_b
-    else:
-        # Y[:, c] += X[:, r] @ W_rc: walk the blocks in column order (transpose index).
-        order, _, segment = s.transpose
-        segment = s.host_indices[order]
-        gather = s.rows[order]
-        n_in, n_out = rows_b, cols_b
+    # Y[:, j] += X[:, gidx[q]] @ op(W_blk[q]) over each output block's list (sorted by j).
+    ptr, blk, gather = s.work_lists(transpose_w)
+    n_out = ptr.shape[0] - 1
+    n_in = cols_b if transpose_w else rows_b
+    segment = np.repeat(np.arange(n_out), np.diff(ptr))
     acc = np.zeros((n, n_out, b), dtype=cdt)
     xb = x.reshape(n, n_in, b)
     blocks, step = _chunks(s.nnzb, n * b)
     for start in blocks:
         sl = slice(start, start + step)
-        idx = np.arange(start, min(start + step, s.nnzb)) if order is None else order[sl]
-        wb = w._data[idx].astype(cdt, copy=False)
+        wb = w._data[blk[sl]].astype(cdt, copy=False)
         if transpose_w:
             wb = wb.transpose(0, 2, 1)
         xg = xb[:, gather[sl], :].astype(cdt, copy=False).transpose(1, 0, 2)  # (chunk, n, b)

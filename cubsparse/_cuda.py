@@ -222,17 +222,6 @@ def _device_tables(structure, key, build):
                             lambda: tuple(cupy.asarray(t) for t in build()))
 
 
-def _dsd_lists(structure, trans: bool):
-    """(ptr, blk, gidx) on the host: per output block the W blocks to reduce (positions in
-    ``data``) and the X block each reads. X @ W.T walks W's rows; X @ W its columns,
-    through the transpose index."""
-    if trans:
-        return (structure.host_indptr, np.arange(structure.nnzb, dtype=np.int32),
-                structure.host_indices)
-    perm, t_indptr, t_indices = structure.transpose
-    return t_indptr, perm, t_indices
-
-
 def _dsd_tables(structure, trans: bool, split: int = 0):
     """(work, blk, gidx, red, n_slots) on the device, built once per layout and split.
 
@@ -246,7 +235,7 @@ def _dsd_tables(structure, trans: bool, split: int = 0):
     key = ("cuda", cupy.cuda.runtime.getDevice(), "dsd", trans, split)
 
     def build():
-        ptr, blk, gidx = _dsd_lists(structure, trans)
+        ptr, blk, gidx = structure.work_lists(trans)
         lens = np.diff(ptr).astype(np.int64)
         nseg = np.ones_like(lens) if split <= 0 else np.maximum(1, -(-lens // split))
         out = np.repeat(np.arange(lens.shape[0]), nseg)
@@ -270,7 +259,7 @@ def _dsd_tables(structure, trans: bool, split: int = 0):
 def _split_length(structure, trans: bool, row_tiles: int) -> int:
     """Longest list a CTA should take, 0 for no split. Splitting pays only when there are
     few CTAs (small N): cut lists longer than the average work of one CTA slot."""
-    lens = structure.cached(("dsd_lens", trans), lambda: np.diff(_dsd_lists(structure, trans)[0]))
+    lens = structure.cached(("dsd_lens", trans), lambda: np.diff(structure.work_lists(trans)[0]))
     if lens.size == 0:
         return 0
     slots = 2 * _sm_count()

@@ -72,6 +72,18 @@ class Structure:
 
         return self.cached("transpose", build)
 
+    def work_lists(self, trans: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(ptr, blk, gidx)``: what each output block of ``X @ op(W)`` reduces.
+
+        Output block j reduces entries ``ptr[j]:ptr[j + 1]``; entry q multiplies the block
+        ``data[blk[q]]`` with X's block column ``gidx[q]``. For ``X @ W.T`` the lists are
+        W's block rows; for ``X @ W`` its block columns, through the transpose index.
+        """
+        if trans:
+            return self.host_indptr, np.arange(self.nnzb, dtype=np.int32), self.host_indices
+        perm, t_indptr, t_indices = self.transpose
+        return t_indptr, perm, t_indices
+
     def layout(self) -> np.ndarray:
         out = np.zeros(self.block_shape, dtype=bool)
         out[self.rows, self.host_indices] = True
