@@ -245,13 +245,12 @@ def sampled_matmul(
         raise TypeError(f"like must be a BlockSparseMatrix, got {type(like).__name__}")
     _check_scalars(alpha, beta, out)
     backend = like.backend
-    dtype = getattr(a, "dtype", None)
     for name, arr in (("a", a), ("b", b)):
         if backend_of(arr) is None:
             raise TypeError(f"{name} must be a NumPy or CuPy array, got {type(arr).__name__}")
-    _check_dense("a", a, backend, a.dtype)
-    _dtypes.as_dtype(a.dtype)
-    _check_dense("b", b, backend, a.dtype)
+    _check_dense("a", a, backend, a.dtype)  # a's own dtype: this checks its backend only
+    dtype = _dtypes.as_dtype(a.dtype)  # the result's dtype; b must match it
+    _check_dense("b", b, backend, dtype)
     if a.ndim != 2 or b.ndim != 2:
         raise ValueError(f"a and b must be 2-D, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
     m, n = like.shape
