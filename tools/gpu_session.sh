@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# One device call: GPU test suite, compute-sanitizer, and optionally ncu source-level
+# profiles of the fp16 kernels at N=C=K=4096, d=0.25. Logs land in $OUT (or ./gpu_out).
+# Usage: bash tools/gpu_session.sh [tests] [sanitize] [ncu:B] [probe]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+OUT="${OUT:-$PWD/gpu_out}"; mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+summary=()
+for step in "$@"; do
+  case "$step" in
+    tests)
+      CUBSPARSE_HYPOTHESIS_PROFILE=gpu python3 -m pytest -q -p no:cacheprovider 2>&1 | tee "$OUT/pytest.log" | tail -n 25
+      summary+=("pytest: $(tail -n 1 "$OUT/pytest.log")") ;;
+    sanitize)
+      bash tests/sanitize.sh > "$OUT/sanitize.log" 2>&1
+      summary+=("sanitize rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitize.log" | tr '\n' ' ')") ;;
+    ncu:*)
+      b="${step#ncu:}"
+      for k in dsd_tc sdd_tc; do
+        ncu --set full -k "regex:$k" --launch-skip 1 --launch-count 1 -f -o "$OUT/${k}_b$b" \
+          python3 tools/ncu_target.py "$b" > "$OUT/ncu_${k}_b$b.log" 2>&1
+        ncu -i "$OUT/${k}_b$b.ncu-rep" --page source --csv --print-source sass > "$OUT/${k}_b${b}_sass.csv" 2>&1
+        ncu -i "$OUT/${k}_b$b.ncu-rep" --page details > "$OUT/${k}_b${b}_details.txt" 2>&1
+      done
+      summary+=("ncu b=$b done") ;;
+    probe)
+      python3 tools/gpu_probe.py --speed 2>&1 | tee "$OUT/probe.log" | tail -n 30 ;;
+  esac
+done
+printf '%s\n' "${summary[@]}"
