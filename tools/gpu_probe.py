@@ -218,12 +218,12 @@ def speed_section(blocks=(16, 32, 64, 128), densities=(0.25, 1.0)):
         for b in blocks:
             W, xs, dys = setup(b, d)
             Wd = W.toarray()
-            dense = graph_ms(lambda: cp.matmul(xs[0], Wd), reps=50)
+            dense = bench(lambda: cp.matmul(xs[0], Wd), reps=50)
             try:
                 import torch
                 bsr = torch.as_tensor(Wd, device="cuda").T.contiguous().to_sparse_bsr((b, b))
                 xt = torch.as_tensor(xs[0], device="cuda")
-                tb = graph_ms(lambda: bsr @ xt.T, reps=50)
+                tb = bench(lambda: bsr @ xt.T, reps=50)
             except Exception as exc:  # noqa: BLE001
                 tb = float("nan")
                 print("torch BSR refused:", str(exc)[:100])

@@ -48,35 +48,70 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
   float acc[Tile::MT][Tile::NT][4];
   Tile::zero(acc);
 
-  // Each 16-byte copy (VEC elements) lies inside one block, since a block row holds at
-  // least 8 elements: one work-list lookup per copy.
+  // Copy plan, fixed for the whole list. A thread's 16-byte copies of an X slice sit in
+  // one column (k offset a_kc) of rows a_r, a_r + A_RSTEP, ...: THREADS is a multiple of
+  // the segments per row, so only the row changes between them. The row pointers and
+  // bounds are computed here once; a stage then costs one list lookup per thread and a
+  // pointer add per copy (the per-copy index arithmetic was most of the instructions).
+  // Every segment lies inside one block, since a block row holds at least 8 elements.
+  constexpr int THREADS = Tile::THREADS;
+  constexpr int A_SPR = BK / VEC, A_SEGS = BM * A_SPR, A_RSTEP = THREADS / A_SPR;
+  constexpr int A_IT = (A_SEGS + THREADS - 1) / THREADS;
+  static_assert(THREADS % A_SPR == 0, "a thread's X copies must share a column");
+  const int a_r = tid / A_SPR, a_kc = (tid % A_SPR) * VEC;
+  const T* a_row = x + (i64)(row0 + a_r) * ldx;
+  const i64 a_step = (i64)A_RSTEP * ldx;
+  unsigned a_ok = 0;  // bit it: copy it of this thread is a real row of X
+#pragma unroll
+  for (int it = 0; it < A_IT; ++it)
+    if ((A_SEGS % THREADS == 0 || tid + it * THREADS < A_SEGS) &&
+        row0 + a_r + it * A_RSTEP < nrows)
+      a_ok |= 1u << it;
+  // W: B[k][n] = W_p[off][n] copies B_SPR segments per k row; B[n][k] = W_p[n][off]
+  // (TRANS_W) copies BK / VEC per n row. Either way a thread keeps its column.
+  constexpr int B_SPR = TRANS_W ? BK / VEC : B / VEC;
+  constexpr int B_SEGS = (TRANS_W ? B : BK) * B_SPR, B_RSTEP = THREADS / B_SPR;
+  constexpr int B_IT = (B_SEGS + THREADS - 1) / THREADS;
+  static_assert(THREADS % B_SPR == 0, "a thread's W copies must share a column");
+  const int b_r = tid / B_SPR, b_c = (tid % B_SPR) * VEC;
+
   auto load = [&](int stage, int kt) {
     T* sA = smem + stage * Tile::STAGE_ELEMS;
     T* sB = sA + Tile::A_ELEMS;
     const int k0 = kt * BK;
-    for_each_copy<BM * (BK / VEC), Tile::THREADS>(tid, [&](int s) {
-      const int r = s / (BK / VEC), c = s % (BK / VEC);
-      const int k = k0 + c * VEC, item = k / B, off = k % B;
-      const bool ok = (row0 + r < nrows) && (item < len);
-      const T* src = ok ? x + (i64)(row0 + r) * ldx + (i64)list.input(item) * B + off : x;
-      cp_async16(sA + r * Tile::A_LD + c * VEC, src, ok ? 16 : 0);
-    });
+    {
+      // unsigned: B is a power of two, so / and % are a shift and a mask
+      const unsigned k = k0 + a_kc, item = k / B, off = k % B;
+      const bool live = item < (unsigned)len;
+      const T* src = a_row + (i64)list.input(live ? item : 0) * B + off;
+#pragma unroll
+      for (int it = 0; it < A_IT; ++it) {
+        const bool ok = live && ((a_ok >> it) & 1u);
+        if (A_SEGS % THREADS == 0 || tid + it * THREADS < A_SEGS)
+          cp_async16(sA + (a_r + it * A_RSTEP) * Tile::A_LD + a_kc, ok ? src + it * a_step : x,
+                     ok ? 16 : 0);
+      }
+    }
     if (!TRANS_W) {  // B[k][n] = W_p[off][n]: rows of the block, n contiguous
-      for_each_copy<BK * (B / VEC), Tile::THREADS>(tid, [&](int s) {
-        const int kr = s / (B / VEC), c = s % (B / VEC);
-        const int k = k0 + kr, item = k / B, off = k % B;
-        const bool ok = item < len;
-        const T* src = ok ? w + (i64)list.block(item) * (B * B) + off * B + c * VEC : w;
-        cp_async16(sB + kr * Tile::B_LD + c * VEC, src, ok ? 16 : 0);
-      });
+#pragma unroll
+      for (int it = 0; it < B_IT; ++it) {
+        if (B_SEGS % THREADS != 0 && tid + it * THREADS >= B_SEGS) break;
+        const int kr = b_r + it * B_RSTEP;
+        const unsigned k = k0 + kr, item = k / B, off = k % B;
+        const bool ok = item < (unsigned)len;
+        const T* src = w + (i64)list.block(ok ? item : 0) * (B * B) + off * B + b_c;
+        cp_async16(sB + kr * Tile::B_LD + b_c, ok ? src : w, ok ? 16 : 0);
+      }
     } else {  // B stored [n][k] = W_p[n][off]: k contiguous in memory too
-      for_each_copy<B * (BK / VEC), Tile::THREADS>(tid, [&](int s) {
-        const int n = s / (BK / VEC), c = s % (BK / VEC);
-        const int k = k0 + c * VEC, item = k / B, off = k % B;
-        const bool ok = item < len;
-        const T* src = ok ? w + (i64)list.block(item) * (B * B) + n * B + off : w;
-        cp_async16(sB + n * Tile::B_LD + c * VEC, src, ok ? 16 : 0);
-      });
+      const unsigned k = k0 + b_c, item = k / B, off = k % B;
+      const bool ok = item < (unsigned)len;
+      const T* src = w + (i64)list.block(ok ? item : 0) * (B * B) + off;
+#pragma unroll
+      for (int it = 0; it < B_IT; ++it) {
+        if (B_SEGS % THREADS != 0 && tid + it * THREADS >= B_SEGS) break;
+        const int n = b_r + it * B_RSTEP;
+        cp_async16(sB + n * Tile::B_LD + b_c, ok ? src + n * B : w, ok ? 16 : 0);
+      }
     }
   };
   cp_async_pipeline<STAGES>(ktiles, load, [&](int stage) {

@@ -39,39 +39,60 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
   float acc[Tile::MT][Tile::NT][4];
   Tile::zero(acc);
 
+  // Copy plan: each of this thread's 16-byte copies gets its source pointer at k = 0, its
+  // shared-memory offset and its k offset within a slice once, here; a stage then adds
+  // k0 times the operand's k stride. (Computing addresses per copy and stage cost more
+  // instructions than the MMAs.) Segments past the block (8-row blocks padded to 16) or
+  // the group are zero-filled for the whole loop.
+  constexpr int THREADS = Tile::THREADS;
+  constexpr int A_SEGS = BK * (BM / VEC), A_IT = (A_SEGS + THREADS - 1) / THREADS;
+  constexpr int B_SEGS = BK * (BN / VEC), B_IT = (B_SEGS + THREADS - 1) / THREADS;
+  const T* a_src[A_IT];
+  const T* b_src[B_IT];
+  int a_dst[A_IT], a_k[A_IT], b_dst[B_IT], b_k[B_IT];
+  unsigned a_ok = 0, b_ok = 0;
+#pragma unroll
+  for (int it = 0; it < A_IT; ++it) {
+    const int s = tid + it * THREADS;
+    int m, kk;
+    if (A_KM) { kk = s / (BM / VEC); m = (s % (BM / VEC)) * VEC; a_dst[it] = kk * Tile::A_LD + m; }
+    else { m = s / (BK / VEC); kk = (s % (BK / VEC)) * VEC; a_dst[it] = m * Tile::A_LD + kk; }
+    const bool ok = (A_SEGS % THREADS == 0 || s < A_SEGS) && m < B;
+    a_ok |= (unsigned)ok << it;
+    a_k[it] = kk;
+    a_src[it] = !ok ? a : A_KM ? a + (i64)kk * lda + (i64)r * B + m : a + ((i64)r * B + m) * lda + kk;
+  }
+#pragma unroll
+  for (int it = 0; it < B_IT; ++it) {
+    const int s = tid + it * THREADS;
+    int n, kk;
+    if (!B_NK) { kk = s / (BN / VEC); n = (s % (BN / VEC)) * VEC; b_dst[it] = kk * Tile::B_LD + n; }
+    else { n = s / (BK / VEC); kk = (s % (BK / VEC)) * VEC; b_dst[it] = n * Tile::B_LD + kk; }
+    const int g = n / B;
+    const bool ok = (B_SEGS % THREADS == 0 || s < B_SEGS) && g < cnt;
+    b_ok |= (unsigned)ok << it;
+    b_k[it] = kk;
+    const i64 col = ok ? (i64)cols[g] * B + n % B : 0;
+    b_src[it] = !ok ? bm : !B_NK ? bm + (i64)kk * ldb + col : bm + col * ldb + kk;
+  }
+  const i64 a_kstride = A_KM ? lda : 1, b_kstride = B_NK ? 1 : ldb;
+
   auto load = [&](int stage, int kt) {
     T* sA = smem + stage * Tile::STAGE_ELEMS;
     T* sB = sA + Tile::A_ELEMS;
     const int k0 = kt * BK;
-    if (A_KM) {
-      for_each_copy<BK * (BM / VEC), Tile::THREADS>(tid, [&](int s) {
-        const int kr = s / (BM / VEC), m = (s % (BM / VEC)) * VEC;
-        const bool ok = (k0 + kr < inner) && (m < B);
-        const T* src = ok ? a + (i64)(k0 + kr) * lda + (i64)r * B + m : a;
-        cp_async16(sA + kr * Tile::A_LD + m, src, ok ? 16 : 0);
-      });
-    } else {
-      for_each_copy<BM * (BK / VEC), Tile::THREADS>(tid, [&](int s) {
-        const int m = s / (BK / VEC), c = (s % (BK / VEC)) * VEC;
-        const bool ok = (k0 + c < inner) && (m < B);
-        const T* src = ok ? a + ((i64)r * B + m) * lda + k0 + c : a;
-        cp_async16(sA + m * Tile::A_LD + c, src, ok ? 16 : 0);
-      });
+    const i64 ka = (i64)k0 * a_kstride, kb = (i64)k0 * b_kstride;
+#pragma unroll
+    for (int it = 0; it < A_IT; ++it) {
+      if (A_SEGS % THREADS != 0 && tid + it * THREADS >= A_SEGS) break;
+      const bool ok = ((a_ok >> it) & 1u) && k0 + a_k[it] < inner;
+      cp_async16(sA + a_dst[it], ok ? a_src[it] + ka : a, ok ? 16 : 0);
     }
-    if (!B_NK) {
-      for_each_copy<BK * (BN / VEC), Tile::THREADS>(tid, [&](int s) {
-        const int kr = s / (BN / VEC), n = (s % (BN / VEC)) * VEC, g = n / B;
-        const bool ok = (k0 + kr < inner) && (g < cnt);
-        const T* src = ok ? bm + (i64)(k0 + kr) * ldb + (i64)cols[g] * B + n % B : bm;
-        cp_async16(sB + kr * Tile::B_LD + n, src, ok ? 16 : 0);
-      });
-    } else {
-      for_each_copy<BN * (BK / VEC), Tile::THREADS>(tid, [&](int s) {
-        const int n = s / (BK / VEC), c = (s % (BK / VEC)) * VEC, g = n / B;
-        const bool ok = (k0 + c < inner) && (g < cnt);
-        const T* src = ok ? bm + ((i64)cols[g] * B + n % B) * ldb + k0 + c : bm;
-        cp_async16(sB + n * Tile::B_LD + c, src, ok ? 16 : 0);
-      });
+#pragma unroll
+    for (int it = 0; it < B_IT; ++it) {
+      if (B_SEGS % THREADS != 0 && tid + it * THREADS >= B_SEGS) break;
+      const bool ok = ((b_ok >> it) & 1u) && k0 + b_k[it] < inner;
+      cp_async16(sB + b_dst[it], ok ? b_src[it] + kb : bm, ok ? 16 : 0);
     }
   };
   cp_async_pipeline<STAGES>(ktiles, load, [&](int stage) {

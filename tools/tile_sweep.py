@@ -1,0 +1,75 @@
+"""Tile-configuration sweep on the device: every candidate tile of each op at N=C=K=4096,
+fp16, density 0.25 (random layout), checked against float32 dense math, CUDA-graph timed
+next to dense cupy.matmul. Prints one table; the fastest correct tile per (op, b) is
+what goes into DSD_TC / SDD_TC in cubsparse/_cuda.py (bench/NOTES.md keeps the history).
+
+    PYTHONPATH=. python3 tools/tile_sweep.py [b ...]
+"""
+
+from __future__ import annotations
+
+import sys
+
+import cupy as cp
+
+from cubsparse import _cuda
+from gpu_probe import OPS, bench, graph_ms, setup, verify
+
+# dsd: (rows per CTA, warps m, warps n, k depth, stages); sdd: (blocks per CTA, warps m,
+# warps n, k depth, stages). The current choice is listed first.
+DSD = {
+    16: [(256, 8, 1, 32, 4), (256, 8, 1, 64, 3), (256, 4, 1, 64, 3), (128, 4, 1, 64, 4)],
+    32: [(256, 8, 1, 32, 4), (256, 8, 1, 64, 3), (256, 4, 1, 32, 4), (256, 4, 1, 64, 3),
+         (128, 4, 1, 64, 4), (128, 2, 1, 64, 4)],
+    64: [(128, 4, 2, 32, 4), (128, 4, 2, 64, 3), (128, 2, 2, 32, 4), (128, 2, 2, 64, 3),
+         (256, 4, 2, 64, 3), (256, 4, 2, 32, 4), (256, 4, 1, 64, 3)],
+    128: [(128, 2, 4, 64, 3), (128, 2, 2, 64, 3), (256, 4, 2, 64, 3), (128, 4, 2, 64, 3),
+          (128, 2, 2, 32, 4), (256, 4, 2, 32, 4)],
+}
+SDD = {
+    16: [(8, 1, 4, 32, 4), (16, 1, 4, 32, 4), (16, 1, 4, 64, 3), (8, 1, 2, 64, 3)],
+    32: [(4, 2, 4, 32, 4), (4, 2, 4, 64, 3), (8, 2, 4, 32, 4), (4, 1, 4, 32, 4),
+         (8, 1, 4, 32, 4), (8, 2, 2, 32, 4)],
+    64: [(2, 1, 2, 32, 4), (2, 1, 2, 64, 3), (4, 1, 4, 32, 4), (2, 2, 2, 32, 4),
+         (4, 2, 4, 32, 4)],
+    128: [(1, 2, 2, 32, 4), (1, 2, 2, 64, 3), (2, 2, 4, 32, 4)],
+}
+
+
+def main():
+    blocks = [int(a) for a in sys.argv[1:]] or [32, 64, 128]
+    print("GPU:", cp.cuda.runtime.getDeviceProperties(0)["name"].decode())
+    rows = []
+    saved = dict(_cuda.DSD_TC), dict(_cuda.SDD_TC)
+    for b in blocks:
+        W, xs, dys = setup(b, 0.25)
+        dense = bench(lambda: cp.matmul(xs[0], xs[1]), reps=50)
+        for op in OPS:
+            cands = SDD[b] if op == "sdd" else DSD[b]
+            for cfg in cands:
+                _cuda.set_tiles(**({"sdd": {b: cfg}} if op == "sdd" else {"dsd": {b: cfg}}))
+                try:
+                    err = verify(op, W, xs[1], dys[1])
+                    t = graph_ms(lambda: OPS[op](W, xs[0], dys[0]), reps=50)
+                except Exception as exc:  # noqa: BLE001
+                    print("failed", op, b, cfg, str(exc).splitlines()[0][:200])
+                    err, t = float("nan"), float("nan")
+                rows.append((b, op, cfg, t, dense, err))
+                print(f"{b:4d} {op} {str(cfg):22s} {t:7.4f} ms  eff {dense * 0.25 / t:5.2f}  err {err:.1e}",
+                      flush=True)
+            _cuda.DSD_TC.update(saved[0])
+            _cuda.SDD_TC.update(saved[1])
+            _cuda.set_tiles()
+    print("\nbest per (b, op), dense ms in the same run:")
+    for b in blocks:
+        for op in OPS:
+            ok = [r for r in rows if r[0] == b and r[1] == op and r[5] < 1e-2]
+            if ok:
+                best = min(ok, key=lambda r: r[3])
+                first = [r for r in rows if r[0] == b and r[1] == op][0]
+                print(f"{b:4d} {op} best {str(best[2]):22s} {best[3]:7.4f} (first {first[3]:7.4f}) "
+                      f"dense {best[4]:7.4f} eff {best[4] * 0.25 / best[3]:5.2f}")
+
+
+if __name__ == "__main__":
+    main()
