@@ -20,7 +20,7 @@ from . import _dtypes
 
 _TC_TAGS = {"float16": "F16", "bfloat16": "BF16"}
 _SIMT_TYPES = {"float32": "float", "float64": "double"}
-FAMILIES = ("dsd", "sdd")
+FAMILIES = ("dsd", "sdd", "dsd_sm90")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +33,7 @@ class KernelConfig:
     smem: int  # dynamic shared memory, bytes
     rows_per_cta: int  # dsd: rows of X per CTA
     group: int  # sdd: blocks per CTA
+    arch: str | None = None  # a required target such as "sm_90a"; None: the device's own
 
 
 def _dtype_name(dtype) -> str:
@@ -71,6 +72,9 @@ SDD_TC = {
     8: (16, 1, 4, 32, 4), 16: (8, 1, 4, 32, 4), 32: (4, 2, 4, 32, 4),
     64: (2, 1, 2, 32, 4), 128: (1, 2, 2, 32, 4),
 }
+#   Hopper wgmma dsd (float16/bfloat16, more than SMALL_ROWS rows): (m64 tiles per
+#   warpgroup, warpgroups, stages); None: the mma.sync kernel above.
+WGMMA_DSD = {8: None, 16: None, 32: None, 64: None, 128: None}
 _SIMT_TM = {8: 2, 16: 4, 32: 8, 64: 8, 128: 8}
 _SIMT_TN = 4
 
@@ -126,12 +130,26 @@ def reduce_config(dtype: np.dtype, b: int, tf32: bool = False) -> KernelConfig:
     return KernelConfig("dsd", f"dsd_reduce<{tag},{b}>", 256, 0, 0, 1)
 
 
-def set_tiles(dsd=None, sdd=None, dsd_small=None) -> None:
+@functools.lru_cache(maxsize=None)
+def wgmma_config(dtype: np.dtype, b: int) -> KernelConfig | None:
+    """The Hopper wgmma dsd kernel (one for both orientations), or None where unused."""
+    name = _dtype_name(dtype)
+    cfg = WGMMA_DSD.get(b)
+    if name not in _TC_TAGS or cfg is None:
+        return None
+    mw, wg, st = cfg
+    expr = f"dsd_wgmma<{_TC_TAGS[name]},{b},{mw},{wg},{st}>"
+    smem = st * (64 * mw * wg + b) * 128 + 1024  # + slack to align the tiles to 1 KiB
+    return KernelConfig("dsd_sm90", expr, wg * 128, smem, 64 * mw * wg, 1, "sm_90a")
+
+
+def set_tiles(dsd=None, sdd=None, dsd_small=None, wgmma=None) -> None:
     """Replace tile choices (for tuning experiments); clears the config caches."""
     DSD_TC.update(dsd or {})
     SDD_TC.update(sdd or {})
     DSD_TC_SMALL.update(dsd_small or {})
-    for f in (dsd_config, sdd_config):
+    WGMMA_DSD.update(wgmma or {})
+    for f in (dsd_config, sdd_config, wgmma_config):
         f.cache_clear()
 
 
@@ -152,6 +170,8 @@ def all_configs(dtypes=None, blocksizes=None, families=None) -> list[KernelConfi
                     for small in (False, True):
                         out += [dsd_config(dt, b, t, False, small) for t in (False, True)]
                         out += [dsd_config(dt, b, True, True, small)] if tf32 else []
+                elif fam == "dsd_sm90":
+                    out += [c for c in [wgmma_config(dt, b)] if c]
                 elif dt in _TC_TAGS:
                     out += [sdd_config(dt, b, a, bn) for a in (True, False) for bn in (False, True)]
                 else:
@@ -189,24 +209,71 @@ def get_kernel(cfg: KernelConfig):
     key = (cupy.cuda.runtime.getDevice(), cfg.name)
     fn = _modules.get(key)
     if fn is None:
-        try:
-            mod = cupy.RawModule(
-                code=source(cfg.family), options=COMPILE_OPTIONS, name_expressions=[cfg.name]
-            )
-            fn = mod.get_function(cfg.name)
-        except cupy.cuda.compiler.CompileException as exc:
-            raise KernelCompileError(f"NVRTC failed to compile {cfg.name}:\n{exc}") from exc
+        if cfg.arch is None:
+            try:
+                mod = cupy.RawModule(
+                    code=source(cfg.family), options=COMPILE_OPTIONS,
+                    name_expressions=[cfg.name],
+                )
+                fn = mod.get_function(cfg.name)
+            except cupy.cuda.compiler.CompileException as exc:
+                raise KernelCompileError(f"NVRTC failed to compile {cfg.name}:\n{exc}") from exc
+        else:
+            fn = _compile_for_arch(cfg)
         if cfg.smem > 48 * 1024:
             fn.max_dynamic_shared_size_bytes = cfg.smem
         _modules[key] = fn
     return fn
 
 
+def _compile_for_arch(cfg: KernelConfig):
+    """Compile ``cfg`` for its own target (sm_90a, which CuPy does not pick by itself) with
+    NVRTC through CuPy's bindings and load the cubin. Memoized by ``get_kernel``."""
+    import cupy
+    from cupy_backends.cuda.libs import nvrtc
+
+    options = [*COMPILE_OPTIONS, f"--gpu-architecture={cfg.arch}"]
+    prog = nvrtc.createProgram(source(cfg.family), f"{cfg.family}.cu", [], [])
+    try:
+        nvrtc.addNameExpression(prog, cfg.name)
+        try:
+            nvrtc.compileProgram(prog, options)
+        except nvrtc.NVRTCError as exc:
+            raise KernelCompileError(
+                f"NVRTC failed to compile {cfg.name} for {cfg.arch}:\n"
+                f"{nvrtc.getProgramLog(prog)}"
+            ) from exc
+        lowered = nvrtc.getLoweredName(prog, cfg.name)
+        cubin = nvrtc.getCUBIN(prog)
+    finally:
+        nvrtc.destroyProgram(prog)
+    module = cupy.cuda.function.Module()
+    module.load(cubin)
+    _loaded_modules.append(module)  # a module must outlive the functions taken from it
+    return module.get_function(lowered)
+
+
+_loaded_modules: list = []
+_hopper: dict = {}
+
+
+def _is_hopper() -> bool:
+    """True on a compute-capability 9.0 device (wgmma available), cached per device."""
+    import cupy
+
+    dev = cupy.cuda.runtime.getDevice()
+    if dev not in _hopper:
+        _hopper[dev] = cupy.cuda.Device(dev).compute_capability == "90"
+    return _hopper[dev]
+
+
 def warmup(dtypes=None, blocksizes=None, ops=None, verbose: bool = False) -> list[str]:
-    aliases = {"matmul": ("dsd",), "sampled_matmul": ("sdd",)}
+    aliases = {"matmul": ("dsd", "dsd_sm90"), "sampled_matmul": ("sdd",)}
     families = [f for o in (ops or FAMILIES) for f in aliases.get(o, (o,))]
     names = []
     for cfg in all_configs(dtypes, blocksizes, families):
+        if cfg.arch == "sm_90a" and not _is_hopper():
+            continue
         if verbose:
             print(f"compiling {cfg.name}", flush=True)
         get_kernel(cfg)
@@ -332,14 +399,17 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
         # A fresh array: `out` itself may be contiguous yet misaligned for the kernel.
         y = cupy.empty((n, n_out * b), dtype) if beta == 0 else out.copy(order="C")
     if n and n_out:
-        cfg = dsd_config(dtype, b, transpose_w, tf32, tc and n <= SMALL_ROWS)
+        small = tc and n <= SMALL_ROWS
+        wcfg = wgmma_config(dtype, b) if _is_half(dtype) and not small and _is_hopper() else None
+        cfg = wcfg or dsd_config(dtype, b, transpose_w, tf32, small)
         fn = get_kernel(cfg)
         if tc and not _rows_ok(x, 16):
             x = x.copy(order="C")  # a new, aligned buffer (ascontiguousarray may return x)
         wdata = w._data
-        if tf32 and not transpose_w:
-            # TF32 operands reach the MMA through ldmatrix, which needs k contiguous: give
-            # the kernel each block transposed (one pass over the non-zeros).
+        if (tf32 or wcfg is not None) and not transpose_w:
+            # These kernels read W's blocks with k contiguous ([n][k]): TF32 because ldmatrix
+            # moves 16-bit elements, wgmma for its K-major descriptors. For X @ W give them
+            # each block transposed (one pass over the non-zeros, small next to the product).
             wdata = cupy.ascontiguousarray(wdata.transpose(0, 2, 1))
         step = _MAX_GRID_Y * cfg.rows_per_cta
         row_tiles = -(-n // cfg.rows_per_cta)

@@ -143,7 +143,7 @@ def random(rows: int, cols: int, density: float, seed: SeedLike = None) -> np.nd
         Number of block rows and block columns (>= 0).
     density : float
         Fraction of blocks that are non-zero, in [0, 1]. Exactly
-        ``round(density * rows * cols)`` blocks are set, chosen uniformly without
+        ``round(density * (rows * cols))`` blocks are set, chosen uniformly without
         replacement, so the block count does not fluctuate with the seed.
     seed : int, numpy.random.Generator or None, optional
         Seed for :func:`numpy.random.default_rng`.

@@ -263,11 +263,13 @@ def test_numpy_integers_accepted():
 @example(rows=7, cols=9, density=0.0, seed=0)
 @example(rows=7, cols=9, density=1.0, seed=0)
 @example(rows=0, cols=5, density=0.5, seed=0)
+@example(rows=6, cols=15, density=0.05, seed=0)  # (0.05 * 6) * 15 rounds up, 0.05 * 90 down
 def test_random_exact_count(rows, cols, density, seed):
     a = layouts.random(rows, cols, density, seed=seed)
     assert a.dtype == bool
     assert a.shape == (rows, cols)
-    assert int(a.sum()) == round(density * rows * cols)
+    # the count is density times the number of blocks, rounded: multiply in that order
+    assert int(a.sum()) == round(density * (rows * cols))
 
 
 def test_random_extremes():

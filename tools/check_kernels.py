@@ -115,7 +115,9 @@ def main(argv=None) -> int:
     failed, spilled = [], []
     for arch in args.arch:
         for fam in _cuda.FAMILIES:
-            names = [c.name for c in configs if c.family == fam]
+            names = [c.name for c in configs if c.family == fam and c.arch in (None, arch)]
+            if not names:
+                continue
             ok, log = (compile_nvcc(nvcc, fam, names, arch) if nvcc
                        else compile_nvrtc(lib, fam, names, arch))
             if not ok:

@@ -26,6 +26,13 @@ DSD = {
     128: [(128, 2, 4, 64, 3), (128, 2, 2, 64, 3), (256, 4, 2, 64, 3), (128, 4, 2, 64, 3),
           (128, 2, 2, 32, 4), (256, 4, 2, 32, 4)],
 }
+# Hopper wgmma dsd: (m64 tiles per warpgroup, warpgroups, stages), tried after the mma.sync
+# tiles for fwd and bwd.
+WGMMA = {
+    32: [(1, 2, 4), (2, 2, 3), (2, 1, 4), (1, 2, 6)],
+    64: [(1, 2, 4), (2, 2, 3), (2, 1, 4), (1, 2, 6)],
+    128: [(1, 2, 4), (2, 1, 3), (1, 2, 3), (1, 1, 4)],
+}
 SDD = {
     16: [(8, 1, 4, 32, 4), (16, 1, 4, 32, 4), (16, 1, 4, 64, 3), (8, 1, 2, 64, 3)],
     32: [(4, 2, 4, 32, 4), (4, 2, 4, 64, 3), (8, 2, 4, 32, 4), (4, 1, 4, 32, 4),
@@ -45,9 +52,12 @@ def main():
         W, xs, dys = setup(b, 0.25)
         dense = bench(lambda: cp.matmul(xs[0], xs[1]), reps=50)
         for op in OPS:
-            cands = SDD[b] if op == "sdd" else DSD[b]
+            cands = SDD[b] if op == "sdd" else DSD[b] + [("wgmma",) + c for c in WGMMA.get(b, [])]
             for cfg in cands:
-                _cuda.set_tiles(**({"sdd": {b: cfg}} if op == "sdd" else {"dsd": {b: cfg}}))
+                if cfg[0] == "wgmma":
+                    _cuda.set_tiles(wgmma={b: cfg[1:]})
+                else:
+                    _cuda.set_tiles(**({"sdd": {b: cfg}} if op == "sdd" else {"dsd": {b: cfg}}))
                 try:
                     err = verify(op, W, xs[1], dys[1])
                     t = graph_ms(lambda: OPS[op](W, xs[0], dys[0]), reps=50)
@@ -57,6 +67,7 @@ def main():
                 rows.append((b, op, cfg, t, dense, err))
                 print(f"{b:4d} {op} {str(cfg):22s} {t:7.4f} ms  eff {dense * 0.25 / t:5.2f}  err {err:.1e}",
                       flush=True)
+                _cuda.set_tiles(wgmma={b: None})
             _cuda.DSD_TC.update(saved[0])
             _cuda.SDD_TC.update(saved[1])
             _cuda.set_tiles()
