@@ -58,8 +58,8 @@ def _tc_smem(bm, bn, bk, stages, a_km, b_nk, esize=2) -> int:
 #   dsd: (rows of X per CTA, warps along m, warps along n, k depth per stage, stages)
 #   sdd: (blocks per CTA, warps along m, warps along n, k depth per stage, stages)
 DSD_TC = {
-    8: (256, 8, 1, 32, 4), 16: (256, 8, 1, 32, 4), 32: (256, 8, 1, 32, 4),
-    64: (128, 4, 2, 32, 4), 128: (128, 2, 4, 64, 3),
+    8: (256, 8, 1, 32, 4), 16: (256, 8, 1, 32, 4), 32: (256, 4, 1, 32, 4),
+    64: (128, 4, 2, 64, 3), 128: (128, 2, 2, 64, 3),
 }
 #   dsd with few rows of X (n <= SMALL_ROWS): the product is memory-bound, so short tiles
 #   (no MMA wasted on absent rows) and deep pipelines that keep many bytes of W in flight.
@@ -69,7 +69,7 @@ DSD_TC_SMALL = {
     64: (64, 2, 2, 64, 6), 128: (64, 1, 4, 64, 4),
 }
 SDD_TC = {
-    8: (16, 1, 4, 32, 4), 16: (8, 1, 4, 32, 4), 32: (4, 2, 4, 32, 4),
+    8: (16, 1, 4, 32, 4), 16: (16, 1, 4, 32, 4), 32: (8, 1, 4, 32, 4),
     64: (2, 1, 2, 32, 4), 128: (1, 2, 2, 32, 4),
 }
 #   Hopper wgmma dsd (float16/bfloat16, more than SMALL_ROWS rows): (m64 tiles per
@@ -221,7 +221,11 @@ def get_kernel(cfg: KernelConfig):
         else:
             fn = _compile_for_arch(cfg)
         if cfg.smem > 48 * 1024:
-            fn.max_dynamic_shared_size_bytes = cfg.smem
+            if hasattr(fn, "max_dynamic_shared_size_bytes"):  # a RawModule's kernel
+                fn.max_dynamic_shared_size_bytes = cfg.smem
+            else:  # a function of a module loaded from a cubin
+                attr = getattr(cupy.cuda.driver, "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", 8)
+                cupy.cuda.driver.funcSetAttribute(fn.ptr, attr, cfg.smem)
         _modules[key] = fn
     return fn
 

@@ -44,7 +44,8 @@ SDD = {
 
 
 def main():
-    blocks = [int(a) for a in sys.argv[1:]] or [32, 64, 128]
+    only_wgmma = "--wgmma" in sys.argv  # the current tiles, then the wgmma candidates
+    blocks = [int(a) for a in sys.argv[1:] if a.isdigit()] or [32, 64, 128]
     print("GPU:", cp.cuda.runtime.getDeviceProperties(0)["name"].decode())
     rows = []
     saved = dict(_cuda.DSD_TC), dict(_cuda.SDD_TC)
@@ -53,6 +54,10 @@ def main():
         dense = bench(lambda: cp.matmul(xs[0], xs[1]), reps=50)
         for op in OPS:
             cands = SDD[b] if op == "sdd" else DSD[b] + [("wgmma",) + c for c in WGMMA.get(b, [])]
+            if only_wgmma:
+                if op == "sdd":
+                    continue
+                cands = [_cuda.DSD_TC[b]] + [c for c in cands if c[0] == "wgmma"]
             for cfg in cands:
                 if cfg[0] == "wgmma":
                     _cuda.set_tiles(wgmma={b: cfg[1:]})
