@@ -74,7 +74,7 @@ SDD_TC = {
 }
 #   Hopper wgmma dsd (float16/bfloat16, more than SMALL_ROWS rows): (m64 tiles per
 #   warpgroup, warpgroups, stages); None: the mma.sync kernel above.
-WGMMA_DSD = {8: None, 16: None, 32: None, 64: None, 128: None}
+WGMMA_DSD = {8: None, 16: None, 32: (1, 2, 4), 64: (1, 2, 4), 128: (1, 2, 4)}
 _SIMT_TM = {8: 2, 16: 4, 32: 8, 64: 8, 128: 8}
 _SIMT_TN = 4
 
@@ -143,6 +143,12 @@ def wgmma_config(dtype: np.dtype, b: int) -> KernelConfig | None:
     return KernelConfig("dsd_sm90", expr, wg * 128, smem, 64 * mw * wg, 1, "sm_90a")
 
 
+@functools.lru_cache(maxsize=None)
+def transpose_config(b: int) -> KernelConfig:
+    """Transposes every block of a 16-bit W (X @ W on the wgmma kernel)."""
+    return KernelConfig("dsd_sm90", f"transpose_blocks<{b}>", 256, 0, 0, 1, "sm_90a")
+
+
 def set_tiles(dsd=None, sdd=None, dsd_small=None, wgmma=None) -> None:
     """Replace tile choices (for tuning experiments); clears the config caches."""
     DSD_TC.update(dsd or {})
@@ -170,8 +176,8 @@ def all_configs(dtypes=None, blocksizes=None, families=None) -> list[KernelConfi
                     for small in (False, True):
                         out += [dsd_config(dt, b, t, False, small) for t in (False, True)]
                         out += [dsd_config(dt, b, True, True, small)] if tf32 else []
-                elif fam == "dsd_sm90":
-                    out += [c for c in [wgmma_config(dt, b)] if c]
+                elif fam == "dsd_sm90" and wgmma_config(dt, b) is not None:
+                    out += [wgmma_config(dt, b), transpose_config(b)]
                 elif dt in _TC_TAGS:
                     out += [sdd_config(dt, b, a, bn) for a in (True, False) for bn in (False, True)]
                 else:
@@ -414,7 +420,8 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
             # These kernels read W's blocks with k contiguous ([n][k]): TF32 because ldmatrix
             # moves 16-bit elements, wgmma for its K-major descriptors. For X @ W give them
             # each block transposed (one pass over the non-zeros, small next to the product).
-            wdata = cupy.ascontiguousarray(wdata.transpose(0, 2, 1))
+            wdata = _transposed_blocks(wdata) if wcfg is not None else \
+                cupy.ascontiguousarray(wdata.transpose(0, 2, 1))
         step = _MAX_GRID_Y * cfg.rows_per_cta
         row_tiles = -(-n // cfg.rows_per_cta)
         split = _split_length(s, transpose_w, row_tiles) if tc and n <= step else 0
@@ -447,6 +454,19 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
         out[...] = y
         return out
     return y
+
+
+def _transposed_blocks(data):
+    """(nnzb, b, b) 16-bit blocks, each transposed, in a new array (one kernel launch)."""
+    import cupy
+
+    nnzb, b = data.shape[0], data.shape[1]
+    out = cupy.empty_like(data)
+    if nnzb:
+        data = cupy.ascontiguousarray(data)
+        tiles = (b // min(b, 32)) ** 2
+        get_kernel(transpose_config(b))((nnzb, tiles), (256,), (data, out))
+    return out
 
 
 def _padded_rows(a, inner_pad: int):

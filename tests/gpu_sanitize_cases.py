@@ -60,6 +60,18 @@ def run() -> int:
                     results["dy@W.T split"] = (cs.matmul(dy, W.T), dyh @ Wd.T)
                 finally:
                     _cuda._split_length = keep
+                # more rows than the small-N tiles take: the large-tile kernels (wgmma on
+                # Hopper for b >= 32), unsplit and split
+                xl = cp.asarray(rng.standard_normal((n + 100, cb * b))).astype(dtype)
+                dyl = cp.asarray(rng.standard_normal((n + 100, kb * b))).astype(dtype)
+                xlh, dylh = _f64(xl), _f64(dyl)
+                results["x@W large"] = (cs.matmul(xl, W), xlh @ Wd)
+                results["dy@W.T large"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
+                _cuda._split_length = lambda structure, trans, row_tiles: 1
+                try:
+                    results["x@W large split"] = (cs.matmul(xl, W), xlh @ Wd)
+                finally:
+                    _cuda._split_length = keep
             for name, (out, ref) in results.items():
                 err = np.linalg.norm(_f64(out) - ref) / max(np.linalg.norm(ref), 1e-30)
                 if not err < tol:
