@@ -351,6 +351,31 @@ def render(results: list[dict] | dict, plots_dir: str | None = None,
     return "\n".join(parts).rstrip() + "\n"
 
 
+def borrow_copy_bandwidth(results: list[dict]) -> int:
+    """Give rows of a run made with --no-ceilings the copy bandwidth another run measured on
+    the same GPU, so that their bandwidth efficiency can be computed; each borrowing run's
+    meta records where its figure came from. Returns the number of rows filled in."""
+    measured = {}
+    for res in results:
+        copy = (res.get("meta", {}).get("ceilings") or {}).get("copy") or {}
+        if copy.get("GBps"):
+            measured.setdefault(res["meta"].get("gpu"), (copy["GBps"], res["meta"].get("timestamp")))
+    filled = 0
+    for res in results:
+        meta = res.get("meta", {})
+        got = measured.get(meta.get("gpu"))
+        if got is None:
+            continue
+        for r in res.get("rows", []):
+            if (r.get("copy_GBps") is None and r.get("regime") == "memory"
+                    and r.get("min_bytes") and r.get("cubsparse_ms")):
+                r["copy_GBps"] = got[0]
+                r["bw_efficiency"] = r["min_bytes"] / (r["cubsparse_ms"] * 1e-3) / (got[0] * 1e9)
+                meta["copy_bandwidth_from"] = f"run of {got[1]}"
+                filled += 1
+    return filled
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m bench.report results.json [...] > docs/performance.md``."""
     ap = argparse.ArgumentParser(prog="python -m bench.report", description=__doc__,
@@ -371,6 +396,7 @@ def main(argv: list[str] | None = None) -> int:
     from .runner import load_results
 
     results = [load_results(p) for p in args.results]
+    borrow_copy_bandwidth(results)
     if args.summary:
         print(summary_table([r for res in results for r in res.get("rows", [])]))
         return 0
