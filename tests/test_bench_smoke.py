@@ -10,3 +10,21 @@ def test_bench_smoke(tmp_path):
     bench.smoke(tmp_path)
     written = {p.suffix for p in tmp_path.rglob("*") if p.is_file()}
     assert {".json", ".csv"} <= written
+
+
+def test_report_borrows_copy_bandwidth_for_runs_without_ceilings():
+    from bench.report import borrow_copy_bandwidth
+
+    measured = {"meta": {"gpu": "G", "timestamp": "t0",
+                         "ceilings": {"copy": {"GBps": 4000.0}}}, "rows": []}
+    row = {"regime": "memory", "min_bytes": 4e6, "cubsparse_ms": 0.002, "copy_GBps": None,
+           "bw_efficiency": None}
+    compute_row = dict(row, regime="compute")
+    chunk = {"meta": {"gpu": "G", "timestamp": "t1"}, "rows": [row, compute_row]}
+    other_gpu = {"meta": {"gpu": "H"}, "rows": [dict(row)]}
+    assert borrow_copy_bandwidth([measured, chunk, other_gpu]) == 1
+    # 4 MB in 2 us is 2000 GB/s: half of the borrowed 4000 GB/s
+    assert abs(row["bw_efficiency"] - 0.5) < 1e-12
+    assert chunk["meta"]["copy_bandwidth_from"] == "run of t0"
+    assert compute_row["bw_efficiency"] is None  # only memory-bound rows have one
+    assert other_gpu["rows"][0]["bw_efficiency"] is None  # never across GPUs
