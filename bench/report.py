@@ -355,6 +355,8 @@ def borrow_copy_bandwidth(results: list[dict]) -> int:
     """Give rows of a run made with --no-ceilings the copy bandwidth another run measured on
     the same GPU, so that their bandwidth efficiency can be computed; each borrowing run's
     meta records where its figure came from. Returns the number of rows filled in."""
+    from .runner import bandwidth_efficiency
+
     measured = {}
     for res in results:
         copy = (res.get("meta", {}).get("ceilings") or {}).get("copy") or {}
@@ -370,7 +372,7 @@ def borrow_copy_bandwidth(results: list[dict]) -> int:
             if (r.get("copy_GBps") is None and r.get("regime") == "memory"
                     and r.get("min_bytes") and r.get("cubsparse_ms")):
                 r["copy_GBps"] = got[0]
-                r["bw_efficiency"] = r["min_bytes"] / (r["cubsparse_ms"] * 1e-3) / (got[0] * 1e9)
+                r["bw_efficiency"] = bandwidth_efficiency(r["min_bytes"], r["cubsparse_ms"], got[0])
                 meta["copy_bandwidth_from"] = f"run of {got[1]}"
                 filled += 1
     return filled

@@ -53,6 +53,11 @@ class RunConfig:
 
 # -- one contender ----------------------------------------------------------------------
 
+
+def bandwidth_efficiency(min_bytes: float, ms: float, copy_gbps: float) -> float:
+    """Fraction of the measured copy bandwidth that moving ``min_bytes`` in ``ms`` reaches."""
+    return min_bytes / (ms * 1e-3) / (copy_gbps * 1e9)
+
 def _check_fatal(exc: BaseException) -> None:
     text = f"{type(exc).__name__}: {exc}"
     if any(s in text for s in _FATAL):
@@ -154,7 +159,7 @@ def assemble_row(env: dict[str, Any], case: Case, data: CaseData, op: str,
     def bw(t_ms):
         if not memory_bound or t_ms is None or not copy_gbps:
             return None
-        return min_bytes / (t_ms * 1e-3) / (copy_gbps * 1e9)
+        return bandwidth_efficiency(min_bytes, t_ms, copy_gbps)
 
     peer_names = [n for n, r in roles.items() if r == "peer"]
     peer_rows = {}
