@@ -32,7 +32,7 @@ class KernelConfig:
     threads: int
     smem: int  # dynamic shared memory, bytes
     rows_per_cta: int  # dsd: rows of X per CTA
-    group: int  # sdd: blocks per CTA
+    group: int  # blocks per CTA (sdd: of one block row; wgmma dsd: adjacent output blocks)
     arch: str | None = None  # a required target such as "sm_90a"; None: the device's own
 
 
@@ -72,9 +72,9 @@ SDD_TC = {
     8: (16, 1, 4, 32, 4), 16: (16, 1, 4, 32, 4), 32: (8, 1, 4, 32, 4),
     64: (2, 1, 2, 32, 4), 128: (1, 2, 2, 32, 4),
 }
-#   Hopper wgmma dsd (float16/bfloat16, more than SMALL_ROWS rows): (m64 tiles per
-#   warpgroup, warpgroups, stages); None: the mma.sync kernel above.
-WGMMA_DSD = {8: None, 16: None, 32: (1, 2, 4), 64: (1, 2, 4), 128: (1, 2, 4)}
+#   Hopper wgmma dsd (float16/bfloat16, more than SMALL_ROWS rows): (output blocks per
+#   CTA, m64 tiles per warpgroup, warpgroups, stages); None: the mma.sync kernel above.
+WGMMA_DSD = {8: None, 16: (8, 1, 2, 3), 32: (4, 1, 2, 3), 64: (1, 1, 2, 4), 128: (1, 1, 2, 4)}
 _SIMT_TM = {8: 2, 16: 4, 32: 8, 64: 8, 128: 8}
 _SIMT_TN = 4
 
@@ -124,10 +124,10 @@ def sdd_config(dtype: np.dtype, b: int, a_km: bool = True, b_nk: bool = False,
 
 
 @functools.lru_cache(maxsize=None)
-def reduce_config(dtype: np.dtype, b: int, tf32: bool = False) -> KernelConfig:
-    """Adds the segments of split lists (tensor-core dsd only)."""
+def reduce_config(dtype: np.dtype, b: int, tf32: bool = False, group: int = 1) -> KernelConfig:
+    """Adds the segments of split lists (tensor-core dsd only), tiles of ``group`` blocks."""
     tag = _TC_TAGS.get(_dtype_name(dtype), "TF32" if tf32 else None)
-    return KernelConfig("dsd", f"dsd_reduce<{tag},{b}>", 256, 0, 0, 1)
+    return KernelConfig("dsd", f"dsd_reduce<{tag},{group * b}>", 256, 0, 0, group)
 
 
 @functools.lru_cache(maxsize=None)
@@ -137,10 +137,10 @@ def wgmma_config(dtype: np.dtype, b: int) -> KernelConfig | None:
     cfg = WGMMA_DSD.get(b)
     if name not in _TC_TAGS or cfg is None:
         return None
-    mw, wg, st = cfg
-    expr = f"dsd_wgmma<{_TC_TAGS[name]},{b},{mw},{wg},{st}>"
-    smem = st * (64 * mw * wg + b) * 128 + 1024  # + slack to align the tiles to 1 KiB
-    return KernelConfig("dsd_sm90", expr, wg * 128, smem, 64 * mw * wg, 1, "sm_90a")
+    group, mw, wg, st = cfg
+    expr = f"dsd_wgmma<{_TC_TAGS[name]},{b},{group},{mw},{wg},{st}>"
+    smem = st * (64 * mw * wg + group * b) * 128 + 1024  # + slack to align tiles to 1 KiB
+    return KernelConfig("dsd_sm90", expr, wg * 128, smem, 64 * mw * wg, group, "sm_90a")
 
 
 @functools.lru_cache(maxsize=None)
@@ -177,7 +177,10 @@ def all_configs(dtypes=None, blocksizes=None, families=None) -> list[KernelConfi
                         out += [dsd_config(dt, b, t, False, small) for t in (False, True)]
                         out += [dsd_config(dt, b, True, True, small)] if tf32 else []
                 elif fam == "dsd_sm90" and wgmma_config(dt, b) is not None:
-                    out += [wgmma_config(dt, b), transpose_config(b)]
+                    wcfg = wgmma_config(dt, b)
+                    out += [wcfg, transpose_config(b)]
+                    if wcfg.group > 1:  # its split lists add up G-block-wide tiles
+                        out.append(reduce_config(dt, b, False, wcfg.group))
                 elif dt in _TC_TAGS:
                     out += [sdd_config(dt, b, a, bn) for a in (True, False) for bn in (False, True)]
                 else:
@@ -299,20 +302,28 @@ def _device_tables(structure, key, build):
                             lambda: tuple(cupy.asarray(t) for t in build()))
 
 
-def _dsd_tables(structure, trans: bool, split: int = 0):
-    """(work, blk, gidx, red, n_slots) on the device, built once per layout and split.
+def _lists(structure, trans: bool, group: int):
+    """(ptr, blk, gidx): per output block (group == 1) or per group of output blocks."""
+    if group == 1:
+        return structure.work_lists(trans)
+    return structure.grouped_lists(trans, group)
 
-    ``work`` rows are (output block, first list entry, list length, slot), longest first.
+
+def _dsd_tables(structure, trans: bool, split: int = 0, group: int = 1):
+    """(work, blk, gidx, red, n_slots) on the device, built once per layout, split, group.
+
+    ``work`` rows are (output tile, first list entry, list length, slot), longest first;
+    an output tile is one block, or ``group`` adjacent ones (:meth:`grouped_lists`).
     With ``split`` > 0, lists longer than ``split`` are cut into near-equal segments whose
-    partial sums go to workspace slots; ``red`` rows (output block, first slot, segment
+    partial sums go to workspace slots; ``red`` rows (output tile, first slot, segment
     count) tell dsd_reduce how to add them up.
     """
     import cupy
 
-    key = ("cuda", cupy.cuda.runtime.getDevice(), "dsd", trans, split)
+    key = ("cuda", cupy.cuda.runtime.getDevice(), "dsd", trans, split, group)
 
     def build():
-        ptr, blk, gidx = structure.work_lists(trans)
+        ptr, blk, gidx = _lists(structure, trans, group)
         lens = np.diff(ptr).astype(np.int64)
         nseg = np.ones_like(lens) if split <= 0 else np.maximum(1, -(-lens // split))
         out = np.repeat(np.arange(lens.shape[0]), nseg)
@@ -333,14 +344,15 @@ def _dsd_tables(structure, trans: bool, split: int = 0):
     return structure.cached(key, build)
 
 
-def _split_length(structure, trans: bool, row_tiles: int) -> int:
+def _split_length(structure, trans: bool, row_tiles: int, group: int = 1) -> int:
     """Longest list a CTA should take, 0 for no split. Splitting pays only when there are
     few CTAs (small N): cut lists longer than the average work of one CTA slot."""
-    lens = structure.cached(("dsd_lens", trans), lambda: np.diff(structure.work_lists(trans)[0]))
+    lens = structure.cached(("dsd_lens", trans, group),
+                            lambda: np.diff(_lists(structure, trans, group)[0]))
     if lens.size == 0:
         return 0
     slots = 2 * _sm_count()
-    avg = structure.nnzb * row_tiles / slots
+    avg = int(lens.sum()) * row_tiles / slots
     if lens.max() <= 2 * max(avg, 4):
         return 0
     return 1 << int(np.ceil(np.log2(max(avg, 4))))  # a power of two: few cached tables
@@ -424,21 +436,24 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
                 cupy.ascontiguousarray(wdata.transpose(0, 2, 1))
         step = _MAX_GRID_Y * cfg.rows_per_cta
         row_tiles = -(-n // cfg.rows_per_cta)
-        split = _split_length(s, transpose_w, row_tiles) if tc and n <= step else 0
-        work, blk, gidx, red, n_slots = _dsd_tables(s, transpose_w, split)
-        if n_slots * n * b * 4 > _MAX_WORKSPACE or red.shape[0] > _MAX_GRID_Y:  # run unsplit
-            work, blk, gidx, red, n_slots = _dsd_tables(s, transpose_w, 0)
-        ws = cupy.empty((n_slots, n, b), np.float32) if n_slots else None
+        group = cfg.group  # output blocks per CTA
+        split = _split_length(s, transpose_w, row_tiles, group) if tc and n <= step else 0
+        work, blk, gidx, red, n_slots = _dsd_tables(s, transpose_w, split, group)
+        width = group * b  # columns of an output tile
+        if n_slots * n * width * 4 > _MAX_WORKSPACE or red.shape[0] > _MAX_GRID_Y:  # unsplit
+            work, blk, gidx, red, n_slots = _dsd_tables(s, transpose_w, 0, group)
+        ws = cupy.empty((n_slots, n, width), np.float32) if n_slots else None
         it = dtype.itemsize
         for r0 in range(0, n, step):  # a launch covers at most 65535 row tiles
             xs, ys = (x, y) if n <= step else (x[r0:r0 + step], y[r0:r0 + step])
             rows = xs.shape[0]
             grid = (work.shape[0], -(-rows // cfg.rows_per_cta))
             if tc:
-                args = (xs, np.int64(xs.strides[0] // it), np.int32(rows), wdata, work, blk,
-                        gidx, ys, np.int64(ys.strides[0] // it), np.float32(alpha),
-                        np.float32(beta), ws if ws is not None else np.uint64(0),
-                        np.int64(n * b))
+                head = (xs, np.int64(xs.strides[0] // it), np.int32(rows))
+                head += (np.int32(n_out),) if wcfg is not None else ()
+                args = head + (wdata, work, blk, gidx, ys, np.int64(ys.strides[0] // it),
+                               np.float32(alpha), np.float32(beta),
+                               ws if ws is not None else np.uint64(0), np.int64(n * width))
             else:
                 args = (xs, np.int64(xs.strides[0] // it), np.int64(xs.strides[1] // it),
                         np.int32(rows), wdata, work, blk, gidx, ys,
@@ -446,10 +461,11 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
                         _scalar(dtype, beta))
             fn(grid, (cfg.threads,), args, shared_mem=cfg.smem)
         if n_slots:
-            rcfg = reduce_config(dtype, b, tf32)
-            grid = (-(-(n * b // 2) // rcfg.threads), red.shape[0])
-            get_kernel(rcfg)(grid, (rcfg.threads,), (ws, np.int64(n * b), red, np.int32(n), y,
-                             np.int64(y.strides[0] // it), np.float32(alpha), np.float32(beta)))
+            rcfg = reduce_config(dtype, b, tf32, group)
+            grid = (-(-(n * width // 2) // rcfg.threads), red.shape[0])
+            get_kernel(rcfg)(grid, (rcfg.threads,), (ws, np.int64(n * width), red, np.int32(n),
+                             y, np.int64(y.strides[0] // it), np.float32(alpha),
+                             np.float32(beta), np.int64(n_out * b)))
     if out is not None and y is not out:
         out[...] = y
         return out

@@ -84,6 +84,34 @@ class Structure:
         perm, t_indptr, t_indices = self.transpose
         return t_indptr, perm, t_indices
 
+    def grouped_lists(self, trans: bool, group: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(ptr, blk, gidx)`` for CTAs that own ``group`` adjacent output blocks each.
+
+        Group g covers output blocks ``g*group .. g*group + group - 1`` and walks the union
+        of their lists (:meth:`work_lists`) in ascending input block: entries
+        ``ptr[g]:ptr[g + 1]``, entry q reads X's block column ``gidx[q]``, and
+        ``blk[q*group + i]`` is the block that multiplies it into member i, or -1.
+        """
+
+        def build():
+            ptr, blk, gidx = self.work_lists(trans)
+            n_out = ptr.shape[0] - 1
+            n_groups = -(-n_out // group)
+            grp = np.repeat(np.arange(n_out), np.diff(ptr)) // group
+            order = np.lexsort((gidx, grp))  # by group, then input block
+            g_s, k_s = grp[order], gidx[order]
+            new = np.ones(order.shape[0], dtype=bool)
+            new[1:] = (g_s[1:] != g_s[:-1]) | (k_s[1:] != k_s[:-1])
+            entry = np.cumsum(new) - 1
+            table = np.full((int(new.sum()), group), -1, dtype=np.int32)
+            # Each (input block, output block) pair occurs once: indices are canonical.
+            table[entry, np.repeat(np.arange(n_out), np.diff(ptr))[order] % group] = blk[order]
+            gptr = np.zeros(n_groups + 1, dtype=np.int32)
+            np.cumsum(np.bincount(g_s[new], minlength=n_groups), out=gptr[1:])
+            return gptr, table.ravel(), k_s[new].astype(np.int32)
+
+        return self.cached(("grouped", trans, group), build)
+
     def layout(self) -> np.ndarray:
         out = np.zeros(self.block_shape, dtype=bool)
         out[self.rows, self.host_indices] = True

@@ -20,36 +20,40 @@ pytestmark = pytest.mark.parametrize(
 def forced_split(monkeypatch):
     from cubsparse import _cuda
 
-    monkeypatch.setattr(_cuda, "_split_length", lambda structure, trans, row_tiles: 2)
+    monkeypatch.setattr(_cuda, "_split_length", lambda structure, trans, row_tiles, group=1: 2)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
-@pytest.mark.parametrize("b", [16, 64])
-def test_split_lists_match_scipy_and_repeat_bitwise(backend, forced_split, dtype, b):
+@pytest.mark.parametrize("b", [16, 32, 64])
+@pytest.mark.parametrize("n", [33, 200])  # 200 rows: the large-tile kernels (wgmma on Hopper)
+def test_split_lists_match_scipy_and_repeat_bitwise(backend, forced_split, dtype, b, n):
     tf32 = dtype == "float32"  # the TF32 kernel also splits; IEEE float32 does not
-    lay = cs.layouts.barabasi_albert(12, 2, seed=3)  # hub rows and columns: long lists
+    # Hub rows and columns (long lists), an empty block row, and 13 block columns: not a
+    # whole number of the wgmma kernel's output groups.
+    lay = cs.layouts.barabasi_albert(13, 2, seed=3)
     lay[5] = False
     w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=1, backend=backend)
     rng = np.random.default_rng(b)
-    x = to_backend(rng.standard_normal((33, 12 * b)).astype(np.float32), backend).astype(w.dtype)
+    x = to_backend(rng.standard_normal((n, 13 * b)).astype(np.float32), backend).astype(w.dtype)
     wd = to_numpy(w.toarray().astype("float64"))
     xh = to_numpy(x.astype("float64"))
     tol = 3e-3 if tf32 else cs._dtypes.TOLERANCE[dtype]
     for op, ref in ((lambda out: cs.matmul(x, w, out=out, tf32=tf32), xh @ wd),
                     (lambda out: cs.matmul(x, w.T, out=out, tf32=tf32), xh @ wd.T)):
-        first = op(poison((33, 12 * b), w.dtype, backend))
-        again = op(poison((33, 12 * b), w.dtype, backend))
+        first = op(poison((n, 13 * b), w.dtype, backend))
+        again = op(poison((n, 13 * b), w.dtype, backend))
         got = to_numpy(first.astype("float64"))
         assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < tol
         np.testing.assert_array_equal(to_numpy(first.view("uint8")), to_numpy(again.view("uint8")))
 
 
-def test_split_with_beta_accumulates(backend, forced_split):
+@pytest.mark.parametrize("n", [7, 150])
+def test_split_with_beta_accumulates(backend, forced_split, n):
     lay = cs.layouts.barabasi_albert(10, 2, seed=5)
     w = cs.BlockSparseMatrix.from_layout(lay, 32, dtype="float16", seed=2, backend=backend)
     rng = np.random.default_rng(0)
-    x = to_backend(rng.standard_normal((7, 320)).astype(np.float16), backend)
-    y0 = rng.standard_normal((7, 320)).astype(np.float16)
+    x = to_backend(rng.standard_normal((n, 320)).astype(np.float16), backend)
+    y0 = rng.standard_normal((n, 320)).astype(np.float16)
     y = to_backend(y0.copy(), backend)
     cs.matmul(x, w, out=y, alpha=2.0, beta=0.5)
     ref = 2.0 * to_numpy(x).astype(np.float64) @ to_numpy(w.toarray()).astype(np.float64) + 0.5 * y0

@@ -26,12 +26,13 @@ DSD = {
     128: [(128, 2, 4, 64, 3), (128, 2, 2, 64, 3), (256, 4, 2, 64, 3), (128, 4, 2, 64, 3),
           (128, 2, 2, 32, 4), (256, 4, 2, 32, 4)],
 }
-# Hopper wgmma dsd: (m64 tiles per warpgroup, warpgroups, stages), tried after the mma.sync
-# tiles for fwd and bwd.
+# Hopper wgmma dsd: (output blocks per CTA, m64 tiles per warpgroup, warpgroups, stages),
+# tried after the mma.sync tiles for fwd and bwd.
 WGMMA = {
-    32: [(1, 2, 4), (2, 2, 3), (2, 1, 4), (1, 2, 6)],
-    64: [(1, 2, 4), (2, 2, 3), (2, 1, 4), (1, 2, 6)],
-    128: [(1, 2, 4), (2, 1, 3), (1, 2, 3), (1, 1, 4)],
+    16: [(8, 1, 2, 3), (8, 1, 2, 4), (4, 1, 2, 4), (8, 2, 2, 3)],
+    32: [(4, 1, 2, 3), (4, 1, 2, 4), (2, 1, 2, 4), (8, 1, 2, 3), (4, 2, 2, 3), (1, 1, 2, 4)],
+    64: [(1, 1, 2, 4), (2, 1, 2, 3), (2, 1, 2, 4), (1, 2, 2, 3)],
+    128: [(1, 1, 2, 4), (1, 2, 2, 3), (1, 2, 1, 4)],
 }
 SDD = {
     16: [(8, 1, 4, 32, 4), (16, 1, 4, 32, 4), (16, 1, 4, 64, 3), (8, 1, 2, 64, 3)],
@@ -45,7 +46,7 @@ SDD = {
 
 def main():
     only_wgmma = "--wgmma" in sys.argv  # the current tiles, then the wgmma candidates
-    blocks = [int(a) for a in sys.argv[1:] if a.isdigit()] or [32, 64, 128]
+    blocks = [int(a) for a in sys.argv[1:] if a.isdigit()] or [16, 32, 64, 128]
     print("GPU:", cp.cuda.runtime.getDeviceProperties(0)["name"].decode())
     rows = []
     saved = dict(_cuda.DSD_TC), dict(_cuda.SDD_TC)

@@ -1,8 +1,9 @@
 // dsd on Hopper (sm_90a): dense = dense @ op(block-sparse) with warpgroup MMA (wgmma).
 //
-// Same work decomposition and work table as dsd.cu (one output block per CTA, its list
-// reduced in a fixed order, split lists writing float32 partials), with the products on
-// wgmma, which reads both operands from shared memory and runs asynchronously:
+// The work decomposition of dsd.cu (a CTA owns output blocks and reduces their lists in a
+// fixed order; split lists write float32 partials), with two changes: a CTA may own a
+// group of adjacent output blocks, and the products run on wgmma, which reads both
+// operands from shared memory and runs asynchronously:
 //
 // * Layout: each stage holds A (BM rows of X) and B (b rows of the block, k contiguous) as
 //   rows of 64 elements = 128 bytes in wgmma's 128-byte swizzle: 16-byte chunk c of row r
@@ -44,39 +45,90 @@ __device__ __forceinline__ void keep_in_registers(float (&d)[R]) {
   for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-// MW m64 tiles per warpgroup, WG warpgroups: BM = 64 * MW * WG rows of X per CTA.
-template <class Tag, int B, int MW, int WG, int STAGES>
+// A CTA's lists in shared memory: input block and, for each of the G output blocks of the
+// group, the W block that multiplies it (-1: absent), plus a G-bit presence mask per entry.
+// Entries past CAP are read from global memory instead.
+template <int G, int CAP>
+struct GroupList {
+  int* g;
+  int* p;
+  int* m;
+  const int* gidx;
+  const int* blk;
+  int q0;
+  __device__ __forceinline__ int input(int e) const {
+    return e < CAP ? g[e] : __ldg(gidx + q0 + e);
+  }
+  __device__ __forceinline__ int block(int e, int i) const {
+    return e < CAP ? p[e * G + i] : __ldg(blk + (i64)(q0 + e) * G + i);
+  }
+  __device__ __forceinline__ unsigned mask(int e) const {
+    if (e < CAP) return m[e];
+    unsigned bits = 0;
+#pragma unroll
+    for (int i = 0; i < G; ++i) bits |= (unsigned)(__ldg(blk + (i64)(q0 + e) * G + i) >= 0) << i;
+    return bits;
+  }
+};
+
+// G output blocks per CTA (a "group": G adjacent block columns of Y), MW m64 tiles per
+// warpgroup, WG warpgroups: BM = 64 * MW * WG rows of X by G * B columns of Y per CTA.
+// The group walks the union of its members' lists, so a slice of X is loaded once for
+// every member that uses it and each present block costs one m64nB wgmma; absent blocks
+// are neither copied nor multiplied. Grouping is what makes small blocks pay: with one
+// 32-column block per CTA, X is streamed from L2 once per output block column.
+template <class Tag, int B, int G, int MW, int WG, int STAGES>
 __global__ void __launch_bounds__(WG * 128)
-    dsd_wgmma(const u16* __restrict__ x, i64 ldx, int nrows, const u16* __restrict__ wk,
-              const int4* __restrict__ work, const int* __restrict__ blk,
-              const int* __restrict__ gidx, u16* y, i64 ldy, float alpha, float beta,
-              float* ws, i64 ws_stride) {
-  constexpr int BK = 64, THREADS = WG * 128, BM = 64 * MW * WG;
-  constexpr int A_BYTES = BM * 128, STAGE_BYTES = (BM + B) * 128, NACC = B / 2;
+    dsd_wgmma(const u16* __restrict__ x, i64 ldx, int nrows, int nout,
+              const u16* __restrict__ wk, const int4* __restrict__ work,
+              const int* __restrict__ blk, const int* __restrict__ gidx, u16* y, i64 ldy,
+              float alpha, float beta, float* ws, i64 ws_stride) {
+  constexpr int BK = 64, THREADS = WG * 128, BM = 64 * MW * WG, BN = G * B;
+  constexpr int A_BYTES = BM * 128, STAGE_BYTES = (BM + BN) * 128, NACC = B / 2;
   constexpr int RSTEP = THREADS / 8;  // rows between a thread's successive copies
-  constexpr int A_IT = BM / RSTEP, B_IT = (B + RSTEP - 1) / RSTEP;
+  constexpr int A_IT = BM / RSTEP, B_IT = (BN + RSTEP - 1) / RSTEP;
+  constexpr int CAP = G == 1 ? 512 : 256;
+  // One output block per CTA: every entry of the list is present, and MMAs on a dead tail
+  // entry (zero-filled) cost less than branching around them, which makes the compiler
+  // fence each wgmma.
+  constexpr bool DENSE = G == 1;
   static_assert(STAGES >= 3, "copies run STAGES - 2 slices ahead");
   static_assert(RSTEP % 8 == 0, "a thread's swizzle phase must not change between its rows");
+  static_assert(B >= 16 && (B <= BK || G == 1), "an entry spans whole k16 steps");
+  static_assert((BK / 16) * G <= 32, "a stage's presence bits fit in one word");
   extern __shared__ unsigned char smem_raw[];
   // 1024-byte alignment for the swizzle (the launch adds 1 KiB of slack).
   const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
   unsigned char* smem = smem_raw + (base - smem_addr(smem_raw));
 
   const int4 item = work[blockIdx.x];
-  const int j = item.x, q0 = item.y, len = item.z, slot = item.w;
+  const int grp = item.x, q0 = item.y, len = item.z, slot = item.w;
   const int row0 = blockIdx.y * BM;
   const int tid = threadIdx.x, wg = tid / 128, lane = tid & 31, wiw = (tid % 128) / 32;
   const int ktiles = (len * B + BK - 1) / BK;
-  __shared__ int s_g[LIST_CAP], s_p[LIST_CAP];
-  const WorkList list = load_work_list(s_g, s_p, gidx, blk, q0, len, tid, THREADS);
+  __shared__ int s_g[CAP], s_p[CAP * G], s_m[CAP];
+  for (int i = tid; i < len && i < CAP; i += THREADS) s_g[i] = gidx[q0 + i];
+  for (int i = tid; i < len * G && i < CAP * G; i += THREADS) s_p[i] = blk[(i64)q0 * G + i];
+  __syncthreads();
+  for (int e = tid; e < len && e < CAP; e += THREADS) {
+    unsigned bits = 0;
+#pragma unroll
+    for (int i = 0; i < G; ++i) bits |= (unsigned)(s_p[e * G + i] >= 0) << i;
+    s_m[e] = bits;
+  }
+  __syncthreads();
+  const GroupList<G, CAP> list{s_g, s_p, s_m, gidx, blk, q0};
 
-  float acc[MW][NACC];
+  float acc[MW][G][NACC];
 #pragma unroll
   for (int m = 0; m < MW; ++m)
 #pragma unroll
-    for (int i = 0; i < NACC; ++i) acc[m][i] = 0.f;
+    for (int i = 0; i < G; ++i)
+#pragma unroll
+      for (int r = 0; r < NACC; ++r) acc[m][i][r] = 0.f;
 
-  // Copy plan: this thread's rows r0, r0 + RSTEP, ... and chunk c of every slice.
+  // Copy plan: this thread's rows r0, r0 + RSTEP, ... and chunk c of every slice; the
+  // chunk's list entry within a slice and, for B, the member of each row are fixed too.
   const int r0 = tid / 8, c = tid % 8;
   const int dst0 = r0 * 128 + ((c ^ (r0 & 7)) << 4);  // swizzle phase shared by its rows
   const u16* a_row = x + (i64)(row0 + r0) * ldx;
@@ -88,20 +140,25 @@ __global__ void __launch_bounds__(WG * 128)
 
   auto load = [&](int stage, int kt) {
     unsigned char* sA = smem + stage * STAGE_BYTES;
-    const unsigned k = kt * BK + c * 8, it_k = k / B, off = k % B;
-    const bool live = it_k < (unsigned)len;
-    const u16* asrc = a_row + (i64)list.input(live ? it_k : 0) * B + off;
-    const u16* bsrc = wk + (i64)list.block(live ? it_k : 0) * (B * B) + r0 * B + off;
+    const unsigned k = kt * BK + c * 8, e = k / B, off = k % B;
+    const bool live = e < (unsigned)len;
+    if (!DENSE && !live) return;  // past the list: never multiplied
+    const u16* asrc = a_row + (i64)list.input(live ? e : 0) * B + off;
 #pragma unroll
     for (int it = 0; it < A_IT; ++it) {
-      const bool ok = live && ((a_ok >> it) & 1u);
+      const bool ok = live && ((a_ok >> it) & 1u);  // rows past X are zero-filled
       cp_async16(sA + dst0 + it * RSTEP * 128, ok ? asrc + it * a_step : x, ok ? 16 : 0);
     }
 #pragma unroll
     for (int it = 0; it < B_IT; ++it) {
-      if (B % RSTEP != 0 && r0 + it * RSTEP >= B) break;
-      cp_async16(sA + A_BYTES + dst0 + it * RSTEP * 128, live ? bsrc + it * RSTEP * B : wk,
-                 live ? 16 : 0);
+      const int r = r0 + it * RSTEP;  // row of the B tile: member r / B, column r % B
+      if (BN % RSTEP != 0 && r >= BN) break;
+      const int p = live ? list.block(e, r / B) : -1;
+      if (DENSE)  // a dead entry is zero-filled
+        cp_async16(sA + A_BYTES + dst0 + it * RSTEP * 128,
+                   live ? wk + (i64)p * (B * B) + (r % B) * B + off : wk, live ? 16 : 0);
+      else if (p >= 0)  // an absent block is neither copied nor multiplied
+        cp_async16(sA + A_BYTES + dst0 + it * RSTEP * 128, wk + (i64)p * (B * B) + (r % B) * B + off, 16);
     }
   };
 
@@ -111,24 +168,38 @@ __global__ void __launch_bounds__(WG * 128)
     cp_async_commit();
   }
   for (int kt = 0; kt < ktiles; ++kt) {
+    // Presence bit kk * G + i: k16 step kk of this slice has a block for member i.
+    unsigned present = 0;
+#pragma unroll
+    for (int kk = 0; kk < BK / 16 && !DENSE; ++kk) {
+      const int e = (kt * BK + kk * 16) / B;
+      if (e < len) present |= list.mask(e) << (kk * G);
+    }
     cp_async_wait<STAGES - 3>();
     fence_proxy_async();  // this thread's copies -> visible to the tensor cores
     __syncthreads();
     const unsigned sA = base + (kt % STAGES) * STAGE_BYTES, sB = sA + A_BYTES;
 #pragma unroll
-    for (int m = 0; m < MW; ++m) keep_in_registers(acc[m]);
+    for (int m = 0; m < MW; ++m)
+#pragma unroll
+      for (int i = 0; i < G; ++i) keep_in_registers(acc[m][i]);
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < BK / 16; ++kk) {  // k16 steps advance 32 bytes inside the row
-      const unsigned long long db = wgmma_desc_sw128(sB + kk * 32);
+    for (int kk = 0; kk < BK / 16; ++kk)  // k16 steps advance 32 bytes inside the row
 #pragma unroll
-      for (int m = 0; m < MW; ++m)
-        Wgmma<Tag, B>::mma(acc[m], wgmma_desc_sw128(sA + (wg * MW + m) * 64 * 128 + kk * 32), db);
-    }
+      for (int i = 0; i < G; ++i)
+        if (DENSE || ((present >> (kk * G + i)) & 1u)) {
+          const unsigned long long db = wgmma_desc_sw128(sB + i * B * 128 + kk * 32);
+#pragma unroll
+          for (int m = 0; m < MW; ++m)
+            Wgmma<Tag, B>::mma(acc[m][i], wgmma_desc_sw128(sA + (wg * MW + m) * 64 * 128 + kk * 32), db);
+        }
     wgmma_commit();
     wgmma_wait<1>();  // the previous slice's MMAs are done; this one keeps running
 #pragma unroll
-    for (int m = 0; m < MW; ++m) keep_in_registers(acc[m]);
+    for (int m = 0; m < MW; ++m)
+#pragma unroll
+      for (int i = 0; i < G; ++i) keep_in_registers(acc[m][i]);
     const int nk = kt + STAGES - 2;
     if (nk < ktiles) load(nk % STAGES, nk);
     cp_async_commit();
@@ -136,27 +207,33 @@ __global__ void __launch_bounds__(WG * 128)
   wgmma_wait<0>();
   cp_async_wait<0>();
 #pragma unroll
-  for (int m = 0; m < MW; ++m) keep_in_registers(acc[m]);
+  for (int m = 0; m < MW; ++m)
+#pragma unroll
+    for (int i = 0; i < G; ++i) keep_in_registers(acc[m][i]);
 
   // Accumulator layout of m64nN: warp w of the warpgroup holds rows 16w..16w+15; for each
   // 8-column chunk q, registers 4q, 4q+1 are (row lane/4, columns 2*(lane%4) + {0, 1}) and
   // 4q+2, 4q+3 the same columns 8 rows down.
 #pragma unroll
-  for (int m = 0; m < MW; ++m)
+  for (int i = 0; i < G; ++i) {
+    const int j = grp * G + i;  // output block; the last group may be partial
+    if (G > 1 && j >= nout) break;
 #pragma unroll
-    for (int q = 0; q < B / 8; ++q)
+    for (int m = 0; m < MW; ++m)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = row0 + (wg * MW + m) * 64 + wiw * 16 + (lane >> 2) + h * 8;
-        const int col = q * 8 + (lane & 3) * 2;
-        if (r >= nrows) continue;
-        if (slot < 0)
-          store_pair(Tag(), y + (i64)r * ldy + (i64)j * B + col, acc[m][4 * q + 2 * h],
-                     acc[m][4 * q + 2 * h + 1], alpha, beta);
-        else  // one segment of a split list: its partial product, unscaled
-          *(float2*)(ws + slot * ws_stride + (i64)r * B + col) =
-              make_float2(acc[m][4 * q + 2 * h], acc[m][4 * q + 2 * h + 1]);
-      }
+      for (int q = 0; q < B / 8; ++q)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = row0 + (wg * MW + m) * 64 + wiw * 16 + (lane >> 2) + h * 8;
+          const int col = q * 8 + (lane & 3) * 2;
+          const float v0 = acc[m][i][4 * q + 2 * h], v1 = acc[m][i][4 * q + 2 * h + 1];
+          if (r >= nrows) continue;
+          if (slot < 0)
+            store_pair(Tag(), y + (i64)r * ldy + (i64)j * B + col, v0, v1, alpha, beta);
+          else  // one segment of a split list: its partial product (G * B wide), unscaled
+            *(float2*)(ws + slot * ws_stride + (i64)r * BN + i * B + col) = make_float2(v0, v1);
+        }
+  }
 }
 
 // For X @ W the kernel above wants W's blocks stored [n][k]: out[p] = in[p].T for every
