@@ -73,8 +73,10 @@ SDD_TC = {
     64: (2, 1, 2, 32, 4), 128: (1, 2, 2, 32, 4),
 }
 #   Hopper wgmma dsd (float16/bfloat16, more than SMALL_ROWS rows): (output blocks per
-#   CTA, m64 tiles per warpgroup, warpgroups, stages); None: the mma.sync kernel above.
-WGMMA_DSD = {8: None, 16: (8, 1, 2, 3), 32: (4, 1, 2, 3), 64: (1, 1, 2, 4), 128: (1, 1, 2, 4)}
+#   CTA, m64 tiles per warpgroup, warpgroups, stages[, dense]); None: the mma.sync kernel
+#   above. dense (the default for one block per CTA): absent blocks of a group are
+#   multiplied as zeros instead of branched around.
+WGMMA_DSD = {8: None, 16: (4, 1, 2, 4), 32: (1, 1, 2, 4), 64: (1, 1, 2, 4), 128: (1, 1, 2, 4)}
 _SIMT_TM = {8: 2, 16: 4, 32: 8, 64: 8, 128: 8}
 _SIMT_TN = 4
 
@@ -137,8 +139,9 @@ def wgmma_config(dtype: np.dtype, b: int) -> KernelConfig | None:
     cfg = WGMMA_DSD.get(b)
     if name not in _TC_TAGS or cfg is None:
         return None
-    group, mw, wg, st = cfg
-    expr = f"dsd_wgmma<{_TC_TAGS[name]},{b},{group},{mw},{wg},{st}>"
+    group, mw, wg, st = cfg[:4]
+    dense = cfg[4] if len(cfg) > 4 else group == 1
+    expr = f"dsd_wgmma<{_TC_TAGS[name]},{b},{group},{mw},{wg},{st},{_b(dense)}>"
     smem = st * (64 * mw * wg + group * b) * 128 + 1024  # + slack to align tiles to 1 KiB
     return KernelConfig("dsd_sm90", expr, wg * 128, smem, 64 * mw * wg, group, "sm_90a")
 

@@ -77,7 +77,7 @@ struct GroupList {
 // every member that uses it and each present block costs one m64nB wgmma; absent blocks
 // are neither copied nor multiplied. Grouping is what makes small blocks pay: with one
 // 32-column block per CTA, X is streamed from L2 once per output block column.
-template <class Tag, int B, int G, int MW, int WG, int STAGES>
+template <class Tag, int B, int G, int MW, int WG, int STAGES, bool DENSE>
 __global__ void __launch_bounds__(WG * 128)
     dsd_wgmma(const u16* __restrict__ x, i64 ldx, int nrows, int nout,
               const u16* __restrict__ wk, const int4* __restrict__ work,
@@ -88,10 +88,10 @@ __global__ void __launch_bounds__(WG * 128)
   constexpr int RSTEP = THREADS / 8;  // rows between a thread's successive copies
   constexpr int A_IT = BM / RSTEP, B_IT = (BN + RSTEP - 1) / RSTEP;
   constexpr int CAP = G == 1 ? 512 : 256;
-  // One output block per CTA: every entry of the list is present, and MMAs on a dead tail
-  // entry (zero-filled) cost less than branching around them, which makes the compiler
-  // fence each wgmma.
-  constexpr bool DENSE = G == 1;
+  // DENSE: absent blocks (and a dead tail entry) are zero-filled and multiplied anyway.
+  // Branching around them saves MMAs but makes the compiler fence each wgmma; with one
+  // output block per CTA every entry is present, and DENSE costs nothing.
+  constexpr int EK = B < BK ? B / 16 : BK / 16;  // k16 steps of one entry in a slice
   static_assert(STAGES >= 3, "copies run STAGES - 2 slices ahead");
   static_assert(RSTEP % 8 == 0, "a thread's swizzle phase must not change between its rows");
   static_assert(B >= 16 && (B <= BK || G == 1), "an entry spans whole k16 steps");
@@ -154,9 +154,9 @@ __global__ void __launch_bounds__(WG * 128)
       const int r = r0 + it * RSTEP;  // row of the B tile: member r / B, column r % B
       if (BN % RSTEP != 0 && r >= BN) break;
       const int p = live ? list.block(e, r / B) : -1;
-      if (DENSE)  // a dead entry is zero-filled
+      if (DENSE)  // a dead entry or an absent block is zero-filled
         cp_async16(sA + A_BYTES + dst0 + it * RSTEP * 128,
-                   live ? wk + (i64)p * (B * B) + (r % B) * B + off : wk, live ? 16 : 0);
+                   p >= 0 ? wk + (i64)p * (B * B) + (r % B) * B + off : wk, p >= 0 ? 16 : 0);
       else if (p >= 0)  // an absent block is neither copied nor multiplied
         cp_async16(sA + A_BYTES + dst0 + it * RSTEP * 128, wk + (i64)p * (B * B) + (r % B) * B + off, 16);
     }
@@ -168,12 +168,12 @@ __global__ void __launch_bounds__(WG * 128)
     cp_async_commit();
   }
   for (int kt = 0; kt < ktiles; ++kt) {
-    // Presence bit kk * G + i: k16 step kk of this slice has a block for member i.
+    // Presence bit el * G + i: entry el of this slice has a block for member i.
     unsigned present = 0;
 #pragma unroll
-    for (int kk = 0; kk < BK / 16 && !DENSE; ++kk) {
-      const int e = (kt * BK + kk * 16) / B;
-      if (e < len) present |= list.mask(e) << (kk * G);
+    for (int el = 0; el < BK / 16 / EK && !DENSE; ++el) {
+      const int e = (kt * BK + el * EK * 16) / B;
+      if (e < len) present |= list.mask(e) << (el * G);
     }
     cp_async_wait<STAGES - 3>();
     fence_proxy_async();  // this thread's copies -> visible to the tensor cores
@@ -185,14 +185,18 @@ __global__ void __launch_bounds__(WG * 128)
       for (int i = 0; i < G; ++i) keep_in_registers(acc[m][i]);
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < BK / 16; ++kk)  // k16 steps advance 32 bytes inside the row
+    for (int el = 0; el < BK / 16 / EK; ++el)
 #pragma unroll
       for (int i = 0; i < G; ++i)
-        if (DENSE || ((present >> (kk * G + i)) & 1u)) {
-          const unsigned long long db = wgmma_desc_sw128(sB + i * B * 128 + kk * 32);
+        if (DENSE || ((present >> (el * G + i)) & 1u)) {
 #pragma unroll
-          for (int m = 0; m < MW; ++m)
-            Wgmma<Tag, B>::mma(acc[m][i], wgmma_desc_sw128(sA + (wg * MW + m) * 64 * 128 + kk * 32), db);
+          for (int kk = el * EK; kk < (el + 1) * EK; ++kk) {  // k16 steps: 32 bytes each
+            const unsigned long long db = wgmma_desc_sw128(sB + i * B * 128 + kk * 32);
+#pragma unroll
+            for (int m = 0; m < MW; ++m)
+              Wgmma<Tag, B>::mma(acc[m][i],
+                                 wgmma_desc_sw128(sA + (wg * MW + m) * 64 * 128 + kk * 32), db);
+          }
         }
     wgmma_commit();
     wgmma_wait<1>();  // the previous slice's MMAs are done; this one keeps running
