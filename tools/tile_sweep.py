@@ -3,7 +3,7 @@ fp16, density 0.25 (random layout), checked against float32 dense math, CUDA-gra
 next to dense cupy.matmul. Prints one table; the fastest correct tile per (op, b) is
 what goes into DSD_TC / SDD_TC in cubsparse/_cuda.py (bench/NOTES.md keeps the history).
 
-    PYTHONPATH=. python3 tools/tile_sweep.py [b ...]
+    PYTHONPATH=.:tools python3 tools/tile_sweep.py [--wgmma] [--ops=fwd,bwd,sdd] [b ...]
 """
 
 from __future__ import annotations
@@ -29,24 +29,26 @@ DSD = {
 # Hopper wgmma dsd: (output blocks per CTA, m64 tiles per warpgroup, warpgroups, stages),
 # tried after the mma.sync tiles for fwd and bwd.
 WGMMA = {
-    16: [(8, 1, 2, 3), (4, 1, 2, 4), (4, 1, 2, 4, True), (2, 1, 2, 4, True), (1, 1, 2, 4)],
-    32: [(4, 1, 2, 3), (2, 1, 2, 4), (2, 1, 2, 4, True), (4, 1, 2, 3, True), (2, 2, 2, 3, True),
-         (1, 1, 2, 4), (1, 2, 2, 3), (1, 1, 2, 6)],
-    64: [(1, 1, 2, 4), (2, 1, 2, 4, True), (1, 2, 2, 3), (1, 1, 2, 6)],
-    128: [(1, 1, 2, 4), (1, 2, 2, 3), (1, 1, 2, 3)],
+    16: [(4, 1, 2, 4), (2, 1, 2, 4, True), (4, 1, 2, 3), (4, 1, 1, 4), (2, 1, 1, 4, True)],
+    32: [(1, 1, 2, 4), (1, 1, 2, 3), (1, 1, 1, 4), (1, 1, 1, 6), (1, 2, 1, 4), (2, 1, 1, 4),
+         (2, 1, 2, 3)],
+    64: [(1, 1, 2, 4), (1, 1, 2, 3), (1, 1, 1, 4), (1, 1, 1, 6), (1, 2, 1, 4)],
+    128: [(1, 1, 2, 4), (1, 2, 2, 3), (1, 1, 2, 3), (1, 1, 1, 4)],
 }
 SDD = {
-    16: [(8, 1, 4, 32, 4), (16, 1, 4, 32, 4), (16, 1, 4, 64, 3), (8, 1, 2, 64, 3)],
-    32: [(4, 2, 4, 32, 4), (4, 2, 4, 64, 3), (8, 2, 4, 32, 4), (4, 1, 4, 32, 4),
-         (8, 1, 4, 32, 4), (8, 2, 2, 32, 4)],
-    64: [(2, 1, 2, 32, 4), (2, 1, 2, 64, 3), (4, 1, 4, 32, 4), (2, 2, 2, 32, 4),
-         (4, 2, 4, 32, 4)],
-    128: [(1, 2, 2, 32, 4), (1, 2, 2, 64, 3), (2, 2, 4, 32, 4)],
+    16: [(16, 1, 4, 32, 4), (16, 1, 4, 32, 3), (16, 1, 4, 16, 4), (8, 1, 4, 32, 3),
+         (16, 2, 4, 32, 3)],
+    32: [(8, 1, 4, 32, 4), (8, 1, 4, 32, 3), (8, 1, 4, 16, 4), (8, 1, 4, 16, 6),
+         (4, 1, 4, 32, 3), (8, 2, 4, 32, 3), (16, 1, 4, 32, 3), (8, 1, 4, 32, 2)],
+    64: [(2, 1, 2, 32, 4), (2, 1, 2, 32, 3), (2, 1, 2, 16, 4), (4, 1, 4, 32, 3),
+         (2, 2, 2, 32, 3)],
+    128: [(1, 2, 2, 32, 4), (1, 2, 2, 32, 3), (1, 2, 2, 16, 4), (1, 2, 4, 32, 3)],
 }
 
 
 def main():
-    only_wgmma = "--wgmma" in sys.argv  # the current tiles, then the wgmma candidates
+    only_wgmma = "--wgmma" in sys.argv  # dsd: the current tiles, then the wgmma candidates
+    ops = next((a[6:].split(",") for a in sys.argv if a.startswith("--ops=")), list(OPS))
     blocks = [int(a) for a in sys.argv[1:] if a.isdigit()] or [16, 32, 64, 128]
     print("GPU:", cp.cuda.runtime.getDeviceProperties(0)["name"].decode())
     rows = []
@@ -54,12 +56,10 @@ def main():
     for b in blocks:
         W, xs, dys = setup(b, 0.25)
         dense = bench(lambda: cp.matmul(xs[0], xs[1]), reps=50)
-        for op in OPS:
+        for op in ops:
             cands = SDD[b] if op == "sdd" else DSD[b] + [("wgmma",) + c for c in WGMMA.get(b, [])]
-            if only_wgmma:
-                if op == "sdd":
-                    continue
-                cands = [_cuda.DSD_TC[b]] + [c for c in cands if c[0] == "wgmma"]
+            if only_wgmma and op != "sdd":
+                cands = [c for c in cands if c[0] == "wgmma"]
             for cfg in cands:
                 if cfg[0] == "wgmma":
                     _cuda.set_tiles(wgmma={b: cfg[1:]})
@@ -80,7 +80,7 @@ def main():
             _cuda.set_tiles()
     print("\nbest per (b, op), dense ms in the same run:")
     for b in blocks:
-        for op in OPS:
+        for op in ops:
             ok = [r for r in rows if r[0] == b and r[1] == op and r[5] < 1e-2]
             if ok:
                 best = min(ok, key=lambda r: r[3])
