@@ -73,10 +73,11 @@ SDD_TC = {
     64: (2, 1, 2, 32, 4), 128: (1, 2, 2, 32, 4),
 }
 #   Hopper wgmma dsd (float16/bfloat16, more than SMALL_ROWS rows): (output blocks per
-#   CTA, m64 tiles per warpgroup, warpgroups, stages[, dense]); None: the mma.sync kernel
-#   above. dense (the default for one block per CTA): absent blocks of a group are
-#   multiplied as zeros instead of branched around.
-WGMMA_DSD = {8: None, 16: (4, 1, 2, 4), 32: (1, 1, 2, 4), 64: (1, 1, 2, 4), 128: (1, 1, 2, 4)}
+#   CTA, 64-row tiles, warpgroups, stages[, mode]); None: the mma.sync kernel above.
+#   mode (dsd_sm90.cu): 0 branch around absent blocks of a group, 1 multiply them as
+#   zeros (the default, and the only choice for one block per CTA), 2 the transposed
+#   product (W's blocks as the m64 operand: G = warpgroups * 64 / b).
+WGMMA_DSD = {8: None, 16: (4, 1, 2, 4, 0), 32: (4, 4, 2, 3, 2), 64: (1, 1, 2, 4), 128: (1, 1, 2, 3)}
 _SIMT_TM = {8: 2, 16: 4, 32: 8, 64: 8, 128: 8}
 _SIMT_TN = 4
 
@@ -140,10 +141,11 @@ def wgmma_config(dtype: np.dtype, b: int) -> KernelConfig | None:
     if name not in _TC_TAGS or cfg is None:
         return None
     group, mw, wg, st = cfg[:4]
-    dense = cfg[4] if len(cfg) > 4 else group == 1
-    expr = f"dsd_wgmma<{_TC_TAGS[name]},{b},{group},{mw},{wg},{st},{_b(dense)}>"
-    smem = st * (64 * mw * wg + group * b) * 128 + 1024  # + slack to align tiles to 1 KiB
-    return KernelConfig("dsd_sm90", expr, wg * 128, smem, 64 * mw * wg, group, "sm_90a")
+    mode = int(cfg[4]) if len(cfg) > 4 else 1
+    rows = 64 * mw if mode == 2 else 64 * mw * wg  # rows of X per CTA
+    expr = f"dsd_wgmma<{_TC_TAGS[name]},{b},{group},{mw},{wg},{st},{mode}>"
+    smem = st * (rows + group * b) * 128 + 1024  # + slack to align tiles to 1 KiB
+    return KernelConfig("dsd_sm90", expr, wg * 128, smem, rows, group, "sm_90a")
 
 
 @functools.lru_cache(maxsize=None)

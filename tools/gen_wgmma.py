@@ -7,7 +7,7 @@ operands read from shared memory through matrix descriptors. The operand lists a
 
 from pathlib import Path
 
-NS = (8, 16, 32, 64, 128)
+NS = (8, 16, 32, 64, 128, 256)
 TYPES = {"F16": "f16", "BF16": "bf16"}
 
 out = [

@@ -71,31 +71,47 @@ struct GroupList {
   }
 };
 
-// G output blocks per CTA (a "group": G adjacent block columns of Y), MW m64 tiles per
-// warpgroup, WG warpgroups: BM = 64 * MW * WG rows of X by G * B columns of Y per CTA.
-// The group walks the union of its members' lists, so a slice of X is loaded once for
-// every member that uses it and each present block costs one m64nB wgmma; absent blocks
-// are neither copied nor multiplied. Grouping is what makes small blocks pay: with one
-// 32-column block per CTA, X is streamed from L2 once per output block column.
-template <class Tag, int B, int G, int MW, int WG, int STAGES, bool DENSE>
+// A CTA computes BM rows of X by a group of G adjacent output blocks (G * B columns of Y)
+// and walks the union of the members' lists, so a slice of X is loaded once for every
+// member that uses it. MODE says how the products run:
+//   SKIP (0)   Y tile = X tile @ block, one m64nB wgmma per present block and m64 row tile
+//              (MW per warpgroup, WG warpgroups: BM = 64 * MW * WG); absent blocks are
+//              neither copied nor multiplied.
+//   DENSE (1)  the same, with absent blocks zero-filled and multiplied: no branches
+//              (branching around a wgmma makes the compiler fence each one). One output
+//              block per CTA (G = 1) always runs this way: every entry is present.
+//   SWAP (2)   the transposed product, Y tile^T = W blocks^T @ X tile^T, for small blocks:
+//              warpgroup w owns the 64 / B members that fill an m64 tile of W.T's rows and
+//              multiplies them with all BM = 64 * MW rows of X in one m64nBM wgmma per k16
+//              step (N up to 256, where wgmma runs at full rate); absent blocks are
+//              zero-filled and multiplied, as in DENSE (a branch on the warpgroup would
+//              serialize the wgmmas).
+// The shared-memory tiles are the same in all modes (X rows and W blocks, K-major): in
+// SWAP the X tile is the wgmma's B operand and the W tile its A operand.
+enum { SKIP = 0, DENSE_MODE = 1, SWAP = 2 };
+template <class Tag, int B, int G, int MW, int WG, int STAGES, int MODE>
 __global__ void __launch_bounds__(WG * 128)
     dsd_wgmma(const u16* __restrict__ x, i64 ldx, int nrows, int nout,
               const u16* __restrict__ wk, const int4* __restrict__ work,
               const int* __restrict__ blk, const int* __restrict__ gidx, u16* y, i64 ldy,
               float alpha, float beta, float* ws, i64 ws_stride) {
-  constexpr int BK = 64, THREADS = WG * 128, BM = 64 * MW * WG, BN = G * B;
-  constexpr int A_BYTES = BM * 128, STAGE_BYTES = (BM + BN) * 128, NACC = B / 2;
+  constexpr bool DENSE = MODE == DENSE_MODE, SWAPPED = MODE == SWAP;
+  constexpr int BK = 64, THREADS = WG * 128, BN = G * B;
+  constexpr int BM = SWAPPED ? 64 * MW : 64 * MW * WG;  // rows of X
+  constexpr int A_BYTES = BM * 128, STAGE_BYTES = (BM + BN) * 128;
+  constexpr int P = SWAPPED ? 64 / B : 1;  // members per warpgroup (SWAP)
+  // Accumulators: AR tiles of AN float32 registers per thread.
+  constexpr int AR = SWAPPED ? 1 : MW * G, AN = SWAPPED ? BM / 2 : B / 2;
   constexpr int RSTEP = THREADS / 8;  // rows between a thread's successive copies
   constexpr int A_IT = BM / RSTEP, B_IT = (BN + RSTEP - 1) / RSTEP;
   constexpr int CAP = G == 1 ? 512 : 256;
-  // DENSE: absent blocks (and a dead tail entry) are zero-filled and multiplied anyway.
-  // Branching around them saves MMAs but makes the compiler fence each wgmma; with one
-  // output block per CTA every entry is present, and DENSE costs nothing.
   constexpr int EK = B < BK ? B / 16 : BK / 16;  // k16 steps of one entry in a slice
   static_assert(STAGES >= 3, "copies run STAGES - 2 slices ahead");
   static_assert(RSTEP % 8 == 0, "a thread's swizzle phase must not change between its rows");
   static_assert(B >= 16 && (B <= BK || G == 1), "an entry spans whole k16 steps");
-  static_assert((BK / 16) * G <= 32, "a stage's presence bits fit in one word");
+  static_assert(MODE != SKIP || (BK / 16) * G <= 32, "a stage's presence bits fit in a word");
+  static_assert(MODE != SKIP || G > 1, "one block per CTA runs DENSE");
+  static_assert(!SWAPPED || (B <= 64 && G == WG * P && BM <= 256), "bad SWAP tile");
   extern __shared__ unsigned char smem_raw[];
   // 1024-byte alignment for the swizzle (the launch adds 1 KiB of slack).
   const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -119,13 +135,11 @@ __global__ void __launch_bounds__(WG * 128)
   __syncthreads();
   const GroupList<G, CAP> list{s_g, s_p, s_m, gidx, blk, q0};
 
-  float acc[MW][G][NACC];
+  float acc[AR][AN];  // SKIP/DENSE: acc[m * G + i] is m64 tile m of member i
 #pragma unroll
-  for (int m = 0; m < MW; ++m)
+  for (int a = 0; a < AR; ++a)
 #pragma unroll
-    for (int i = 0; i < G; ++i)
-#pragma unroll
-      for (int r = 0; r < NACC; ++r) acc[m][i][r] = 0.f;
+    for (int r = 0; r < AN; ++r) acc[a][r] = 0.f;
 
   // Copy plan: this thread's rows r0, r0 + RSTEP, ... and chunk c of every slice; the
   // chunk's list entry within a slice and, for B, the member of each row are fixed too.
@@ -142,7 +156,7 @@ __global__ void __launch_bounds__(WG * 128)
     unsigned char* sA = smem + stage * STAGE_BYTES;
     const unsigned k = kt * BK + c * 8, e = k / B, off = k % B;
     const bool live = e < (unsigned)len;
-    if (!DENSE && !live) return;  // past the list: never multiplied
+    if (MODE == SKIP && !live) return;  // past the list: never multiplied
     const u16* asrc = a_row + (i64)list.input(live ? e : 0) * B + off;
 #pragma unroll
     for (int it = 0; it < A_IT; ++it) {
@@ -154,7 +168,7 @@ __global__ void __launch_bounds__(WG * 128)
       const int r = r0 + it * RSTEP;  // row of the B tile: member r / B, column r % B
       if (BN % RSTEP != 0 && r >= BN) break;
       const int p = live ? list.block(e, r / B) : -1;
-      if (DENSE)  // a dead entry or an absent block is zero-filled
+      if (MODE != SKIP)  // a dead entry or an absent block is zero-filled
         cp_async16(sA + A_BYTES + dst0 + it * RSTEP * 128,
                    p >= 0 ? wk + (i64)p * (B * B) + (r % B) * B + off : wk, p >= 0 ? 16 : 0);
       else if (p >= 0)  // an absent block is neither copied nor multiplied
@@ -171,7 +185,7 @@ __global__ void __launch_bounds__(WG * 128)
     // Presence bit el * G + i: entry el of this slice has a block for member i.
     unsigned present = 0;
 #pragma unroll
-    for (int el = 0; el < BK / 16 / EK && !DENSE; ++el) {
+    for (int el = 0; el < BK / 16 / EK && MODE == SKIP; ++el) {
       const int e = (kt * BK + el * EK * 16) / B;
       if (e < len) present |= list.mask(e) << (el * G);
     }
@@ -180,30 +194,33 @@ __global__ void __launch_bounds__(WG * 128)
     __syncthreads();
     const unsigned sA = base + (kt % STAGES) * STAGE_BYTES, sB = sA + A_BYTES;
 #pragma unroll
-    for (int m = 0; m < MW; ++m)
-#pragma unroll
-      for (int i = 0; i < G; ++i) keep_in_registers(acc[m][i]);
+    for (int a = 0; a < AR; ++a) keep_in_registers(acc[a]);
     wgmma_fence();
+    if constexpr (SWAPPED) {
 #pragma unroll
-    for (int el = 0; el < BK / 16 / EK; ++el)
+      for (int kk = 0; kk < BK / 16; ++kk)  // k16 steps: 32 bytes each
+        Wgmma<Tag, BM>::mma(acc[0], wgmma_desc_sw128(sB + wg * 64 * 128 + kk * 32),
+                            wgmma_desc_sw128(sA + kk * 32));
+    } else {
 #pragma unroll
-      for (int i = 0; i < G; ++i)
-        if (DENSE || ((present >> (el * G + i)) & 1u)) {
+      for (int el = 0; el < BK / 16 / EK; ++el)
 #pragma unroll
-          for (int kk = el * EK; kk < (el + 1) * EK; ++kk) {  // k16 steps: 32 bytes each
-            const unsigned long long db = wgmma_desc_sw128(sB + i * B * 128 + kk * 32);
+        for (int i = 0; i < G; ++i)
+          if (DENSE || ((present >> (el * G + i)) & 1u)) {
 #pragma unroll
-            for (int m = 0; m < MW; ++m)
-              Wgmma<Tag, B>::mma(acc[m][i],
-                                 wgmma_desc_sw128(sA + (wg * MW + m) * 64 * 128 + kk * 32), db);
+            for (int kk = el * EK; kk < (el + 1) * EK; ++kk) {
+              const unsigned long long db = wgmma_desc_sw128(sB + i * B * 128 + kk * 32);
+#pragma unroll
+              for (int m = 0; m < MW; ++m)
+                Wgmma<Tag, B>::mma(acc[m * G + i],
+                                   wgmma_desc_sw128(sA + (wg * MW + m) * 64 * 128 + kk * 32), db);
+            }
           }
-        }
+    }
     wgmma_commit();
     wgmma_wait<1>();  // the previous slice's MMAs are done; this one keeps running
 #pragma unroll
-    for (int m = 0; m < MW; ++m)
-#pragma unroll
-      for (int i = 0; i < G; ++i) keep_in_registers(acc[m][i]);
+    for (int a = 0; a < AR; ++a) keep_in_registers(acc[a]);
     const int nk = kt + STAGES - 2;
     if (nk < ktiles) load(nk % STAGES, nk);
     cp_async_commit();
@@ -211,32 +228,53 @@ __global__ void __launch_bounds__(WG * 128)
   wgmma_wait<0>();
   cp_async_wait<0>();
 #pragma unroll
-  for (int m = 0; m < MW; ++m)
-#pragma unroll
-    for (int i = 0; i < G; ++i) keep_in_registers(acc[m][i]);
+  for (int a = 0; a < AR; ++a) keep_in_registers(acc[a]);
 
   // Accumulator layout of m64nN: warp w of the warpgroup holds rows 16w..16w+15; for each
   // 8-column chunk q, registers 4q, 4q+1 are (row lane/4, columns 2*(lane%4) + {0, 1}) and
   // 4q+2, 4q+3 the same columns 8 rows down.
+  if constexpr (SWAPPED) {
+    // Rows of the tile are Y's columns and columns its rows. A thread's register pair is
+    // two rows of Y; swapping one value with the lane holding the next column (lane ^ 4)
+    // gives each thread a pair of adjacent columns in one row, stored together.
+    const bool even = ((lane >> 2) & 1) == 0;
 #pragma unroll
-  for (int i = 0; i < G; ++i) {
-    const int j = grp * G + i;  // output block; the last group may be partial
-    if (G > 1 && j >= nout) break;
+    for (int q = 0; q < BM / 8; ++q)
 #pragma unroll
-    for (int m = 0; m < MW; ++m)
+      for (int h = 0; h < 2; ++h) {
+        const float v0 = acc[0][4 * q + 2 * h], v1 = acc[0][4 * q + 2 * h + 1];
+        const float other = __shfl_xor_sync(0xffffffffu, even ? v1 : v0, 4);
+        const int m = wiw * 16 + (lane >> 2) + h * 8 - (even ? 0 : 1);  // even column
+        const int r = row0 + q * 8 + (lane & 3) * 2 + (even ? 0 : 1);
+        const int i = wg * P + m / B, col = m % B, j = grp * G + i;
+        const float s0 = even ? v0 : other, s1 = even ? other : v1;
+        if (r >= nrows || j >= nout) continue;
+        if (slot < 0)
+          store_pair(Tag(), y + (i64)r * ldy + (i64)j * B + col, s0, s1, alpha, beta);
+        else
+          *(float2*)(ws + slot * ws_stride + (i64)r * BN + i * B + col) = make_float2(s0, s1);
+      }
+  } else {
 #pragma unroll
-      for (int q = 0; q < B / 8; ++q)
+    for (int i = 0; i < G; ++i) {
+      const int j = grp * G + i;  // output block; the last group may be partial
+      if (G > 1 && j >= nout) break;
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int r = row0 + (wg * MW + m) * 64 + wiw * 16 + (lane >> 2) + h * 8;
-          const int col = q * 8 + (lane & 3) * 2;
-          const float v0 = acc[m][i][4 * q + 2 * h], v1 = acc[m][i][4 * q + 2 * h + 1];
-          if (r >= nrows) continue;
-          if (slot < 0)
-            store_pair(Tag(), y + (i64)r * ldy + (i64)j * B + col, v0, v1, alpha, beta);
-          else  // one segment of a split list: its partial product (G * B wide), unscaled
-            *(float2*)(ws + slot * ws_stride + (i64)r * BN + i * B + col) = make_float2(v0, v1);
-        }
+      for (int m = 0; m < MW; ++m)
+#pragma unroll
+        for (int q = 0; q < B / 8; ++q)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int r = row0 + (wg * MW + m) * 64 + wiw * 16 + (lane >> 2) + h * 8;
+            const int col = q * 8 + (lane & 3) * 2;
+            const float v0 = acc[m * G + i][4 * q + 2 * h], v1 = acc[m * G + i][4 * q + 2 * h + 1];
+            if (r >= nrows) continue;
+            if (slot < 0)
+              store_pair(Tag(), y + (i64)r * ldy + (i64)j * B + col, v0, v1, alpha, beta);
+            else  // one segment of a split list: its partial product (G * B wide), unscaled
+              *(float2*)(ws + slot * ws_stride + (i64)r * BN + i * B + col) = make_float2(v0, v1);
+          }
+    }
   }
 }
 
