@@ -77,7 +77,7 @@ SDD_TC = {
 #   mode (dsd_sm90.cu): 0 branch around absent blocks of a group, 1 multiply them as
 #   zeros (the default, and the only choice for one block per CTA), 2 the transposed
 #   product (W's blocks as the m64 operand: G = warpgroups * 64 / b).
-WGMMA_DSD = {8: None, 16: (4, 1, 2, 4, 0), 32: (4, 4, 2, 3, 2), 64: (1, 1, 2, 4), 128: (1, 1, 2, 3)}
+WGMMA_DSD = {8: None, 16: (4, 1, 2, 4, 0), 32: (1, 1, 2, 4, 1), 64: (1, 1, 2, 4, 1), 128: (1, 1, 2, 3, 1)}
 _SIMT_TM = {8: 2, 16: 4, 32: 8, 64: 8, 128: 8}
 _SIMT_TN = 4
 

@@ -54,7 +54,7 @@ def run() -> int:
                 from cubsparse import _cuda
 
                 keep = _cuda._split_length
-                _cuda._split_length = lambda structure, trans, row_tiles: 1
+                _cuda._split_length = lambda structure, trans, row_tiles, group=1: 1
                 try:
                     results["x@W split"] = (cs.matmul(x, W), xh @ Wd)
                     results["dy@W.T split"] = (cs.matmul(dy, W.T), dyh @ Wd.T)
@@ -67,7 +67,7 @@ def run() -> int:
                 xlh, dylh = _f64(xl), _f64(dyl)
                 results["x@W large"] = (cs.matmul(xl, W), xlh @ Wd)
                 results["dy@W.T large"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
-                _cuda._split_length = lambda structure, trans, row_tiles: 1
+                _cuda._split_length = lambda structure, trans, row_tiles, group=1: 1
                 try:
                     results["x@W large split"] = (cs.matmul(xl, W), xlh @ Wd)
                 finally:

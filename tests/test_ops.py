@@ -410,3 +410,26 @@ def test_contiguous_but_misaligned_operands(backend, dtype, n):
     out = misaligned(old, backend)
     assert cs.matmul(to_backend(x, backend), W, out=out, beta=0.5) is out
     assert_close(out, (S.T @ x64.T).T + 0.5 * old.astype(np.float64), case.dtype, "out=")
+
+
+@pytest.mark.parametrize("b", [16, 32, 64])
+@pytest.mark.parametrize("n", [3, 200])  # 200 rows: the large-tile kernels (wgmma on Hopper)
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_nonfinite_input_reaches_only_the_outputs_that_read_it(backend, b, n, dtype):
+    # No kernel may multiply an absent block as zeros: inf * 0 would put NaN into output
+    # columns that never read the infinite input (SciPy leaves them finite).
+    lay = np.eye(4, dtype=bool)
+    lay[1, 0] = True  # block column 0 reads X's block columns 0 and 1
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=3, backend=backend)
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal((n, 4 * b)).astype(dtype)
+    x[n // 2, b + 1] = np.inf  # X's block column 1: read by output blocks 0 and 1 only
+    y = to_numpy(cs.matmul(to_backend(x, backend), w)).astype(np.float64)
+    assert not np.isfinite(y[n // 2, :2 * b]).all()
+    assert np.isfinite(np.delete(y, n // 2, axis=0)).all()
+    assert np.isfinite(y[:, 2 * b:]).all(), "output blocks 2, 3 never read X's block column 1"
+    # dY @ W.T: output block k reads dY's block columns j with lay[k, j]; column 0 feeds k = 0, 1.
+    dy = rng.standard_normal((n, 4 * b)).astype(dtype)
+    dy[n // 2, 2] = -np.inf
+    dx = to_numpy(cs.matmul(to_backend(dy, backend), w.T)).astype(np.float64)
+    assert np.isfinite(dx[:, 2 * b:]).all(), "output blocks 2, 3 never read dY's block column 0"
