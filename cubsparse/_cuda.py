@@ -77,7 +77,7 @@ SDD_TC = {
 #   mode (dsd_sm90.cu): 0 branch around absent blocks of a group, 1 multiply them as
 #   zeros (the default, and the only choice for one block per CTA), 2 the transposed
 #   product (W's blocks as the m64 operand: G = warpgroups * 64 / b).
-WGMMA_DSD = {8: None, 16: (4, 1, 2, 4, 0), 32: (1, 1, 2, 4, 1), 64: (1, 1, 2, 4, 1), 128: (1, 1, 2, 3, 1)}
+WGMMA_DSD = {8: None, 16: (4, 1, 2, 4, 0), 32: (1, 1, 2, 4, 1), 64: (1, 1, 2, 4, 1), 128: (1, 1, 2, 4, 1)}
 _SIMT_TM = {8: 2, 16: 4, 32: 8, 64: 8, 128: 8}
 _SIMT_TN = 4
 
@@ -143,7 +143,10 @@ def wgmma_config(dtype: np.dtype, b: int) -> KernelConfig | None:
     group, mw, wg, st = cfg[:4]
     mode = int(cfg[4]) if len(cfg) > 4 else 1
     rows = 64 * mw if mode == 2 else 64 * mw * wg  # rows of X per CTA
-    expr = f"dsd_wgmma<{_TC_TAGS[name]},{b},{group},{mw},{wg},{st},{mode}>"
+    if group == 1:  # the single-block kernel (no group arguments)
+        expr = f"dsd_wgmma_single<{_TC_TAGS[name]},{b},{mw},{wg},{st}>"
+    else:
+        expr = f"dsd_wgmma<{_TC_TAGS[name]},{b},{group},{mw},{wg},{st},{mode}>"
     smem = st * (rows + group * b) * 128 + 1024  # + slack to align tiles to 1 KiB
     return KernelConfig("dsd_sm90", expr, wg * 128, smem, rows, group, "sm_90a")
 
@@ -455,7 +458,7 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
             grid = (work.shape[0], -(-rows // cfg.rows_per_cta))
             if tc:
                 head = (xs, np.int64(xs.strides[0] // it), np.int32(rows))
-                head += (np.int32(n_out),) if wcfg is not None else ()
+                head += (np.int32(n_out),) if wcfg is not None and group > 1 else ()
                 args = head + (wdata, work, blk, gidx, ys, np.int64(ys.strides[0] // it),
                                np.float32(alpha), np.float32(beta),
                                ws if ws is not None else np.uint64(0), np.int64(n * width))
