@@ -73,11 +73,11 @@ SDD_TC = {
     64: (2, 1, 2, 32, 4), 128: (1, 2, 2, 32, 4),
 }
 #   Hopper wgmma dsd (float16/bfloat16, more than SMALL_ROWS rows): (output blocks per
-#   CTA, 64-row tiles, warpgroups, stages[, mode]); None: the mma.sync kernel above.
-#   mode (dsd_sm90.cu): 0 branch around absent blocks of a group, 1 multiply them as
-#   zeros (the default, and the only choice for one block per CTA), 2 the transposed
-#   product (W's blocks as the m64 operand: G = warpgroups * 64 / b).
-WGMMA_DSD = {8: None, 16: (4, 1, 2, 4, 0), 32: (1, 1, 2, 4, 1), 64: (1, 1, 2, 4, 1), 128: (1, 1, 2, 4, 1)}
+#   CTA, 64-row tiles, warpgroups, stages[, swap]); None: the mma.sync kernel above. One
+#   block per CTA runs dsd_wgmma_single; a group of them dsd_wgmma, which with swap=True
+#   computes the transposed product (W's blocks as the m64 operand, G = warpgroups * 64 / b;
+#   opt-in: absent blocks are multiplied as zeros).
+WGMMA_DSD = {8: None, 16: (4, 1, 2, 4), 32: (1, 1, 2, 4), 64: (1, 1, 2, 4), 128: (1, 1, 2, 4)}
 _SIMT_TM = {8: 2, 16: 4, 32: 8, 64: 8, 128: 8}
 _SIMT_TN = 4
 
@@ -141,12 +141,12 @@ def wgmma_config(dtype: np.dtype, b: int) -> KernelConfig | None:
     if name not in _TC_TAGS or cfg is None:
         return None
     group, mw, wg, st = cfg[:4]
-    mode = int(cfg[4]) if len(cfg) > 4 else 1
-    rows = 64 * mw if mode == 2 else 64 * mw * wg  # rows of X per CTA
+    swap = len(cfg) > 4 and bool(cfg[4])
+    rows = 64 * mw if swap else 64 * mw * wg  # rows of X per CTA
     if group == 1:  # the single-block kernel (no group arguments)
         expr = f"dsd_wgmma_single<{_TC_TAGS[name]},{b},{mw},{wg},{st}>"
     else:
-        expr = f"dsd_wgmma<{_TC_TAGS[name]},{b},{group},{mw},{wg},{st},{mode}>"
+        expr = f"dsd_wgmma<{_TC_TAGS[name]},{b},{group},{mw},{wg},{st},{_b(swap)}>"
     smem = st * (rows + group * b) * 128 + 1024  # + slack to align tiles to 1 KiB
     return KernelConfig("dsd_sm90", expr, wg * 128, smem, rows, group, "sm_90a")
 

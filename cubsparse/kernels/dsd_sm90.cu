@@ -73,45 +73,39 @@ struct GroupList {
 
 // A CTA computes BM rows of X by a group of G adjacent output blocks (G * B columns of Y)
 // and walks the union of the members' lists, so a slice of X is loaded once for every
-// member that uses it. MODE says how the products run:
-//   SKIP (0)   Y tile = X tile @ block, one m64nB wgmma per present block and m64 row tile
-//              (MW per warpgroup, WG warpgroups: BM = 64 * MW * WG); absent blocks are
-//              neither copied nor multiplied.
-//   DENSE (1)  the same, with absent blocks zero-filled and multiplied: no branches
-//              (branching around a wgmma makes the compiler fence each one). One output
-//              block per CTA (G = 1) always runs this way: every entry is present.
-//   SWAP (2)   the transposed product, Y tile^T = W blocks^T @ X tile^T, for small blocks:
-//              warpgroup w owns the 64 / B members that fill an m64 tile of W.T's rows and
-//              multiplies them with all BM = 64 * MW rows of X in one m64nBM wgmma per k16
-//              step (N up to 256, where wgmma runs at full rate); absent blocks are
-//              zero-filled and multiplied, as in DENSE (a branch on the warpgroup would
-//              serialize the wgmmas).
-// The shared-memory tiles are the same in all modes (X rows and W blocks, K-major): in
-// SWAP the X tile is the wgmma's B operand and the W tile its A operand.
-enum { SKIP = 0, DENSE_MODE = 1, SWAP = 2 };
-template <class Tag, int B, int G, int MW, int WG, int STAGES, int MODE>
+// member that uses it (G > 1; one block per CTA runs dsd_wgmma_single below):
+//   !SWAP  Y tile = X tile @ block, one m64nB wgmma per present block and m64 row tile
+//          (MW per warpgroup, WG warpgroups: BM = 64 * MW * WG); absent blocks are neither
+//          copied nor multiplied.
+//    SWAP  the transposed product, Y tile^T = W blocks^T @ X tile^T, for small blocks:
+//          warpgroup w owns the 64 / B members that fill an m64 tile of W.T's rows and
+//          multiplies them with all BM = 64 * MW rows of X in one m64nBM wgmma per k16 step
+//          (N up to 256, where wgmma runs at full rate). Absent blocks are zero-filled and
+//          multiplied (a branch on the warpgroup would serialize the wgmmas), so a
+//          non-finite X value can reach outputs that do not read it: opt-in only.
+// The shared-memory tiles are the same in both (X rows and W blocks, K-major): in SWAP the
+// X tile is the wgmma's B operand and the W tile its A operand.
+template <class Tag, int B, int G, int MW, int WG, int STAGES, bool SWAP>
 __global__ void __launch_bounds__(WG * 128)
     dsd_wgmma(const u16* __restrict__ x, i64 ldx, int nrows, int nout,
               const u16* __restrict__ wk, const int4* __restrict__ work,
               const int* __restrict__ blk, const int* __restrict__ gidx, u16* y, i64 ldy,
               float alpha, float beta, float* ws, i64 ws_stride) {
-  constexpr bool DENSE = MODE == DENSE_MODE, SWAPPED = MODE == SWAP;
   constexpr int BK = 64, THREADS = WG * 128, BN = G * B;
-  constexpr int BM = SWAPPED ? 64 * MW : 64 * MW * WG;  // rows of X
+  constexpr int BM = SWAP ? 64 * MW : 64 * MW * WG;  // rows of X
   constexpr int A_BYTES = BM * 128, STAGE_BYTES = (BM + BN) * 128;
-  constexpr int P = SWAPPED ? 64 / B : 1;  // members per warpgroup (SWAP)
+  constexpr int P = SWAP ? 64 / B : 1;  // members per warpgroup (SWAP)
   // Accumulators: AR tiles of AN float32 registers per thread.
-  constexpr int AR = SWAPPED ? 1 : MW * G, AN = SWAPPED ? BM / 2 : B / 2;
+  constexpr int AR = SWAP ? 1 : MW * G, AN = SWAP ? BM / 2 : B / 2;
   constexpr int RSTEP = THREADS / 8;  // rows between a thread's successive copies
   constexpr int A_IT = BM / RSTEP, B_IT = (BN + RSTEP - 1) / RSTEP;
-  constexpr int CAP = G == 1 ? 512 : 256;
-  constexpr int EK = B < BK ? B / 16 : BK / 16;  // k16 steps of one entry in a slice
+  constexpr int CAP = 256;
+  constexpr int EK = B / 16;  // k16 steps of one entry in a slice
   static_assert(STAGES >= 3, "copies run STAGES - 2 slices ahead");
   static_assert(RSTEP % 8 == 0, "a thread's swizzle phase must not change between its rows");
-  static_assert(B >= 16 && (B <= BK || G == 1), "an entry spans whole k16 steps");
-  static_assert(MODE != SKIP || (BK / 16) * G <= 32, "a stage's presence bits fit in a word");
-  static_assert(MODE != SKIP || G > 1, "one block per CTA runs DENSE");
-  static_assert(!SWAPPED || (B <= 64 && G == WG * P && BM <= 256), "bad SWAP tile");
+  static_assert(G > 1 && B >= 16 && B <= BK, "groups of blocks spanning whole k16 steps");
+  static_assert(SWAP || (BK / 16) * G <= 32, "a stage's presence bits fit in a word");
+  static_assert(!SWAP || (B <= 64 && G == WG * P && BM <= 256), "bad SWAP tile");
   extern __shared__ unsigned char smem_raw[];
   // 1024-byte alignment for the swizzle (the launch adds 1 KiB of slack).
   const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -122,20 +116,20 @@ __global__ void __launch_bounds__(WG * 128)
   const int row0 = blockIdx.y * BM;
   const int tid = threadIdx.x, wg = tid / 128, lane = tid & 31, wiw = (tid % 128) / 32;
   const int ktiles = (len * B + BK - 1) / BK;
-  __shared__ int s_g[CAP], s_p[CAP * G], s_m[MODE == SKIP ? CAP : 1];
+  __shared__ int s_g[CAP], s_p[CAP * G], s_m[SWAP ? 1 : CAP];
   for (int i = tid; i < len && i < CAP; i += THREADS) s_g[i] = gidx[q0 + i];
   for (int i = tid; i < len * G && i < CAP * G; i += THREADS) s_p[i] = blk[(i64)q0 * G + i];
   __syncthreads();
-  for (int e = tid; MODE == SKIP && e < len && e < CAP; e += THREADS) {
+  for (int e = tid; !SWAP && e < len && e < CAP; e += THREADS) {
     unsigned bits = 0;
 #pragma unroll
     for (int i = 0; i < G; ++i) bits |= (unsigned)(s_p[e * G + i] >= 0) << i;
     s_m[e] = bits;
   }
-  if (MODE == SKIP) __syncthreads();  // the presence masks (only SKIP reads them)
+  if (!SWAP) __syncthreads();  // the presence masks (SWAP does not read them)
   const GroupList<G, CAP> list{s_g, s_p, s_m, gidx, blk, q0};
 
-  float acc[AR][AN];  // SKIP/DENSE: acc[m * G + i] is m64 tile m of member i
+  float acc[AR][AN];  // !SWAP: acc[m * G + i] is m64 tile m of member i
 #pragma unroll
   for (int a = 0; a < AR; ++a)
 #pragma unroll
@@ -156,22 +150,20 @@ __global__ void __launch_bounds__(WG * 128)
     unsigned char* sA = smem + stage * STAGE_BYTES;
     const unsigned k = kt * BK + c * 8, e = k / B, off = k % B;
     const bool live = e < (unsigned)len;
-    if (MODE == SKIP && !live) return;  // past the list: never multiplied
+    if (!SWAP && !live) return;  // past the list: never multiplied
     const u16* asrc = a_row + (i64)list.input(live ? e : 0) * B + off;
 #pragma unroll
     for (int it = 0; it < A_IT; ++it) {
       const bool ok = live && ((a_ok >> it) & 1u);  // rows past X are zero-filled
       cp_async16(sA + dst0 + it * RSTEP * 128, ok ? asrc + it * a_step : x, ok ? 16 : 0);
     }
-    // With one block per CTA the entry's block is looked up once for all of its rows.
-    const int p1 = G == 1 ? list.block(live ? e : 0, 0) : 0;
 #pragma unroll
     for (int it = 0; it < B_IT; ++it) {
       const int r = r0 + it * RSTEP;  // row of the B tile: member r / B, column r % B
       if (BN % RSTEP != 0 && r >= BN) break;
-      const int p = G == 1 ? (live ? p1 : -1) : live ? list.block(e, r / B) : -1;
+      const int p = live ? list.block(e, r / B) : -1;
       unsigned char* dst = sA + A_BYTES + dst0 + it * RSTEP * 128;
-      if (MODE != SKIP)  // a dead entry or an absent block is zero-filled
+      if (SWAP)  // a dead entry or an absent block is zero-filled
         cp_async16(dst, p >= 0 ? wk + (i64)p * (B * B) + (r % B) * B + off : wk, p >= 0 ? 16 : 0);
       else if (p >= 0)  // an absent block is neither copied nor multiplied
         cp_async16(dst, wk + (i64)p * (B * B) + (r % B) * B + off, 16);
@@ -187,7 +179,7 @@ __global__ void __launch_bounds__(WG * 128)
     // Presence bit el * G + i: entry el of this slice has a block for member i.
     unsigned present = 0;
 #pragma unroll
-    for (int el = 0; el < BK / 16 / EK && MODE == SKIP; ++el) {
+    for (int el = 0; el < BK / 16 / EK && !SWAP; ++el) {
       const int e = (kt * BK + el * EK * 16) / B;
       if (e < len) present |= list.mask(e) << (el * G);
     }
@@ -198,7 +190,7 @@ __global__ void __launch_bounds__(WG * 128)
 #pragma unroll
     for (int a = 0; a < AR; ++a) keep_in_registers(acc[a]);
     wgmma_fence();
-    if constexpr (SWAPPED) {
+    if constexpr (SWAP) {
 #pragma unroll
       for (int kk = 0; kk < BK / 16; ++kk)  // k16 steps: 32 bytes each
         Wgmma<Tag, BM>::mma(acc[0], wgmma_desc_sw128(sB + wg * 64 * 128 + kk * 32),
@@ -208,7 +200,7 @@ __global__ void __launch_bounds__(WG * 128)
       for (int el = 0; el < BK / 16 / EK; ++el)
 #pragma unroll
         for (int i = 0; i < G; ++i)
-          if (DENSE || ((present >> (el * G + i)) & 1u)) {
+          if ((present >> (el * G + i)) & 1u) {
 #pragma unroll
             for (int kk = el * EK; kk < (el + 1) * EK; ++kk) {
               const unsigned long long db = wgmma_desc_sw128(sB + i * B * 128 + kk * 32);
@@ -235,7 +227,7 @@ __global__ void __launch_bounds__(WG * 128)
   // Accumulator layout of m64nN: warp w of the warpgroup holds rows 16w..16w+15; for each
   // 8-column chunk q, registers 4q, 4q+1 are (row lane/4, columns 2*(lane%4) + {0, 1}) and
   // 4q+2, 4q+3 the same columns 8 rows down.
-  if constexpr (SWAPPED) {
+  if constexpr (SWAP) {
     // Rows of the tile are Y's columns and columns its rows. A thread's register pair is
     // two rows of Y; swapping one value with the lane holding the next column (lane ^ 4)
     // gives each thread a pair of adjacent columns in one row, stored together.
