@@ -20,7 +20,7 @@ from . import _dtypes
 
 _TC_TAGS = {"float16": "F16", "bfloat16": "BF16"}
 _SIMT_TYPES = {"float32": "float", "float64": "double"}
-FAMILIES = ("dsd", "sdd", "dsd_sm90")
+FAMILIES = ("dsd", "sdd", "dsd_sm90", "sdd_sm90")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +78,11 @@ SDD_TC = {
 #   computes the transposed product (W's blocks as the m64 operand, G = warpgroups * 64 / b;
 #   opt-in: absent blocks are multiplied as zeros).
 WGMMA_DSD = {8: None, 16: (4, 1, 2, 4), 32: (1, 1, 2, 4), 64: (1, 1, 2, 4), 128: (1, 1, 2, 4)}
+#   Hopper wgmma sdd (float16/bfloat16, operands read in place as rows of the batch):
+#   (blocks per CTA, warpgroups along M, along N, stages, flip); flip stacks the group's
+#   dY blocks as wgmma's M (b <= 32), else the group spans N. None: sdd_tc above.
+WGMMA_SDD = {8: None, 16: (16, 2, 1, 4, True), 32: (4, 2, 1, 4, True),
+             64: (2, 1, 1, 4, False), 128: (1, 2, 1, 4, False)}
 _SIMT_TM = {8: 2, 16: 4, 32: 8, 64: 8, 128: 8}
 _SIMT_TN = 4
 
@@ -152,18 +157,32 @@ def wgmma_config(dtype: np.dtype, b: int) -> KernelConfig | None:
 
 
 @functools.lru_cache(maxsize=None)
+def sdd_wgmma_config(dtype: np.dtype, b: int) -> KernelConfig | None:
+    """The Hopper wgmma sdd kernel (X.T @ dY with both read as rows), or None where unused."""
+    name = _dtype_name(dtype)
+    cfg = WGMMA_SDD.get(b)
+    if name not in _TC_TAGS or cfg is None:
+        return None
+    group, wm, wn, st, flip = cfg
+    expr = f"sdd_wgmma<{_TC_TAGS[name]},{b},{group},{wm},{wn},{st},{_b(flip)}>"
+    smem = st * (b + group * b) * 64 * 2 + 1024  # + slack to align tiles to 1 KiB
+    return KernelConfig("sdd_sm90", expr, wm * wn * 128, smem, 0, group, "sm_90a")
+
+
+@functools.lru_cache(maxsize=None)
 def transpose_config(b: int) -> KernelConfig:
     """Transposes every block of a 16-bit W (X @ W on the wgmma kernel)."""
     return KernelConfig("dsd_sm90", f"transpose_blocks<{b}>", 256, 0, 0, 1, "sm_90a")
 
 
-def set_tiles(dsd=None, sdd=None, dsd_small=None, wgmma=None) -> None:
+def set_tiles(dsd=None, sdd=None, dsd_small=None, wgmma=None, wgmma_sdd=None) -> None:
     """Replace tile choices (for tuning experiments); clears the config caches."""
     DSD_TC.update(dsd or {})
     SDD_TC.update(sdd or {})
     DSD_TC_SMALL.update(dsd_small or {})
     WGMMA_DSD.update(wgmma or {})
-    for f in (dsd_config, sdd_config, wgmma_config):
+    WGMMA_SDD.update(wgmma_sdd or {})
+    for f in (dsd_config, sdd_config, wgmma_config, sdd_wgmma_config):
         f.cache_clear()
 
 
@@ -189,6 +208,11 @@ def all_configs(dtypes=None, blocksizes=None, families=None) -> list[KernelConfi
                     out += [wcfg, transpose_config(b)]
                     if wcfg.group > 1:  # its split lists add up G-block-wide tiles
                         out.append(reduce_config(dt, b, False, wcfg.group))
+                elif fam == "sdd_sm90":
+                    if sdd_wgmma_config(dt, b) is not None:
+                        out.append(sdd_wgmma_config(dt, b))
+                elif fam == "dsd_sm90":
+                    continue
                 elif dt in _TC_TAGS:
                     out += [sdd_config(dt, b, a, bn) for a in (True, False) for bn in (False, True)]
                 else:
@@ -289,7 +313,7 @@ def _is_hopper() -> bool:
 
 
 def warmup(dtypes=None, blocksizes=None, ops=None, verbose: bool = False) -> list[str]:
-    aliases = {"matmul": ("dsd", "dsd_sm90"), "sampled_matmul": ("sdd",)}
+    aliases = {"matmul": ("dsd", "dsd_sm90"), "sampled_matmul": ("sdd", "sdd_sm90")}
     families = [f for o in (ops or FAMILIES) for f in aliases.get(o, (o,))]
     names = []
     for cfg in all_configs(dtypes, blocksizes, families):
@@ -545,7 +569,8 @@ def sdd(a, b_mat, like, out_data, alpha: float, beta: float, tf32: bool = False)
             b_nk, b_src = True, b_mat.T
         else:
             b_nk, b_src = False, b_mat.copy(order="C")
-        cfg = sdd_config(dtype, bs, a_km, b_nk)
+        wcfg = sdd_wgmma_config(dtype, bs) if a_km and not b_nk and _is_hopper() else None
+        cfg = wcfg or sdd_config(dtype, bs, a_km, b_nk)
         groups = _sdd_groups(s, cfg.group)
         args = (a_src, np.int64(a_src.strides[0] // 2), b_src, np.int64(b_src.strides[0] // 2),
                 np.int32(inner), groups, s.indices, data, np.float32(alpha), np.float32(beta))

@@ -4,6 +4,9 @@ next to dense cupy.matmul. Prints one table; the fastest correct tile per (op, b
 what goes into DSD_TC / SDD_TC in cubsparse/_cuda.py (bench/NOTES.md keeps the history).
 
     PYTHONPATH=.:tools python3 tools/tile_sweep.py [--wgmma] [--ops=fwd,bwd,sdd] [b ...]
+
+Each candidate runs alone: the mma.sync tiles with the wgmma kernels switched off, a
+wgmma tile with the mma.sync choice as it is.
 """
 
 from __future__ import annotations
@@ -36,6 +39,17 @@ WGMMA = {
     64: [(1, 1, 2, 4), (2, 4, 2, 3, True), (2, 2, 2, 4, True), (4, 2, 4, 3, True)],
     128: [(1, 1, 2, 3), (1, 1, 2, 4)],
 }
+# Hopper wgmma sdd: (blocks per CTA, warpgroups along M, along N, stages, flip), tried
+# after the mma.sync tiles.
+WGMMA_SDD = {
+    16: [(16, 2, 1, 4, True), (16, 4, 1, 4, True), (16, 1, 1, 4, True), (8, 2, 1, 4, True)],
+    32: [(8, 2, 1, 4, True), (8, 4, 1, 4, True), (8, 1, 1, 4, True), (4, 2, 1, 4, True),
+         (16, 2, 1, 3, True), (16, 4, 1, 3, True)],
+    64: [(4, 1, 2, 4, False), (4, 1, 1, 4, False), (8, 1, 2, 3, False), (2, 1, 1, 4, False),
+         (4, 1, 2, 3, False), (4, 2, 1, 4, True)],
+    128: [(2, 2, 1, 4, False), (2, 1, 2, 4, False), (1, 2, 1, 4, False), (2, 2, 1, 3, False),
+          (1, 1, 1, 4, False)],
+}
 SDD = {
     16: [(16, 1, 4, 32, 4), (16, 1, 4, 32, 3), (16, 1, 4, 16, 4), (8, 1, 4, 32, 3),
          (16, 2, 4, 32, 3)],
@@ -48,22 +62,28 @@ SDD = {
 
 
 def main():
-    only_wgmma = "--wgmma" in sys.argv  # dsd: the current tiles, then the wgmma candidates
+    only_wgmma = "--wgmma" in sys.argv  # only the wgmma candidates
     ops = next((a[6:].split(",") for a in sys.argv if a.startswith("--ops=")), list(OPS))
     blocks = [int(a) for a in sys.argv[1:] if a.isdigit()] or [16, 32, 64, 128]
     print("GPU:", cp.cuda.runtime.getDeviceProperties(0)["name"].decode())
     rows = []
-    saved = dict(_cuda.DSD_TC), dict(_cuda.SDD_TC)
+    saved = dict(_cuda.DSD_TC), dict(_cuda.SDD_TC), dict(_cuda.WGMMA_DSD), dict(_cuda.WGMMA_SDD)
     for b in blocks:
         W, xs, dys = setup(b, 0.25)
         dense = bench(lambda: cp.matmul(xs[0], xs[1]), reps=50)
         for op in ops:
-            cands = SDD[b] if op == "sdd" else DSD[b] + [("wgmma",) + c for c in WGMMA.get(b, [])]
-            if only_wgmma and op != "sdd":
-                cands = [c for c in cands if c[0] == "wgmma"]
+            if op == "sdd":
+                cands = SDD[b] + [("wgmma_sdd",) + c for c in WGMMA_SDD.get(b, [])]
+            else:
+                cands = DSD[b] + [("wgmma",) + c for c in WGMMA.get(b, [])]
+            if only_wgmma:
+                cands = [c for c in cands if str(c[0]).startswith("wgmma")]
             for cfg in cands:
+                _cuda.set_tiles(wgmma={b: None}, wgmma_sdd={b: None})  # mma.sync unless named
                 if cfg[0] == "wgmma":
                     _cuda.set_tiles(wgmma={b: cfg[1:]})
+                elif cfg[0] == "wgmma_sdd":
+                    _cuda.set_tiles(wgmma_sdd={b: cfg[1:]})
                 else:
                     _cuda.set_tiles(**({"sdd": {b: cfg}} if op == "sdd" else {"dsd": {b: cfg}}))
                 try:
@@ -75,10 +95,9 @@ def main():
                 rows.append((b, op, cfg, t, dense, err))
                 print(f"{b:4d} {op} {str(cfg):22s} {t:7.4f} ms  eff {dense * 0.25 / t:5.2f}  err {err:.1e}",
                       flush=True)
-                _cuda.set_tiles(wgmma={b: None})
             _cuda.DSD_TC.update(saved[0])
             _cuda.SDD_TC.update(saved[1])
-            _cuda.set_tiles()
+            _cuda.set_tiles(wgmma={b: saved[2][b]}, wgmma_sdd={b: saved[3][b]})
     print("\nbest per (b, op), dense ms in the same run:")
     for b in blocks:
         for op in ops:

@@ -18,32 +18,8 @@
 // * B is read from `wk`, blocks stored [n][k]: W itself for X @ W.T, and a copy of W with
 //   each block transposed (made by the caller, one pass over the non-zeros) for X @ W.
 #include "common.cuh"
+#include "sm90.cuh"
 #include "wgmma.cuh"
-
-// Matrix descriptor for a K-major operand in the 128-byte swizzle: start address, stride
-// between 8-row groups (1024 bytes), swizzle mode 1 in bits 62-63; the leading offset is
-// unused in this mode (1 by convention).
-__device__ __forceinline__ unsigned long long wgmma_desc_sw128(unsigned addr) {
-  return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) |
-         ((unsigned long long)(1024 >> 4) << 32) | (1ull << 62);
-}
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() {
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-__device__ __forceinline__ void fence_proxy_async() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-// Stops the compiler from moving accumulator reads or writes across an asynchronous MMA.
-template <int R>
-__device__ __forceinline__ void keep_in_registers(float (&d)[R]) {
-#pragma unroll
-  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
 
 // A CTA's lists in shared memory: input block and, for each of the G output blocks of the
 // group, the W block that multiplies it (-1: absent), plus a G-bit presence mask per entry.

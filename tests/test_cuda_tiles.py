@@ -1,0 +1,67 @@
+"""Tile shapes of the Hopper wgmma sdd kernel (CUDA backend), each forced in turn, so every
+code path runs whatever the defaults are: the group stacked along wgmma's M (flip) for
+16-, 32- and 64-row blocks, or spread along N; one or two warpgroups along M and N; one
+or two m64 tiles per warpgroup. Off Hopper the forced tiles are not used and the test
+checks the mma.sync kernel instead."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cubsparse as cs
+from conftest import BACKENDS, poison, to_backend, to_numpy
+
+pytestmark = pytest.mark.parametrize(
+    "backend", [p for p in BACKENDS if p.values == ("cuda",)], indirect=True
+)
+
+# (b, (blocks per CTA, warpgroups along M, along N, stages, flip))
+SDD_TILES = [
+    (16, (16, 2, 1, 4, True)),   # M = 256: two m64 tiles per warpgroup, N = 16
+    (32, (8, 1, 1, 4, True)),    # one warpgroup, four m64 tiles, N = 32
+    (32, (4, 2, 1, 3, True)),
+    (64, (4, 2, 1, 4, True)),    # flipped 64-row blocks
+    (64, (4, 1, 2, 4, False)),   # N = 256 over two warpgroups
+    (64, (2, 1, 1, 4, False)),
+    (128, (2, 2, 1, 4, False)),  # M = 128 over two warpgroups, N = 256
+    (128, (1, 1, 1, 4, False)),  # two m64 tiles in one warpgroup
+]
+
+
+@pytest.fixture
+def sdd_tile(request, monkeypatch):
+    from cubsparse import _cuda
+
+    b, cfg = request.param
+    monkeypatch.setitem(_cuda.WGMMA_SDD, b, cfg)
+    _cuda.sdd_wgmma_config.cache_clear()
+    yield b
+    _cuda.sdd_wgmma_config.cache_clear()
+
+
+@pytest.mark.parametrize("sdd_tile", SDD_TILES, indirect=True, ids=lambda t: f"b{t[0]}-{t[1]}")
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("n", [1, 77, 300])  # rows of the reduction: one, a partial slice, several
+def test_wgmma_sdd_tiles_match_scipy(backend, sdd_tile, dtype, n):
+    b = sdd_tile
+    # 11 block columns: groups of every size up to 8, a partial last group; an empty row.
+    rng = np.random.default_rng(n * b)
+    lay = rng.random((3, 11)) < 0.6
+    lay[1] = False
+    lay[2, :9] = True
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=4, backend=backend)
+    x = to_backend(rng.standard_normal((n, 3 * b)).astype(np.float32), backend).astype(w.dtype)
+    dy = to_backend(rng.standard_normal((n, 11 * b)).astype(np.float32), backend).astype(w.dtype)
+    mask = np.kron(lay, np.ones((b, b)))
+    ref = (to_numpy(x.astype("float64")).T @ to_numpy(dy.astype("float64"))) * mask
+    out = cs.BlockSparseMatrix((poison((w.nnzb, b, b), w.dtype, backend), w.indices, w.indptr),
+                               shape=w.shape)
+    cs.sampled_matmul(x.T, dy, like=w, out=out)
+    dense = to_numpy(out.toarray().astype("float64"))
+    tol = cs._dtypes.TOLERANCE[dtype]
+    assert np.linalg.norm(dense - ref) / np.linalg.norm(ref) < tol
+    # alpha and beta on top of the previous result: 0.5 * new + 2 * old = 2.5 * old
+    cs.sampled_matmul(x.T, dy, like=w, out=out, alpha=0.5, beta=2.0)
+    dense2 = to_numpy(out.toarray().astype("float64"))
+    assert np.linalg.norm(dense2 - 2.5 * dense) / np.linalg.norm(2.5 * dense) < tol
