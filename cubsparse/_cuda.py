@@ -77,12 +77,12 @@ SDD_TC = {
 #   block per CTA runs dsd_wgmma_single; a group of them dsd_wgmma, which with swap=True
 #   computes the transposed product (W's blocks as the m64 operand, G = warpgroups * 64 / b;
 #   opt-in: absent blocks are multiplied as zeros).
-WGMMA_DSD = {8: None, 16: (4, 1, 2, 4), 32: (1, 1, 2, 4), 64: (1, 1, 2, 4), 128: (1, 1, 2, 4)}
+WGMMA_DSD = {8: None, 16: (4, 1, 2, 4), 32: (1, 1, 2, 5), 64: (1, 1, 2, 4), 128: (1, 1, 2, 4)}
 #   Hopper wgmma sdd (float16/bfloat16, operands read in place as rows of the batch):
 #   (blocks per CTA, warpgroups along M, along N, stages, flip); flip stacks the group's
 #   dY blocks as wgmma's M (b <= 32), else the group spans N. None: sdd_tc above.
-WGMMA_SDD = {8: None, 16: (16, 2, 1, 4, True), 32: (4, 2, 1, 4, True),
-             64: (2, 1, 1, 4, False), 128: (1, 2, 1, 4, False)}
+WGMMA_SDD = {8: None, 16: (16, 2, 1, 4, True), 32: (4, 2, 1, 5, True),
+             64: (2, 1, 1, 4, False), 128: (1, 2, 1, 5, False)}
 _SIMT_TM = {8: 2, 16: 4, 32: 8, 64: 8, 128: 8}
 _SIMT_TN = 4
 
@@ -139,8 +139,9 @@ def reduce_config(dtype: np.dtype, b: int, tf32: bool = False, group: int = 1) -
 
 
 @functools.lru_cache(maxsize=None)
-def wgmma_config(dtype: np.dtype, b: int) -> KernelConfig | None:
-    """The Hopper wgmma dsd kernel (one for both orientations), or None where unused."""
+def wgmma_config(dtype: np.dtype, b: int, kn: bool = False) -> KernelConfig | None:
+    """The Hopper wgmma dsd kernel, or None where unused. ``kn``: X @ W, W's blocks read
+    as stored ([k][n]); the grouped kernel (G > 1) reads a block-transposed copy instead."""
     name = _dtype_name(dtype)
     cfg = WGMMA_DSD.get(b)
     if name not in _TC_TAGS or cfg is None:
@@ -149,7 +150,7 @@ def wgmma_config(dtype: np.dtype, b: int) -> KernelConfig | None:
     swap = len(cfg) > 4 and bool(cfg[4])
     rows = 64 * mw if swap else 64 * mw * wg  # rows of X per CTA
     if group == 1:  # the single-block kernel (no group arguments)
-        expr = f"dsd_wgmma_single<{_TC_TAGS[name]},{b},{mw},{wg},{st}>"
+        expr = f"dsd_wgmma_single<{_TC_TAGS[name]},{b},{mw},{wg},{st},{_b(kn)}>"
     else:
         expr = f"dsd_wgmma<{_TC_TAGS[name]},{b},{group},{mw},{wg},{st},{_b(swap)}>"
     smem = st * (rows + group * b) * 128 + 1024  # + slack to align tiles to 1 KiB
@@ -205,7 +206,7 @@ def all_configs(dtypes=None, blocksizes=None, families=None) -> list[KernelConfi
                         out += [dsd_config(dt, b, True, True, small)] if tf32 else []
                 elif fam == "dsd_sm90" and wgmma_config(dt, b) is not None:
                     wcfg = wgmma_config(dt, b)
-                    out += [wcfg, transpose_config(b)]
+                    out += [wcfg, wgmma_config(dt, b, True) if wcfg.group == 1 else transpose_config(b)]
                     if wcfg.group > 1:  # its split lists add up G-block-wide tiles
                         out.append(reduce_config(dt, b, False, wcfg.group))
                 elif fam == "sdd_sm90":
@@ -455,15 +456,17 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
     if n and n_out:
         small = tc and n <= SMALL_ROWS
         wcfg = wgmma_config(dtype, b) if _is_half(dtype) and not small and _is_hopper() else None
+        if wcfg is not None and wcfg.group == 1 and not transpose_w:
+            wcfg = wgmma_config(dtype, b, True)  # reads W's blocks as stored
         cfg = wcfg or dsd_config(dtype, b, transpose_w, tf32, small)
         fn = get_kernel(cfg)
         if tc and not _rows_ok(x, 16):
             x = x.copy(order="C")  # a new, aligned buffer (ascontiguousarray may return x)
         wdata = w._data
-        if (tf32 or wcfg is not None) and not transpose_w:
+        if (tf32 or (wcfg is not None and wcfg.group > 1)) and not transpose_w:
             # These kernels read W's blocks with k contiguous ([n][k]): TF32 because ldmatrix
-            # moves 16-bit elements, wgmma for its K-major descriptors. For X @ W give them
-            # each block transposed (one pass over the non-zeros, small next to the product).
+            # moves 16-bit elements, the grouped wgmma kernel for its K-major descriptors.
+            # For X @ W give them each block transposed (one pass over the non-zeros).
             wdata = _transposed_blocks(wdata) if wcfg is not None else \
                 cupy.ascontiguousarray(wdata.transpose(0, 2, 1))
         step = _MAX_GRID_Y * cfg.rows_per_cta

@@ -251,7 +251,9 @@ __global__ void __launch_bounds__(WG * 128)
 // One output block per CTA (the common case, b >= 32): the kernel above without groups,
 // kept separate because its leaner copy loop is 6-9 % faster (b = 64/128, H200).
 // MW m64 tiles per warpgroup, WG warpgroups: BM = 64 * MW * WG rows of X per CTA.
-template <class Tag, int B, int MW, int WG, int STAGES>
+// KN: `wk` holds the blocks as W stores them, [k][n] (X @ W), and the B tile is kept
+// N-major (rows of k, wgmma's transposed B), so no transposed copy of W is needed.
+template <class Tag, int B, int MW, int WG, int STAGES, bool KN>
 __global__ void __launch_bounds__(WG * 128)
     dsd_wgmma_single(const u16* __restrict__ x, i64 ldx, int nrows, const u16* __restrict__ wk,
               const int4* __restrict__ work, const int* __restrict__ blk,
@@ -291,23 +293,43 @@ __global__ void __launch_bounds__(WG * 128)
 #pragma unroll
   for (int it = 0; it < A_IT; ++it)
     if (row0 + r0 + it * RSTEP < nrows) a_ok |= 1u << it;
+  // KN copy plan for B: chunk kn_c of rows kn_r0 + it * RS of every slice.
+  constexpr int KN_CH = B / 8, KN_RS = THREADS / KN_CH, KN_IT = (BK + KN_RS - 1) / KN_RS;
+  const int kn_c = tid % KN_CH, kn_r0 = tid / KN_CH;
+  unsigned kn_dst[KN ? KN_IT : 1];
+#pragma unroll
+  for (int it = 0; it < (KN ? KN_IT : 1); ++it)
+    kn_dst[it] = MnTile<B, BK>::offset(kn_r0 + it * KN_RS, kn_c);
 
   auto load = [&](int stage, int kt) {
     unsigned char* sA = smem + stage * STAGE_BYTES;
     const unsigned k = kt * BK + c * 8, it_k = k / B, off = k % B;
     const bool live = it_k < (unsigned)len;
     const u16* asrc = a_row + (i64)list.input(live ? it_k : 0) * B + off;
-    const u16* bsrc = wk + (i64)list.block(live ? it_k : 0) * (B * B) + r0 * B + off;
 #pragma unroll
     for (int it = 0; it < A_IT; ++it) {
       const bool ok = live && ((a_ok >> it) & 1u);
       cp_async16(sA + dst0 + it * RSTEP * 128, ok ? asrc + it * a_step : x, ok ? 16 : 0);
     }
+    if constexpr (KN) {  // rows k of the slice, each B wide; a slice spans 64 / B entries
+      const int k0 = kt * BK;
 #pragma unroll
-    for (int it = 0; it < B_IT; ++it) {
-      if (B % RSTEP != 0 && r0 + it * RSTEP >= B) break;
-      cp_async16(sA + A_BYTES + dst0 + it * RSTEP * 128, live ? bsrc + it * RSTEP * B : wk,
-                 live ? 16 : 0);
+      for (int it = 0; it < KN_IT; ++it) {
+        const int r = kn_r0 + it * KN_RS;
+        if (KN_RS > BK && r >= BK) break;
+        const unsigned e = (k0 + r) / B;
+        const bool ok = e < (unsigned)len;
+        const u16* src = wk + (i64)list.block(ok ? e : 0) * (B * B) + ((k0 + r) % B) * B + kn_c * 8;
+        cp_async16(sA + A_BYTES + kn_dst[it], ok ? src : wk, ok ? 16 : 0);
+      }
+    } else {
+      const u16* bsrc = wk + (i64)list.block(live ? it_k : 0) * (B * B) + r0 * B + off;
+#pragma unroll
+      for (int it = 0; it < B_IT; ++it) {
+        if (B % RSTEP != 0 && r0 + it * RSTEP >= B) break;
+        cp_async16(sA + A_BYTES + dst0 + it * RSTEP * 128, live ? bsrc + it * RSTEP * B : wk,
+                   live ? 16 : 0);
+      }
     }
   };
 
@@ -326,10 +348,12 @@ __global__ void __launch_bounds__(WG * 128)
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < BK / 16; ++kk) {  // k16 steps advance 32 bytes inside the row
-      const unsigned long long db = wgmma_desc_sw128(sB + kk * 32);
+      const unsigned long long db =
+          KN ? MnTile<B, BK>::desc(sB, 0, kk) : wgmma_desc_sw128(sB + kk * 32);
 #pragma unroll
       for (int m = 0; m < MW; ++m)
-        Wgmma<Tag, B>::mma(acc[m], wgmma_desc_sw128(sA + (wg * MW + m) * 64 * 128 + kk * 32), db);
+        Wgmma<Tag, B, KN ? 2 : 0>::mma(
+            acc[m], wgmma_desc_sw128(sA + (wg * MW + m) * 64 * 128 + kk * 32), db);
     }
     wgmma_commit();
     wgmma_wait<1>();  // the previous slice's MMAs are done; this one keeps running

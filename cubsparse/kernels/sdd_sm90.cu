@@ -27,25 +27,6 @@
 #include "sm90.cuh"
 #include "wgmma.cuh"
 
-// One operand's tile in a stage: BK rows of k by E elements of M or N (16-bit).
-template <int E, int BK>
-struct MnTile {
-  static constexpr int ROW = (E < 64 ? E : 64) * 2;  // bytes per row of a panel
-  static constexpr int PANEL = BK * ROW;             // bytes per panel
-  static constexpr int BYTES = BK * E * 2;
-  static constexpr int CH = E / 8;                   // 16-byte chunks per row of k
-  static_assert(E % 16 == 0 && (E <= 64 || E % 64 == 0), "whole swizzle atoms");
-  // Byte offset of chunk c of row k, swizzled.
-  static __device__ __forceinline__ unsigned offset(int k, int c) {
-    const unsigned o = (c / (ROW / 16)) * PANEL + k * ROW + (c % (ROW / 16)) * 16;
-    return o ^ (((o >> 7) & (ROW / 16 - 1)) << 4);
-  }
-  // Descriptor of the k16 step kk for the 64-element (or narrower) atom column `panel`.
-  static __device__ __forceinline__ unsigned long long desc(unsigned base, int panel, int kk) {
-    return wgmma_desc_mn<ROW>(base + panel * PANEL + kk * 16 * ROW, PANEL);
-  }
-};
-
 // This thread's share of one operand's copies: a fixed chunk column and rows k0 + j*RS.
 template <int E, int BK, int THREADS>
 struct CopyPlan {

@@ -39,3 +39,24 @@ __device__ __forceinline__ unsigned long long wgmma_desc_mn(unsigned addr, unsig
   return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)(panel >> 4) << 16) |
          ((unsigned long long)((8 * ROW) >> 4) << 32) | (mode << 62);
 }
+
+// An MN-major operand tile of a pipeline stage: BK rows of k by E 16-bit elements of M or
+// N, as panels of 64 elements (128-byte rows, 128-byte swizzle) or, when narrower, one
+// panel of E elements in the 64- or 32-byte swizzle. Panels start on 1 KiB boundaries.
+template <int E, int BK>
+struct MnTile {
+  static constexpr int ROW = (E < 64 ? E : 64) * 2;  // bytes per row of a panel
+  static constexpr int PANEL = BK * ROW;             // bytes per panel
+  static constexpr int BYTES = BK * E * 2;
+  static constexpr int CH = E / 8;                   // 16-byte chunks per row of k
+  static_assert(E % 16 == 0 && (E <= 64 || E % 64 == 0), "whole swizzle atoms");
+  // Byte offset of chunk c of row k, swizzled.
+  static __device__ __forceinline__ unsigned offset(int k, int c) {
+    const unsigned o = (c / (ROW / 16)) * PANEL + k * ROW + (c % (ROW / 16)) * 16;
+    return o ^ (((o >> 7) & (ROW / 16 - 1)) << 4);
+  }
+  // Descriptor of the k16 step kk for the 64-element (or narrower) atom column `panel`.
+  static __device__ __forceinline__ unsigned long long desc(unsigned base, int panel, int kk) {
+    return wgmma_desc_mn<ROW>(base + panel * PANEL + kk * 16 * ROW, PANEL);
+  }
+};
