@@ -78,6 +78,9 @@ SDD_TC = {
 #   computes the transposed product (W's blocks as the m64 operand, G = warpgroups * 64 / b;
 #   opt-in: absent blocks are multiplied as zeros).
 WGMMA_DSD = {8: None, 16: (4, 1, 2, 4), 32: (1, 1, 2, 5), 64: (1, 1, 2, 4), 128: (1, 1, 2, 4)}
+#   Block sizes whose X @ W on the single-block wgmma kernel reads W's blocks as stored
+#   (an N-major B tile) rather than a block-transposed copy made per call.
+WGMMA_DSD_KN = {32, 64, 128}
 #   Hopper wgmma sdd (float16/bfloat16, operands read in place as rows of the batch):
 #   (blocks per CTA, warpgroups along M, along N, stages, flip); flip stacks the group's
 #   dY blocks as wgmma's M (b <= 32), else the group spans N. None: sdd_tc above.
@@ -456,7 +459,7 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
     if n and n_out:
         small = tc and n <= SMALL_ROWS
         wcfg = wgmma_config(dtype, b) if _is_half(dtype) and not small and _is_hopper() else None
-        if wcfg is not None and wcfg.group == 1 and not transpose_w:
+        if wcfg is not None and wcfg.group == 1 and not transpose_w and b in WGMMA_DSD_KN:
             wcfg = wgmma_config(dtype, b, True)  # reads W's blocks as stored
         cfg = wcfg or dsd_config(dtype, b, transpose_w, tf32, small)
         fn = get_kernel(cfg)
