@@ -459,16 +459,17 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
     if n and n_out:
         small = tc and n <= SMALL_ROWS
         wcfg = wgmma_config(dtype, b) if _is_half(dtype) and not small and _is_hopper() else None
-        if wcfg is not None and wcfg.group == 1 and not transpose_w and b in WGMMA_DSD_KN:
+        kn = wcfg is not None and wcfg.group == 1 and b in WGMMA_DSD_KN
+        if kn and not transpose_w:
             wcfg = wgmma_config(dtype, b, True)  # reads W's blocks as stored
         cfg = wcfg or dsd_config(dtype, b, transpose_w, tf32, small)
         fn = get_kernel(cfg)
         if tc and not _rows_ok(x, 16):
             x = x.copy(order="C")  # a new, aligned buffer (ascontiguousarray may return x)
         wdata = w._data
-        if (tf32 or (wcfg is not None and wcfg.group > 1)) and not transpose_w:
+        if (tf32 or (wcfg is not None and not kn)) and not transpose_w:
             # These kernels read W's blocks with k contiguous ([n][k]): TF32 because ldmatrix
-            # moves 16-bit elements, the grouped wgmma kernel for its K-major descriptors.
+            # moves 16-bit elements, the other wgmma kernels for their K-major descriptors.
             # For X @ W give them each block transposed (one pass over the non-zeros).
             wdata = _transposed_blocks(wdata) if wcfg is not None else \
                 cupy.ascontiguousarray(wdata.transpose(0, 2, 1))
