@@ -80,7 +80,7 @@ SDD_TC = {
 WGMMA_DSD = {8: None, 16: (4, 1, 2, 4), 32: (1, 1, 2, 5), 64: (1, 1, 2, 4), 128: (1, 1, 2, 4)}
 #   Block sizes whose X @ W on the single-block wgmma kernel reads W's blocks as stored
 #   (an N-major B tile) rather than a block-transposed copy made per call.
-WGMMA_DSD_KN = {32, 64, 128}
+WGMMA_DSD_KN = {32}
 #   Hopper wgmma sdd (float16/bfloat16, operands read in place as rows of the batch):
 #   (blocks per CTA, warpgroups along M, along N, stages, flip); flip stacks the group's
 #   dY blocks as wgmma's M (b <= 32), else the group spans N. None: sdd_tc above.
