@@ -9,14 +9,14 @@
 //   rows of 64 elements = 128 bytes in wgmma's 128-byte swizzle: 16-byte chunk c of row r
 //   is stored at chunk c ^ (r % 8). Tiles start on 1024-byte boundaries, so the hardware's
 //   swizzle and ours agree, and neither the copies nor the MMA reads conflict.
-// * Pipeline: STAGES buffers; copies run STAGES - 2 slices ahead and one MMA group stays in
-//   flight across iterations (wait_group 1). A buffer is refilled two iterations after its
-//   MMAs were issued, when every warpgroup has waited for them before the barrier.
+// * Pipeline: `wgmma_pipeline` (sm90.cuh): STAGES buffers, copies STAGES - 2 slices ahead,
+//   one MMA group in flight across iterations.
 // * Copy plan: eight threads cover one 128-byte row and a thread keeps its chunk for the
 //   whole list, so its row pointers and swizzled offsets are computed once; a stage costs
 //   one work-list lookup per operand and a pointer add per copy.
-// * B is read from `wk`, blocks stored [n][k]: W itself for X @ W.T, and a copy of W with
-//   each block transposed (made by the caller, one pass over the non-zeros) for X @ W.
+// * B is read from `wk`, blocks stored [n][k]: W itself for X @ W.T, and for X @ W a copy
+//   of W with each block transposed (made by the caller, one pass over the non-zeros),
+//   except where the single-block kernel reads W as stored (KN, an N-major B tile).
 #include "common.cuh"
 #include "sm90.cuh"
 #include "wgmma.cuh"
@@ -77,7 +77,6 @@ __global__ void __launch_bounds__(WG * 128)
   constexpr int A_IT = BM / RSTEP, B_IT = (BN + RSTEP - 1) / RSTEP;
   constexpr int CAP = 256;
   constexpr int EK = B / 16;  // k16 steps of one entry in a slice
-  static_assert(STAGES >= 3, "copies run STAGES - 2 slices ahead");
   static_assert(RSTEP % 8 == 0, "a thread's swizzle phase must not change between its rows");
   static_assert(G > 1 && B >= 16 && B <= BK, "groups of blocks spanning whole k16 steps");
   static_assert(SWAP || (BK / 16) * G <= 32, "a stage's presence bits fit in a word");
@@ -146,32 +145,21 @@ __global__ void __launch_bounds__(WG * 128)
     }
   };
 
-#pragma unroll
-  for (int s = 0; s < STAGES - 2; ++s) {
-    if (s < ktiles) load(s, s);
-    cp_async_commit();
-  }
-  for (int kt = 0; kt < ktiles; ++kt) {
-    // Presence bit el * G + i: entry el of this slice has a block for member i.
-    unsigned present = 0;
-#pragma unroll
-    for (int el = 0; el < BK / 16 / EK && !SWAP; ++el) {
-      const int e = (kt * BK + el * EK * 16) / B;
-      if (e < len) present |= list.mask(e) << (el * G);
-    }
-    cp_async_wait<STAGES - 3>();
-    fence_proxy_async();  // this thread's copies -> visible to the tensor cores
-    __syncthreads();
-    const unsigned sA = base + (kt % STAGES) * STAGE_BYTES, sB = sA + A_BYTES;
-#pragma unroll
-    for (int a = 0; a < AR; ++a) keep_in_registers(acc[a]);
-    wgmma_fence();
+  wgmma_pipeline<STAGES>(ktiles, acc, load, [&](int stage, int kt) {
+    const unsigned sA = base + stage * STAGE_BYTES, sB = sA + A_BYTES;
     if constexpr (SWAP) {
 #pragma unroll
       for (int kk = 0; kk < BK / 16; ++kk)  // k16 steps: 32 bytes each
         Wgmma<Tag, BM>::mma(acc[0], wgmma_desc_sw128(sB + wg * 64 * 128 + kk * 32),
                             wgmma_desc_sw128(sA + kk * 32));
     } else {
+      // Presence bit el * G + i: entry el of this slice has a block for member i.
+      unsigned present = 0;
+#pragma unroll
+      for (int el = 0; el < BK / 16 / EK; ++el) {
+        const int e = (kt * BK + el * EK * 16) / B;
+        if (e < len) present |= list.mask(e) << (el * G);
+      }
 #pragma unroll
       for (int el = 0; el < BK / 16 / EK; ++el)
 #pragma unroll
@@ -187,37 +175,24 @@ __global__ void __launch_bounds__(WG * 128)
             }
           }
     }
-    wgmma_commit();
-    wgmma_wait<1>();  // the previous slice's MMAs are done; this one keeps running
-#pragma unroll
-    for (int a = 0; a < AR; ++a) keep_in_registers(acc[a]);
-    const int nk = kt + STAGES - 2;
-    if (nk < ktiles) load(nk % STAGES, nk);
-    cp_async_commit();
-  }
-  wgmma_wait<0>();
-  cp_async_wait<0>();
-#pragma unroll
-  for (int a = 0; a < AR; ++a) keep_in_registers(acc[a]);
+  });
 
   // Accumulator layout of m64nN: warp w of the warpgroup holds rows 16w..16w+15; for each
   // 8-column chunk q, registers 4q, 4q+1 are (row lane/4, columns 2*(lane%4) + {0, 1}) and
   // 4q+2, 4q+3 the same columns 8 rows down.
   if constexpr (SWAP) {
-    // Rows of the tile are Y's columns and columns its rows. A thread's register pair is
-    // two rows of Y; swapping one value with the lane holding the next column (lane ^ 4)
-    // gives each thread a pair of adjacent columns in one row, stored together.
-    const bool even = ((lane >> 2) & 1) == 0;
+    // Rows of the tile are Y's columns and columns its rows: transpose_pair turns a
+    // thread's register pair (two rows of Y) into two adjacent columns of one row.
 #pragma unroll
     for (int q = 0; q < BM / 8; ++q)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const float v0 = acc[0][4 * q + 2 * h], v1 = acc[0][4 * q + 2 * h + 1];
-        const float other = __shfl_xor_sync(0xffffffffu, even ? v1 : v0, 4);
+        float s0, s1;
+        const bool even =
+            transpose_pair(lane, acc[0][4 * q + 2 * h], acc[0][4 * q + 2 * h + 1], s0, s1);
         const int m = wiw * 16 + (lane >> 2) + h * 8 - (even ? 0 : 1);  // even column
         const int r = row0 + q * 8 + (lane & 3) * 2 + (even ? 0 : 1);
         const int i = wg * P + m / B, col = m % B, j = grp * G + i;
-        const float s0 = even ? v0 : other, s1 = even ? other : v1;
         if (r >= nrows || j >= nout) continue;
         if (slot < 0)
           store_pair(Tag(), y + (i64)r * ldy + (i64)j * B + col, s0, s1, alpha, beta);
@@ -263,7 +238,6 @@ __global__ void __launch_bounds__(WG * 128)
   constexpr int A_BYTES = BM * 128, STAGE_BYTES = (BM + B) * 128, NACC = B / 2;
   constexpr int RSTEP = THREADS / 8;  // rows between a thread's successive copies
   constexpr int A_IT = BM / RSTEP, B_IT = (B + RSTEP - 1) / RSTEP;
-  static_assert(STAGES >= 3, "copies run STAGES - 2 slices ahead");
   static_assert(RSTEP % 8 == 0, "a thread's swizzle phase must not change between its rows");
   extern __shared__ unsigned char smem_raw[];
   // 1024-byte alignment for the swizzle (the launch adds 1 KiB of slack).
@@ -333,19 +307,8 @@ __global__ void __launch_bounds__(WG * 128)
     }
   };
 
-#pragma unroll
-  for (int s = 0; s < STAGES - 2; ++s) {
-    if (s < ktiles) load(s, s);
-    cp_async_commit();
-  }
-  for (int kt = 0; kt < ktiles; ++kt) {
-    cp_async_wait<STAGES - 3>();
-    fence_proxy_async();  // this thread's copies -> visible to the tensor cores
-    __syncthreads();
-    const unsigned sA = base + (kt % STAGES) * STAGE_BYTES, sB = sA + A_BYTES;
-#pragma unroll
-    for (int m = 0; m < MW; ++m) keep_in_registers(acc[m]);
-    wgmma_fence();
+  wgmma_pipeline<STAGES>(ktiles, acc, load, [&](int stage, int) {
+    const unsigned sA = base + stage * STAGE_BYTES, sB = sA + A_BYTES;
 #pragma unroll
     for (int kk = 0; kk < BK / 16; ++kk) {  // k16 steps advance 32 bytes inside the row
       const unsigned long long db =
@@ -355,18 +318,7 @@ __global__ void __launch_bounds__(WG * 128)
         Wgmma<Tag, B, KN ? 2 : 0>::mma(
             acc[m], wgmma_desc_sw128(sA + (wg * MW + m) * 64 * 128 + kk * 32), db);
     }
-    wgmma_commit();
-    wgmma_wait<1>();  // the previous slice's MMAs are done; this one keeps running
-#pragma unroll
-    for (int m = 0; m < MW; ++m) keep_in_registers(acc[m]);
-    const int nk = kt + STAGES - 2;
-    if (nk < ktiles) load(nk % STAGES, nk);
-    cp_async_commit();
-  }
-  wgmma_wait<0>();
-  cp_async_wait<0>();
-#pragma unroll
-  for (int m = 0; m < MW; ++m) keep_in_registers(acc[m]);
+  });
 
   // Accumulator layout of m64nN: warp w of the warpgroup holds rows 16w..16w+15; for each
   // 8-column chunk q, registers 4q, 4q+1 are (row lane/4, columns 2*(lane%4) + {0, 1}) and

@@ -20,9 +20,9 @@
 // swizzle), or, when narrower (FLIP's X_r of B = 32 or 16), one panel of E elements in the
 // 64- or 32-byte swizzle: 16-byte chunk c of row k lies at chunk c ^ (address bits 7..).
 // Panels start on 1024-byte boundaries, so the hardware's swizzle and ours agree.
-// Pipeline and copy plan as in dsd_sm90.cu: STAGES buffers, copies STAGES - 2 slices
-// ahead, one MMA group in flight across iterations; each thread keeps one 16-byte chunk
-// column of each operand for the whole reduction, so a stage costs a pointer add per copy.
+// The main loop is `wgmma_pipeline` (sm90.cuh), as in dsd_sm90.cu. Copy plan: each thread
+// keeps one 16-byte chunk column of each operand for the whole reduction, so a stage costs
+// a pointer add per copy.
 #include "common.cuh"
 #include "sm90.cuh"
 #include "wgmma.cuh"
@@ -73,7 +73,6 @@ __global__ void __launch_bounds__(WM* WN * 128)
   typedef MnTile<EB, BK> TB;
   constexpr int STAGE_BYTES = TA::BYTES + TB::BYTES;
   constexpr int MT = EA / 64 / WM, NW = EB / WN;
-  static_assert(STAGES >= 3, "copies run STAGES - 2 slices ahead");
   static_assert(EA % (64 * WM) == 0 && NW % 8 == 0 && NW <= 256, "bad warpgroup tiling");
   static_assert(WN == 1 || NW % 64 == 0, "a warpgroup's columns start on an atom");
   static_assert(TA::BYTES % 1024 == 0 && TB::BYTES % 1024 == 0, "tiles stay 1 KiB aligned");
@@ -106,19 +105,8 @@ __global__ void __launch_bounds__(WM* WN * 128)
 #pragma unroll
     for (int i = 0; i < NW / 2; ++i) acc[m][i] = 0.f;
 
-#pragma unroll
-  for (int s = 0; s < STAGES - 2; ++s) {
-    if (s < ktiles) load(s, s);
-    cp_async_commit();
-  }
-  for (int kt = 0; kt < ktiles; ++kt) {
-    cp_async_wait<STAGES - 3>();
-    fence_proxy_async();  // this thread's copies -> visible to the tensor cores
-    __syncthreads();
-    const unsigned sA = base + (kt % STAGES) * STAGE_BYTES, sB = sA + TA::BYTES;
-#pragma unroll
-    for (int m = 0; m < MT; ++m) keep_in_registers(acc[m]);
-    wgmma_fence();
+  wgmma_pipeline<STAGES>(ktiles, acc, load, [&](int stage, int) {
+    const unsigned sA = base + stage * STAGE_BYTES, sB = sA + TA::BYTES;
 #pragma unroll
     for (int kk = 0; kk < BK / 16; ++kk) {
       const unsigned long long db = TB::desc(sB, wn * NW / 64, kk);
@@ -126,23 +114,11 @@ __global__ void __launch_bounds__(WM* WN * 128)
       for (int m = 0; m < MT; ++m)
         Wgmma<Tag, NW, 3>::mma(acc[m], TA::desc(sA, wm * MT + m, kk), db);
     }
-    wgmma_commit();
-    wgmma_wait<1>();  // the previous slice's MMAs are done; this one keeps running
-#pragma unroll
-    for (int m = 0; m < MT; ++m) keep_in_registers(acc[m]);
-    const int nk = kt + STAGES - 2;
-    if (nk < ktiles) load(nk % STAGES, nk);
-    cp_async_commit();
-  }
-  wgmma_wait<0>();
-  cp_async_wait<0>();
-#pragma unroll
-  for (int m = 0; m < MT; ++m) keep_in_registers(acc[m]);
+  });
 
   // Accumulator layout of m64nN: warp w of the warpgroup holds rows 16w..16w+15; for each
   // 8-column chunk q, registers 4q, 4q+1 are (row lane/4, columns 2*(lane%4) + {0, 1}) and
   // 4q+2, 4q+3 the same columns 8 rows down.
-  const bool even = ((lane >> 2) & 1) == 0;
 #pragma unroll
   for (int m = 0; m < MT; ++m)
 #pragma unroll
@@ -158,12 +134,10 @@ __global__ void __launch_bounds__(WM* WN * 128)
             store_pair(Tag(), out + (i64)(p0 + gg) * (B * B) + row * B + cl % B, v0, v1, alpha,
                        beta);
         } else {
-          // D[row][cl] is block (row / B) transposed. Rows row, row + 1 sit in lanes
-          // l, l ^ 4: trading one value gives the even lane the pair (cl, row..row+1) and
-          // the odd lane (cl + 1, row - 1..row), both contiguous in the block.
-          const float other = __shfl_xor_sync(0xffffffffu, even ? v1 : v0, 4);
+          // D[row][cl] is block (row / B) transposed: store pairs along its rows.
+          float s0, s1;
+          const bool even = transpose_pair(lane, v0, v1, s0, s1);
           const int re = row - (even ? 0 : 1), gg = re / B;
-          const float s0 = even ? v0 : other, s1 = even ? other : v1;
           if (gg < cnt)
             store_pair(Tag(), out + (i64)(p0 + gg) * (B * B) + (cl + (even ? 0 : 1)) * B + re % B,
                        s0, s1, alpha, beta);

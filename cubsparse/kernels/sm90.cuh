@@ -60,3 +60,52 @@ struct MnTile {
     return wgmma_desc_mn<ROW>(base + panel * PANEL + kk * 16 * ROW, PANEL);
   }
 };
+
+// The cp.async + wgmma main loop of the Hopper kernels. STAGES buffers; copies run
+// STAGES - 2 slices ahead and one MMA group stays in flight across iterations (wait_group
+// 1), so a buffer is refilled two iterations after its MMAs were issued, when every
+// warpgroup has waited for them before the barrier. load(stage, slice) issues one slice's
+// copies; mma(stage, slice) issues its wgmmas between the fence and the commit. The
+// accumulators `acc` are pinned around every asynchronous group.
+template <int STAGES, int R, int C, class Load, class Mma>
+__device__ __forceinline__ void wgmma_pipeline(int ktiles, float (&acc)[R][C], Load load, Mma mma) {
+  static_assert(STAGES >= 3, "copies run STAGES - 2 slices ahead");
+  auto pin = [&] {
+#pragma unroll
+    for (int r = 0; r < R; ++r) keep_in_registers(acc[r]);
+  };
+#pragma unroll
+  for (int s = 0; s < STAGES - 2; ++s) {
+    if (s < ktiles) load(s, s);
+    cp_async_commit();
+  }
+  for (int kt = 0; kt < ktiles; ++kt) {
+    cp_async_wait<STAGES - 3>();
+    fence_proxy_async();  // this thread's copies -> visible to the tensor cores
+    __syncthreads();
+    pin();
+    wgmma_fence();
+    mma(kt % STAGES, kt);
+    wgmma_commit();
+    wgmma_wait<1>();  // the previous slice's MMAs are done; this one keeps running
+    pin();
+    const int nk = kt + STAGES - 2;
+    if (nk < ktiles) load(nk % STAGES, nk);
+    cp_async_commit();
+  }
+  wgmma_wait<0>();
+  cp_async_wait<0>();
+  pin();
+}
+
+// Transposes an m64nN accumulator pair for a store along the rows: the pair (v0, v1) is
+// (row r, columns c, c + 1), and rows r, r + 1 sit in lanes l, l ^ 4. Trading one value
+// gives the lane of the even row (s0, s1) = (column c, rows r..r + 1) and the other lane
+// (column c + 1, rows r - 1..r). Returns whether this lane holds the even row.
+__device__ __forceinline__ bool transpose_pair(int lane, float v0, float v1, float& s0, float& s1) {
+  const bool even = ((lane >> 2) & 1) == 0;
+  const float other = __shfl_xor_sync(0xffffffffu, even ? v1 : v0, 4);
+  s0 = even ? v0 : other;
+  s1 = even ? other : v1;
+  return even;
+}
