@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call: GPU test suite, compute-sanitizer, and optionally ncu source-level
 # profiles of the fp16 kernels at N=C=K=4096, d=0.25. Logs land in $OUT (or ./gpu_out).
-# Usage: bash tools/gpu_session.sh [tests] [sanitize] [ncu:B] [probe]
+# Usage: bash tools/gpu_session.sh [tests] [sanitize] [ncu:B] [wgmma:B:DTYPE] [probe]
+#        [sweep:SECONDS:ARGS...] (ARGS: `python -m bench` options joined by commas)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
@@ -25,6 +26,24 @@ for step in "$@"; do
         ncu -i "$OUT/${k}_b$b.ncu-rep" --page details > "$OUT/${k}_b${b}_details.txt" 2>&1
       done
       summary+=("ncu b=$b done") ;;
+    wgmma:*)  # the Hopper kernels: speed of light, memory, stall reasons, L2 fabric traffic
+      IFS=: read -r _ b dt <<< "$step"
+      for k in dsd_wgmma sdd_wgmma; do
+        tag="${k}_b${b}_${dt}"
+        ncu --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+          --section SchedulerStats --section Occupancy --section LaunchStats \
+          --metrics lts__t_sectors_srcunit_ltcfabric.sum,lts__t_sectors.sum,lts__t_sector_hit_rate.pct,smsp__inst_executed.sum \
+          -k "regex:$k" --launch-skip 1 --launch-count 1 -f -o "$OUT/$tag" \
+          python3 tools/ncu_target.py "$b" "$dt" > "$OUT/ncu_$tag.log" 2>&1
+        ncu -i "$OUT/$tag.ncu-rep" --page details > "$OUT/${tag}_details.txt" 2>&1
+      done
+      summary+=("ncu wgmma b=$b $dt done") ;;
+    sweep:*)  # sweep:SECONDS:--n,4096,--dtypes,fp16 -> python -m bench --full --max-seconds SECONDS --n 4096 ...
+      IFS=: read -r _ secs args <<< "$step"
+      IFS=, read -r -a extra <<< "$args"
+      python3 -m bench --full --no-progress --max-seconds "$secs" --out "$OUT/sweep" "${extra[@]}" \
+        > "$OUT/sweep.log" 2>&1
+      summary+=("sweep rc=$? $(tail -n 3 "$OUT/sweep.log" | tr '\n' ' ')") ;;
     probe)
       python3 tools/gpu_probe.py --speed 2>&1 | tee "$OUT/probe.log" | tail -n 30 ;;
   esac
