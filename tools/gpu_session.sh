@@ -28,15 +28,13 @@ for step in "$@"; do
       summary+=("ncu b=$b done") ;;
     wgmma:*)  # the Hopper kernels: speed of light, memory, stall reasons, L2 fabric traffic
       IFS=: read -r _ b dt <<< "$step"
-      for k in dsd_wgmma sdd_wgmma; do
-        tag="${k}_b${b}_${dt}"
-        ncu --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
-          --section SchedulerStats --section Occupancy --section LaunchStats \
-          --metrics lts__t_sectors_srcunit_ltcfabric.sum,lts__t_sectors.sum,lts__t_sector_hit_rate.pct,smsp__inst_executed.sum \
-          -k "regex:$k" --launch-skip 1 --launch-count 1 -f -o "$OUT/$tag" \
-          python3 tools/ncu_target.py "$b" "$dt" > "$OUT/ncu_$tag.log" 2>&1
-        ncu -i "$OUT/$tag.ncu-rep" --page details > "$OUT/${tag}_details.txt" 2>&1
-      done
+      tag="wgmma_b${b}_${dt}"  # one dsd and one sdd launch, the first (compiling) pair skipped
+      ncu --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+        --section SchedulerStats --section Occupancy --section LaunchStats \
+        --metrics lts__t_sectors_srcunit_ltcfabric.sum,lts__t_sectors.sum,lts__t_sector_hit_rate.pct,smsp__inst_executed.sum \
+        -k "regex:(dsd|sdd)_wgmma" --launch-skip 2 --launch-count 2 -f -o "$OUT/$tag" \
+        python3 tools/ncu_target.py "$b" "$dt" > "$OUT/ncu_$tag.log" 2>&1
+      ncu -i "$OUT/$tag.ncu-rep" --page details > "$OUT/${tag}_details.txt" 2>&1
       summary+=("ncu wgmma b=$b $dt done") ;;
     sweep:*)  # sweep:SECONDS:--n,4096,--dtypes,fp16 -> python -m bench --full --max-seconds SECONDS --n 4096 ...
       IFS=: read -r _ secs args <<< "$step"
