@@ -2,7 +2,7 @@
 # One device call: GPU test suite, compute-sanitizer, and optionally ncu source-level
 # profiles of the fp16 kernels at N=C=K=4096, d=0.25. Logs land in $OUT (or ./gpu_out).
 # Usage: bash tools/gpu_session.sh [tests] [sanitize] [ncu:B] [wgmma:B:DTYPE] [probe]
-#        [sweep:SECONDS:ARGS...] (ARGS: `python -m bench` options joined by commas)
+#        [sweep:NAME:SECONDS:ARGS] (ARGS: `python -m bench` options joined by commas)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
@@ -36,12 +36,16 @@ for step in "$@"; do
         python3 tools/ncu_target.py "$b" "$dt" > "$OUT/ncu_$tag.log" 2>&1
       ncu -i "$OUT/$tag.ncu-rep" --page details > "$OUT/${tag}_details.txt" 2>&1
       summary+=("ncu wgmma b=$b $dt done") ;;
-    sweep:*)  # sweep:SECONDS:--n,4096,--dtypes,fp16 -> python -m bench --full --max-seconds SECONDS --n 4096 ...
-      IFS=: read -r _ secs args <<< "$step"
+    sweep:*)  # sweep:NAME:SECONDS:ARGS, ARGS = `python -m bench` options joined by commas:
+      # python -m bench --full --max-seconds SECONDS ARGS...; keeps $OUT/NAME.json and NAME.log
+      IFS=: read -r _ name secs args <<< "$step"
       IFS=, read -r -a extra <<< "$args"
-      python3 -m bench --full --no-progress --max-seconds "$secs" --out "$OUT/sweep" "${extra[@]}" \
-        > "$OUT/sweep.log" 2>&1
-      summary+=("sweep rc=$? $(tail -n 3 "$OUT/sweep.log" | tr '\n' ' ')") ;;
+      tmp="$(mktemp -d)"
+      python3 -m bench --full --no-progress --no-plots --max-seconds "$secs" --out "$tmp" "${extra[@]}" \
+        > "$OUT/$name.log" 2>&1
+      rc=$?
+      cp "$tmp"/results_*.json "$OUT/$name.json" 2>/dev/null
+      summary+=("sweep $name rc=$rc $(grep -E '^status:' "$OUT/$name.log")") ;;
     probe)
       python3 tools/gpu_probe.py --speed 2>&1 | tee "$OUT/probe.log" | tail -n 30 ;;
   esac
