@@ -41,7 +41,10 @@ for step in "$@"; do
       IFS=: read -r _ name secs args <<< "$step"
       IFS=, read -r -a extra <<< "$args"
       tmp="$(mktemp -d)"
-      python3 -m bench --full --no-progress --no-plots --max-seconds "$secs" --out "$tmp" "${extra[@]}" \
+      # No new case after SECONDS; a case still running 90 s later is cut short (its
+      # results file holds every case finished before it).
+      timeout $((secs + 90)) python3 -m bench --full --no-progress --no-plots --max-seconds "$secs" \
+        --out "$tmp" "${extra[@]}" \
         > "$OUT/$name.log" 2>&1
       rc=$?
       cp "$tmp"/results_*.json "$OUT/$name.json" 2>/dev/null
