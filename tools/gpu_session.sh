@@ -2,7 +2,7 @@
 # One device call: GPU test suite, compute-sanitizer, and optionally ncu source-level
 # profiles of the fp16 kernels at N=C=K=4096, d=0.25. Logs land in $OUT (or ./gpu_out).
 # Usage: bash tools/gpu_session.sh [tests] [sanitize] [ncu:B] [wgmma:B:DTYPE] [probe]
-#        [sweep:NAME:SECONDS:ARGS] (ARGS: `python -m bench` options joined by commas)
+#        [sweep:NAME:SECONDS:ARGS] (ARGS: `python -m bench` options joined by "+")
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
@@ -36,10 +36,10 @@ for step in "$@"; do
         python3 tools/ncu_target.py "$b" "$dt" > "$OUT/ncu_$tag.log" 2>&1
       ncu -i "$OUT/$tag.ncu-rep" --page details > "$OUT/${tag}_details.txt" 2>&1
       summary+=("ncu wgmma b=$b $dt done") ;;
-    sweep:*)  # sweep:NAME:SECONDS:ARGS, ARGS = `python -m bench` options joined by commas:
+    sweep:*)  # sweep:NAME:SECONDS:ARGS, ARGS = `python -m bench` options joined by "+":
       # python -m bench --full --max-seconds SECONDS ARGS...; keeps $OUT/NAME.json and NAME.log
       IFS=: read -r _ name secs args <<< "$step"
-      IFS=, read -r -a extra <<< "$args"
+      IFS=+ read -r -a extra <<< "$args"
       tmp="$(mktemp -d)"
       # No new case after SECONDS; a case still running 90 s later is cut short (its
       # results file holds every case finished before it).
