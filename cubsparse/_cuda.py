@@ -72,6 +72,11 @@ SDD_TC = {
     8: (16, 1, 4, 32, 4), 16: (16, 1, 4, 32, 4), 32: (8, 1, 4, 32, 4),
     64: (2, 1, 2, 32, 4), 128: (1, 2, 2, 32, 4),
 }
+#   dsd for small blocks (float16/bfloat16, more than SMALL_ROWS rows): a group of adjacent
+#   output blocks per CTA shares every X slice it loads (dsd_group_tc). (blocks per CTA,
+#   rows of X per CTA, warps along m, warps along n, list entries per stage, stages).
+#   Hopper takes the wgmma kernel below where one is configured for the block size.
+DSD_GROUP = {8: (16, 128, 4, 2, 8, 3)}
 #   Hopper wgmma dsd (float16/bfloat16, more than SMALL_ROWS rows): (output blocks per
 #   CTA, 64-row tiles, warpgroups, stages[, swap]); None: the mma.sync kernel above. One
 #   block per CTA runs dsd_wgmma_single; a group of them dsd_wgmma, which with swap=True
@@ -142,6 +147,19 @@ def reduce_config(dtype: np.dtype, b: int, tf32: bool = False, group: int = 1) -
 
 
 @functools.lru_cache(maxsize=None)
+def group_config(dtype: np.dtype, b: int, trans: bool) -> KernelConfig | None:
+    """The grouped small-block dsd kernel (mma.sync), or None where unused."""
+    name = _dtype_name(dtype)
+    cfg = DSD_GROUP.get(b)
+    if name not in _TC_TAGS or cfg is None:
+        return None
+    group, bm, wm, wn, entries, st = cfg
+    expr = f"dsd_group_tc<{_TC_TAGS[name]},{b},{group},{bm},{wm},{wn},{entries},{st},{_b(trans)}>"
+    smem = st * entries * (bm + group * b) * b * 2
+    return KernelConfig("dsd", expr, wm * wn * 32, smem, bm, group)
+
+
+@functools.lru_cache(maxsize=None)
 def wgmma_config(dtype: np.dtype, b: int, kn: bool = False) -> KernelConfig | None:
     """The Hopper wgmma dsd kernel, or None where unused. ``kn``: X @ W, W's blocks read
     as stored ([k][n]); the grouped kernel (G > 1) reads a block-transposed copy instead."""
@@ -179,14 +197,16 @@ def transpose_config(b: int) -> KernelConfig:
     return KernelConfig("dsd_sm90", f"transpose_blocks<{b}>", 256, 0, 0, 1, "sm_90a")
 
 
-def set_tiles(dsd=None, sdd=None, dsd_small=None, wgmma=None, wgmma_sdd=None) -> None:
+def set_tiles(dsd=None, sdd=None, dsd_small=None, wgmma=None, wgmma_sdd=None,
+              group=None) -> None:
     """Replace tile choices (for tuning experiments); clears the config caches."""
     DSD_TC.update(dsd or {})
+    DSD_GROUP.update(group or {})
     SDD_TC.update(sdd or {})
     DSD_TC_SMALL.update(dsd_small or {})
     WGMMA_DSD.update(wgmma or {})
     WGMMA_SDD.update(wgmma_sdd or {})
-    for f in (dsd_config, sdd_config, wgmma_config, sdd_wgmma_config):
+    for f in (dsd_config, sdd_config, group_config, wgmma_config, sdd_wgmma_config):
         f.cache_clear()
 
 
@@ -204,6 +224,9 @@ def all_configs(dtypes=None, blocksizes=None, families=None) -> list[KernelConfi
                 if fam == "dsd":
                     if dt in _TC_TAGS or tf32:
                         out.append(reduce_config(dt, b, dt not in _TC_TAGS))
+                    if group_config(dt, b, False) is not None:
+                        out += [group_config(dt, b, t) for t in (False, True)]
+                        out.append(reduce_config(dt, b, False, group_config(dt, b, False).group))
                     for small in (False, True):
                         out += [dsd_config(dt, b, t, False, small) for t in (False, True)]
                         out += [dsd_config(dt, b, True, True, small)] if tf32 else []
@@ -462,7 +485,8 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
         kn = wcfg is not None and wcfg.group == 1 and b in WGMMA_DSD_KN
         if kn and not transpose_w:
             wcfg = wgmma_config(dtype, b, True)  # reads W's blocks as stored
-        cfg = wcfg or dsd_config(dtype, b, transpose_w, tf32, small)
+        gcfg = group_config(dtype, b, transpose_w) if wcfg is None and not small else None
+        cfg = wcfg or gcfg or dsd_config(dtype, b, transpose_w, tf32, small)
         fn = get_kernel(cfg)
         if tc and not _rows_ok(x, 16):
             x = x.copy(order="C")  # a new, aligned buffer (ascontiguousarray may return x)
@@ -489,7 +513,7 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
             grid = (work.shape[0], -(-rows // cfg.rows_per_cta))
             if tc:
                 head = (xs, np.int64(xs.strides[0] // it), np.int32(rows))
-                head += (np.int32(n_out),) if wcfg is not None and group > 1 else ()
+                head += (np.int32(n_out),) if group > 1 else ()  # grouped kernels
                 args = head + (wdata, work, blk, gidx, ys, np.int64(ys.strides[0] // it),
                                np.float32(alpha), np.float32(beta),
                                ws if ws is not None else np.uint64(0), np.int64(n * width))

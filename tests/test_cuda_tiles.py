@@ -84,3 +84,59 @@ def test_wgmma_dsd_reads_w_as_stored_or_transposed(backend, monkeypatch, kn, b):
     got = to_numpy(cs.matmul(x, w, out=poison((150, 3 * b), "float16", backend)))
     ref = to_numpy(x).astype(np.float64) @ to_numpy(w.toarray()).astype(np.float64)
     assert np.linalg.norm(got.astype(np.float64) - ref) / np.linalg.norm(ref) < 4e-3
+
+
+# (b, (blocks per CTA, rows per CTA, warps along m, along n, entries per stage, stages))
+GROUP_TILES = [
+    (8, (16, 128, 4, 2, 8, 3)),
+    (8, (32, 128, 4, 2, 4, 3)),  # 16 members per warp
+    (8, (8, 64, 2, 2, 4, 4)),    # four warps
+    (16, (16, 128, 4, 2, 4, 3)),
+    (16, (8, 64, 2, 2, 2, 4)),
+]
+
+
+@pytest.fixture
+def group_tile(request, monkeypatch):
+    from cubsparse import _cuda
+
+    b, cfg = request.param
+    monkeypatch.setitem(_cuda.DSD_GROUP, b, cfg)
+    monkeypatch.setitem(_cuda.WGMMA_DSD, b, None)  # the grouped mma.sync kernel on Hopper too
+    _cuda.group_config.cache_clear()
+    _cuda.wgmma_config.cache_clear()
+    yield b
+    _cuda.group_config.cache_clear()
+    _cuda.wgmma_config.cache_clear()
+
+
+@pytest.mark.parametrize("group_tile", GROUP_TILES, indirect=True, ids=lambda t: f"b{t[0]}-{t[1]}")
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("n", [65, 300])  # one partial row tile; several (lists split at both)
+def test_grouped_small_block_dsd_tiles_match_scipy(backend, group_tile, dtype, n):
+    """X @ W and dY @ W.T on the grouped small-block kernel: lists longer than the kernel's
+    shared-memory copy (300 entries), a partial last group, an empty output block, a full
+    row, every entry present for some members and absent for others."""
+    b = group_tile
+    rng = np.random.default_rng(n + b)
+    lay = rng.random((300, 37)) < 0.3
+    lay[:, 5] = False   # an empty output block column of X @ W
+    lay[7, :] = True    # a full block row
+    lay[:, 36] = True   # a full block column, in the partial last group
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=8, backend=backend)
+    wd = to_numpy(w.toarray().astype("float64"))
+    tol = cs._dtypes.TOLERANCE[dtype]
+    for trans in (False, True):
+        rows_in = 37 if trans else 300
+        x = to_backend(rng.standard_normal((n, rows_in * b)).astype(np.float32),
+                       backend).astype(w.dtype)
+        op = w.T if trans else w
+        ref = to_numpy(x.astype("float64")) @ (wd.T if trans else wd)
+        out = poison((n, ref.shape[1]), dtype, backend)
+        got = to_numpy(cs.matmul(x, op, out=out).astype("float64"))
+        assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < tol, trans
+        if not trans:
+            assert np.all(got[:, 5 * b:6 * b] == 0)  # the empty output block is zeros
+        # alpha and beta on top of the previous result: 0.5 * new + 2 * old = 2.5 * old
+        got2 = to_numpy(cs.matmul(x, op, out=out, alpha=0.5, beta=2.0).astype("float64"))
+        assert np.linalg.norm(got2 - 2.5 * got) / np.linalg.norm(2.5 * got) < tol, trans

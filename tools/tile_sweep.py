@@ -3,7 +3,8 @@ fp16, density 0.25 (random layout), checked against float32 dense math, CUDA-gra
 next to dense cupy.matmul. Prints one table; the fastest correct tile per (op, b) is
 what goes into DSD_TC / SDD_TC in cubsparse/_cuda.py (bench/NOTES.md keeps the history).
 
-    PYTHONPATH=.:tools python3 tools/tile_sweep.py [--wgmma] [--ops=fwd,bwd,sdd] [b ...]
+    PYTHONPATH=.:tools python3 tools/tile_sweep.py [--wgmma] [--group] [--ops=fwd,bwd,sdd]
+        [--density=0.25] [b ...]
 
 Each candidate runs alone: the mma.sync tiles with the wgmma kernels switched off, a
 wgmma tile with the mma.sync choice as it is.
@@ -21,6 +22,7 @@ from gpu_probe import OPS, bench, graph_ms, setup, verify
 # dsd: (rows per CTA, warps m, warps n, k depth, stages); sdd: (blocks per CTA, warps m,
 # warps n, k depth, stages). The current choice is listed first.
 DSD = {
+    8: [(256, 8, 1, 32, 4)],
     16: [(256, 8, 1, 32, 4), (256, 8, 1, 64, 3), (256, 4, 1, 64, 3), (128, 4, 1, 64, 4)],
     32: [(256, 8, 1, 32, 4), (256, 8, 1, 64, 3), (256, 4, 1, 32, 4), (256, 4, 1, 64, 3),
          (128, 4, 1, 64, 4), (128, 2, 1, 64, 4)],
@@ -28,6 +30,13 @@ DSD = {
          (256, 4, 2, 64, 3), (256, 4, 2, 32, 4), (256, 4, 1, 64, 3)],
     128: [(128, 2, 4, 64, 3), (128, 2, 2, 64, 3), (256, 4, 2, 64, 3), (128, 4, 2, 64, 3),
           (128, 2, 2, 32, 4), (256, 4, 2, 32, 4)],
+}
+# The grouped small-block dsd (mma.sync): (output blocks per CTA, rows per CTA, warps m,
+# warps n, list entries per stage, stages), tried after the single-block tiles.
+GROUP = {
+    8: [(16, 128, 4, 2, 8, 3), (16, 128, 4, 2, 4, 4), (16, 128, 4, 2, 4, 3), (32, 128, 4, 2, 4, 3),
+        (32, 64, 2, 4, 4, 4), (16, 64, 2, 2, 8, 4), (32, 128, 2, 4, 4, 3), (8, 128, 4, 2, 8, 4)],
+    16: [(16, 128, 4, 2, 4, 3), (8, 128, 4, 2, 4, 4), (16, 64, 2, 4, 4, 4), (8, 64, 2, 2, 4, 4)],
 }
 # Hopper wgmma dsd: (output blocks per CTA, 64-row tiles, warpgroups, stages[, swap]),
 # tried after the mma.sync tiles for fwd and bwd.
@@ -63,24 +72,33 @@ SDD = {
 
 def main():
     only_wgmma = "--wgmma" in sys.argv  # only the wgmma candidates
+    only_group = "--group" in sys.argv  # only the grouped small-block candidates
+    density = float(next((a[10:] for a in sys.argv if a.startswith("--density=")), 0.25))
     ops = next((a[6:].split(",") for a in sys.argv if a.startswith("--ops=")), list(OPS))
     blocks = [int(a) for a in sys.argv[1:] if a.isdigit()] or [16, 32, 64, 128]
     print("GPU:", cp.cuda.runtime.getDeviceProperties(0)["name"].decode())
     rows = []
-    saved = dict(_cuda.DSD_TC), dict(_cuda.SDD_TC), dict(_cuda.WGMMA_DSD), dict(_cuda.WGMMA_SDD)
+    saved = (dict(_cuda.DSD_TC), dict(_cuda.SDD_TC), dict(_cuda.WGMMA_DSD), dict(_cuda.WGMMA_SDD),
+             dict(_cuda.DSD_GROUP))
     for b in blocks:
-        W, xs, dys = setup(b, 0.25)
+        W, xs, dys = setup(b, density)
         dense = bench(lambda: cp.matmul(xs[0], xs[1]), reps=50)
         for op in ops:
             if op == "sdd":
                 cands = SDD[b] + [("wgmma_sdd",) + c for c in WGMMA_SDD.get(b, [])]
             else:
-                cands = DSD[b] + [("wgmma",) + c for c in WGMMA.get(b, [])]
+                cands = (DSD[b] + [("group",) + c for c in GROUP.get(b, [])]
+                         + [("wgmma",) + c for c in WGMMA.get(b, [])])
             if only_wgmma:
                 cands = [c for c in cands if str(c[0]).startswith("wgmma")]
+            if only_group:
+                cands = [c for c in cands if c[0] == "group"]
             for cfg in cands:
-                _cuda.set_tiles(wgmma={b: None}, wgmma_sdd={b: None})  # mma.sync unless named
-                if cfg[0] == "wgmma":
+                # the single-block mma.sync kernels unless named
+                _cuda.set_tiles(wgmma={b: None}, wgmma_sdd={b: None}, group={b: None})
+                if cfg[0] == "group":
+                    _cuda.set_tiles(group={b: cfg[1:]})
+                elif cfg[0] == "wgmma":
                     _cuda.set_tiles(wgmma={b: cfg[1:]})
                 elif cfg[0] == "wgmma_sdd":
                     _cuda.set_tiles(wgmma_sdd={b: cfg[1:]})
@@ -93,11 +111,12 @@ def main():
                     print("failed", op, b, cfg, str(exc).splitlines()[0][:200])
                     err, t = float("nan"), float("nan")
                 rows.append((b, op, cfg, t, dense, err))
-                print(f"{b:4d} {op} {str(cfg):22s} {t:7.4f} ms  eff {dense * 0.25 / t:5.2f}  err {err:.1e}",
+                print(f"{b:4d} {op} {str(cfg):22s} {t:7.4f} ms  eff {dense * density / t:5.2f}  err {err:.1e}",
                       flush=True)
             _cuda.DSD_TC.update(saved[0])
             _cuda.SDD_TC.update(saved[1])
-            _cuda.set_tiles(wgmma={b: saved[2][b]}, wgmma_sdd={b: saved[3][b]})
+            _cuda.set_tiles(wgmma={b: saved[2][b]}, wgmma_sdd={b: saved[3][b]},
+                            group={b: saved[4].get(b)})
     print("\nbest per (b, op), dense ms in the same run:")
     for b in blocks:
         for op in ops:
@@ -106,7 +125,7 @@ def main():
                 best = min(ok, key=lambda r: r[3])
                 first = [r for r in rows if r[0] == b and r[1] == op][0]
                 print(f"{b:4d} {op} best {str(best[2]):22s} {best[3]:7.4f} (first {first[3]:7.4f}) "
-                      f"dense {best[4]:7.4f} eff {best[4] * 0.25 / best[3]:5.2f}")
+                      f"dense {best[4]:7.4f} eff {best[4] * density / best[3]:5.2f}")
 
 
 if __name__ == "__main__":

@@ -59,6 +59,18 @@ __device__ __forceinline__ void ldsm_x4_t(unsigned (&r)[4], const void* p) {
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(smem_addr(p)));
 }
+__device__ __forceinline__ unsigned ldsm_x1(const void* p) {
+  unsigned r;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n" : "=r"(r) : "r"(smem_addr(p)));
+  return r;
+}
+__device__ __forceinline__ unsigned ldsm_x1_t(const void* p) {
+  unsigned r;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n"
+               : "=r"(r)
+               : "r"(smem_addr(p)));
+  return r;
+}
 __device__ __forceinline__ void ldsm_x2(unsigned (&r)[2], const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
                : "=r"(r[0]), "=r"(r[1])
@@ -86,6 +98,22 @@ __device__ __forceinline__ void mma16816(BF16, float (&d)[4], const unsigned (&a
       "{%8,%9}, {%0,%1,%2,%3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// D = A * B + D on a 16x8x8 tile of 16-bit inputs (one b = 8 block deep), float32 accumulators.
+__device__ __forceinline__ void mma1688(F16, float (&d)[4], const unsigned (&a)[2], unsigned b) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(b));
+}
+__device__ __forceinline__ void mma1688(BF16, float (&d)[4], const unsigned (&a)[2], unsigned b) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(b));
 }
 
 // D = A * B + D on a 16x8x8 tile in TF32. ldmatrix hands over raw float32 bits; round them
@@ -277,3 +305,29 @@ __device__ __forceinline__ WorkList load_work_list(int* s_g, int* s_p, const int
   __syncthreads();
   return WorkList{s_g, s_p, gidx, blk, q0};
 }
+
+// A CTA's lists in shared memory: input block and, for each of the G output blocks of the
+// group, the W block that multiplies it (-1: absent), plus a G-bit presence mask per entry.
+// Entries past CAP are read from global memory instead.
+template <int G, int CAP>
+struct GroupList {
+  int* g;
+  int* p;
+  int* m;
+  const int* gidx;
+  const int* blk;
+  int q0;
+  __device__ __forceinline__ int input(int e) const {
+    return e < CAP ? g[e] : __ldg(gidx + q0 + e);
+  }
+  __device__ __forceinline__ int block(int e, int i) const {
+    return e < CAP ? p[e * G + i] : __ldg(blk + (i64)(q0 + e) * G + i);
+  }
+  __device__ __forceinline__ unsigned mask(int e) const {
+    if (e < CAP) return m[e];
+    unsigned bits = 0;
+#pragma unroll
+    for (int i = 0; i < G; ++i) bits |= (unsigned)(__ldg(blk + (i64)(q0 + e) * G + i) >= 0) << i;
+    return bits;
+  }
+};

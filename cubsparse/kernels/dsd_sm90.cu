@@ -21,32 +21,6 @@
 #include "sm90.cuh"
 #include "wgmma.cuh"
 
-// A CTA's lists in shared memory: input block and, for each of the G output blocks of the
-// group, the W block that multiplies it (-1: absent), plus a G-bit presence mask per entry.
-// Entries past CAP are read from global memory instead.
-template <int G, int CAP>
-struct GroupList {
-  int* g;
-  int* p;
-  int* m;
-  const int* gidx;
-  const int* blk;
-  int q0;
-  __device__ __forceinline__ int input(int e) const {
-    return e < CAP ? g[e] : __ldg(gidx + q0 + e);
-  }
-  __device__ __forceinline__ int block(int e, int i) const {
-    return e < CAP ? p[e * G + i] : __ldg(blk + (i64)(q0 + e) * G + i);
-  }
-  __device__ __forceinline__ unsigned mask(int e) const {
-    if (e < CAP) return m[e];
-    unsigned bits = 0;
-#pragma unroll
-    for (int i = 0; i < G; ++i) bits |= (unsigned)(__ldg(blk + (i64)(q0 + e) * G + i) >= 0) << i;
-    return bits;
-  }
-};
-
 // A CTA computes BM rows of X by a group of G adjacent output blocks (G * B columns of Y)
 // and walks the union of the members' lists, so a slice of X is loaded once for every
 // member that uses it (G > 1; one block per CTA runs dsd_wgmma_single below):
