@@ -91,6 +91,10 @@ WGMMA_DSD_KN = {32}
 #   dY blocks as wgmma's M (b <= 32), else the group spans N. None: sdd_tc above.
 WGMMA_SDD = {8: None, 16: (16, 2, 1, 4, True), 32: (4, 2, 1, 5, True),
              64: (2, 1, 1, 4, False), 128: (1, 2, 1, 5, False)}
+#   sdd for small blocks (float16/bfloat16, x and dy read as rows): a CTA per tile of the
+#   block grid, (block rows, block columns, k depth, warps m, warps n, stages) per tile.
+#   Taken where its operand loads are fewer than sdd's groups' (_sdd_tiled_pays).
+SDD_TILE = {8: (16, 16, 32, 2, 4, 4)}
 _SIMT_TM = {8: 2, 16: 4, 32: 8, 64: 8, 128: 8}
 _SIMT_TN = 4
 
@@ -137,6 +141,19 @@ def sdd_config(dtype: np.dtype, b: int, a_km: bool = True, b_nk: bool = False,
     bk = 16 if name == "float32" else 8
     expr = f"sdd_simt<{_SIMT_TYPES[name]},{b},{group},{b // 8},{_SIMT_TN},{bk}>"
     return KernelConfig("sdd", expr, 256, 0, 0, group)
+
+
+@functools.lru_cache(maxsize=None)
+def sdd_tile_config(dtype: np.dtype, b: int) -> KernelConfig | None:
+    """The tiled small-block sdd kernel (x and dy read as rows), or None where unused."""
+    name = _dtype_name(dtype)
+    cfg = SDD_TILE.get(b)
+    if name not in _TC_TAGS or cfg is None:
+        return None
+    tr, ts, bk, wm, wn, st = cfg
+    expr = f"sdd_tile_tc<{_TC_TAGS[name]},{b},{tr},{ts},{bk},{wm},{wn},{st}>"
+    smem = _tc_smem(tr * b, ts * b, bk, st, True, False)
+    return KernelConfig("sdd", expr, wm * wn * 32, smem, 0, tr * ts)
 
 
 @functools.lru_cache(maxsize=None)
@@ -198,15 +215,17 @@ def transpose_config(b: int) -> KernelConfig:
 
 
 def set_tiles(dsd=None, sdd=None, dsd_small=None, wgmma=None, wgmma_sdd=None,
-              group=None) -> None:
+              group=None, sdd_tile=None) -> None:
     """Replace tile choices (for tuning experiments); clears the config caches."""
     DSD_TC.update(dsd or {})
+    SDD_TILE.update(sdd_tile or {})
     DSD_GROUP.update(group or {})
     SDD_TC.update(sdd or {})
     DSD_TC_SMALL.update(dsd_small or {})
     WGMMA_DSD.update(wgmma or {})
     WGMMA_SDD.update(wgmma_sdd or {})
-    for f in (dsd_config, sdd_config, group_config, wgmma_config, sdd_wgmma_config):
+    for f in (dsd_config, sdd_config, group_config, wgmma_config, sdd_wgmma_config,
+              sdd_tile_config):
         f.cache_clear()
 
 
@@ -242,6 +261,7 @@ def all_configs(dtypes=None, blocksizes=None, families=None) -> list[KernelConfi
                     continue
                 elif dt in _TC_TAGS:
                     out += [sdd_config(dt, b, a, bn) for a in (True, False) for bn in (False, True)]
+                    out += [sdd_tile_config(dt, b)] if sdd_tile_config(dt, b) is not None else []
                 else:
                     out.append(sdd_config(dt, b))
                     out += [sdd_config(dt, b, tf32=True)] if tf32 else []
@@ -446,6 +466,44 @@ def _sdd_groups(structure, group: int):
     return _device_tables(structure, ("sdd", group), build)[0]
 
 
+def _sdd_tiles(structure, tr: int, ts: int):
+    """(tiles, map) on the device for the tiled sdd: one (tile row, tile column, offset into
+    map) row per tile of tr x ts blocks that holds a stored block; map gives each tile's
+    blocks in row-major order, -1 where none is stored."""
+
+    def build():
+        indptr = structure.host_indptr.astype(np.int64)
+        nbr, nbc = structure.block_shape
+        rows = np.repeat(np.arange(nbr), np.diff(indptr))
+        cols = structure.host_indices.astype(np.int64)
+        ntc = -(-nbc // ts)
+        tile_ids, inv = np.unique((rows // tr) * ntc + cols // ts, return_inverse=True)
+        bmap = np.full((tile_ids.shape[0], tr * ts), -1, dtype=np.int32)
+        bmap[inv, (rows % tr) * ts + cols % ts] = np.arange(rows.shape[0])
+        tiles = np.zeros((tile_ids.shape[0], 4), dtype=np.int32)
+        tiles[:, 0], tiles[:, 1] = tile_ids // ntc, tile_ids % ntc
+        tiles[:, 2] = np.arange(tile_ids.shape[0]) * tr * ts
+        return tiles, bmap.ravel()
+
+    return _device_tables(structure, ("sdd_tile", tr, ts), build)
+
+
+def _sdd_tiled_pays(structure, tr: int, ts: int, group: int) -> bool:
+    """Whether the tiled sdd loads fewer operand columns than groups of ``group`` blocks of
+    one block row: (tr + ts) per non-empty tile against 1 + count per group."""
+
+    def count():
+        indptr = structure.host_indptr.astype(np.int64)
+        rows = np.repeat(np.arange(structure.block_shape[0]), np.diff(indptr))
+        ntc = -(-structure.block_shape[1] // ts)
+        ntiles = np.unique((rows // tr) * ntc + structure.host_indices // ts).shape[0]
+        counts = np.diff(indptr)
+        grouped = int(((counts + group - 1) // group).sum() + counts.sum())
+        return ntiles * (tr + ts) < grouped
+
+    return structure.cached(("sdd_tiled_pays", tr, ts, group), count)
+
+
 # -- launches ----------------------------------------------------------------------------
 def _is_half(dtype) -> bool:
     return _dtype_name(dtype) in _TC_TAGS
@@ -601,6 +659,17 @@ def sdd(a, b_mat, like, out_data, alpha: float, beta: float, tf32: bool = False)
         else:
             b_nk, b_src = False, b_mat.copy(order="C")
         wcfg = sdd_wgmma_config(dtype, bs) if a_km and not b_nk and _is_hopper() else None
+        tcfg = sdd_tile_config(dtype, bs) if a_km and not b_nk and wcfg is None else None
+        if tcfg is not None and _sdd_tiled_pays(s, *SDD_TILE[bs][:2],
+                                                 sdd_config(dtype, bs, a_km, b_nk).group):
+            tiles, bmap = _sdd_tiles(s, *SDD_TILE[bs][:2])
+            nbr, nbc = s.block_shape
+            get_kernel(tcfg)((tiles.shape[0],), (tcfg.threads,),
+                             (a_src, np.int64(a_src.strides[0] // 2), b_src,
+                              np.int64(b_src.strides[0] // 2), np.int32(inner), np.int32(nbr),
+                              np.int32(nbc), tiles, bmap, data, np.float32(alpha),
+                              np.float32(beta)), shared_mem=tcfg.smem)
+            return data
         cfg = wcfg or sdd_config(dtype, bs, a_km, b_nk)
         groups = _sdd_groups(s, cfg.group)
         args = (a_src, np.int64(a_src.strides[0] // 2), b_src, np.int64(b_src.strides[0] // 2),

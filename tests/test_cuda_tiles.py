@@ -140,3 +140,56 @@ def test_grouped_small_block_dsd_tiles_match_scipy(backend, group_tile, dtype, n
         # alpha and beta on top of the previous result: 0.5 * new + 2 * old = 2.5 * old
         got2 = to_numpy(cs.matmul(x, op, out=out, alpha=0.5, beta=2.0).astype("float64"))
         assert np.linalg.norm(got2 - 2.5 * got) / np.linalg.norm(2.5 * got) < tol, trans
+
+
+# (b, (block rows, block columns per tile, k depth, warps m, warps n, stages))
+SDD_TILED = [
+    (8, (16, 16, 32, 2, 4, 4)),
+    (8, (8, 16, 32, 4, 2, 3)),   # 16-row warp tiles: one m16 tile spans two block rows
+    (16, (8, 8, 32, 2, 4, 4)),
+]
+
+
+@pytest.fixture
+def sdd_tiled(request, monkeypatch):
+    from cubsparse import _cuda
+
+    b, cfg = request.param
+    monkeypatch.setitem(_cuda.SDD_TILE, b, cfg)
+    monkeypatch.setitem(_cuda.WGMMA_SDD, b, None)  # the tiled kernel on Hopper too
+    monkeypatch.setattr(_cuda, "_sdd_tiled_pays", lambda *args: True)
+    _cuda.sdd_tile_config.cache_clear()
+    _cuda.sdd_wgmma_config.cache_clear()
+    yield b
+    _cuda.sdd_tile_config.cache_clear()
+    _cuda.sdd_wgmma_config.cache_clear()
+
+
+@pytest.mark.parametrize("sdd_tiled", SDD_TILED, indirect=True, ids=lambda t: f"b{t[0]}-{t[1]}")
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("n", [1, 77, 300])
+def test_tiled_small_block_sdd_matches_scipy(backend, sdd_tiled, dtype, n):
+    """The tiled sdd: partial tiles at both edges, empty tiles, a full block row and column,
+    tiles with a single block; alpha and beta."""
+    b = sdd_tiled
+    rng = np.random.default_rng(n * b + 1)
+    lay = rng.random((37, 29)) < 0.2
+    lay[:16, 16:] = False  # an empty tile
+    lay[5, :] = True
+    lay[:, 27] = True
+    lay[20:32, :16] = False
+    lay[25, 3] = True      # a tile with a single block
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=4, backend=backend)
+    x = to_backend(rng.standard_normal((n, 37 * b)).astype(np.float32), backend).astype(w.dtype)
+    dy = to_backend(rng.standard_normal((n, 29 * b)).astype(np.float32), backend).astype(w.dtype)
+    mask = np.kron(lay, np.ones((b, b)))
+    ref = (to_numpy(x.astype("float64")).T @ to_numpy(dy.astype("float64"))) * mask
+    out = cs.BlockSparseMatrix((poison((w.nnzb, b, b), w.dtype, backend), w.indices, w.indptr),
+                               shape=w.shape)
+    cs.sampled_matmul(x.T, dy, like=w, out=out)
+    dense = to_numpy(out.toarray().astype("float64"))
+    tol = cs._dtypes.TOLERANCE[dtype]
+    assert np.linalg.norm(dense - ref) / np.linalg.norm(ref) < tol
+    cs.sampled_matmul(x.T, dy, like=w, out=out, alpha=0.5, beta=2.0)
+    dense2 = to_numpy(out.toarray().astype("float64"))
+    assert np.linalg.norm(dense2 - 2.5 * dense) / np.linalg.norm(2.5 * dense) < tol

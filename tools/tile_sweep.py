@@ -38,6 +38,13 @@ GROUP = {
         (32, 64, 2, 4, 4, 4), (16, 64, 2, 2, 8, 4), (32, 128, 2, 4, 4, 3), (8, 128, 4, 2, 8, 4)],
     16: [(16, 128, 4, 2, 4, 3), (8, 128, 4, 2, 4, 4), (16, 64, 2, 4, 4, 4), (8, 64, 2, 2, 4, 4)],
 }
+# The tiled small-block sdd: (block rows, block columns per tile, k depth, warps m, warps n,
+# stages), tried after the other sdd tiles (chosen whatever the layout).
+SDD_TILED = {
+    8: [(16, 16, 32, 2, 4, 4), (16, 16, 32, 2, 4, 3), (16, 16, 64, 2, 4, 3), (16, 32, 32, 2, 4, 3),
+        (8, 16, 32, 2, 4, 4), (16, 8, 32, 4, 2, 4)],
+    16: [(8, 8, 32, 2, 4, 4), (8, 16, 32, 2, 4, 3)],
+}
 # Hopper wgmma dsd: (output blocks per CTA, 64-row tiles, warpgroups, stages[, swap]),
 # tried after the mma.sync tiles for fwd and bwd.
 WGMMA = {
@@ -50,6 +57,7 @@ WGMMA = {
 # Hopper wgmma sdd: (blocks per CTA, warpgroups along M, along N, stages, flip), tried
 # after the mma.sync tiles.
 WGMMA_SDD = {
+    8: [(16, 1, 4, 32, 4)],
     16: [(16, 2, 1, 4, True), (8, 1, 1, 6, True), (4, 1, 1, 6, True), (8, 2, 1, 6, True)],
     32: [(4, 2, 1, 4, True), (4, 2, 1, 3, True), (4, 2, 1, 5, True), (4, 2, 1, 6, True),
          (4, 1, 1, 4, True), (4, 1, 1, 6, True), (2, 1, 1, 4, True), (2, 1, 1, 6, True),
@@ -60,6 +68,7 @@ WGMMA_SDD = {
           (1, 1, 1, 3, False), (1, 1, 1, 4, False)],
 }
 SDD = {
+    8: [(16, 1, 4, 32, 4)],
     16: [(16, 1, 4, 32, 4), (16, 1, 4, 32, 3), (16, 1, 4, 16, 4), (8, 1, 4, 32, 3),
          (16, 2, 4, 32, 3)],
     32: [(8, 1, 4, 32, 4), (8, 1, 4, 32, 3), (8, 1, 4, 16, 4), (8, 1, 4, 16, 6),
@@ -79,24 +88,29 @@ def main():
     print("GPU:", cp.cuda.runtime.getDeviceProperties(0)["name"].decode())
     rows = []
     saved = (dict(_cuda.DSD_TC), dict(_cuda.SDD_TC), dict(_cuda.WGMMA_DSD), dict(_cuda.WGMMA_SDD),
-             dict(_cuda.DSD_GROUP))
+             dict(_cuda.DSD_GROUP), dict(_cuda.SDD_TILE), _cuda._sdd_tiled_pays)
     for b in blocks:
         W, xs, dys = setup(b, density)
         dense = bench(lambda: cp.matmul(xs[0], xs[1]), reps=50)
         for op in ops:
             if op == "sdd":
-                cands = SDD[b] + [("wgmma_sdd",) + c for c in WGMMA_SDD.get(b, [])]
+                cands = (SDD.get(b, []) + [("wgmma_sdd",) + c for c in WGMMA_SDD.get(b, [])]
+                         + [("tile",) + c for c in SDD_TILED.get(b, [])])
             else:
                 cands = (DSD[b] + [("group",) + c for c in GROUP.get(b, [])]
                          + [("wgmma",) + c for c in WGMMA.get(b, [])])
             if only_wgmma:
                 cands = [c for c in cands if str(c[0]).startswith("wgmma")]
-            if only_group:
-                cands = [c for c in cands if c[0] == "group"]
+            if only_group:  # the small-block kernels
+                cands = [c for c in cands if c[0] in ("group", "tile")]
             for cfg in cands:
                 # the single-block mma.sync kernels unless named
-                _cuda.set_tiles(wgmma={b: None}, wgmma_sdd={b: None}, group={b: None})
-                if cfg[0] == "group":
+                _cuda.set_tiles(wgmma={b: None}, wgmma_sdd={b: None}, group={b: None},
+                                sdd_tile={b: None})
+                _cuda._sdd_tiled_pays = lambda *args: cfg[0] == "tile"
+                if cfg[0] == "tile":
+                    _cuda.set_tiles(sdd_tile={b: cfg[1:]})
+                elif cfg[0] == "group":
                     _cuda.set_tiles(group={b: cfg[1:]})
                 elif cfg[0] == "wgmma":
                     _cuda.set_tiles(wgmma={b: cfg[1:]})
@@ -116,7 +130,8 @@ def main():
             _cuda.DSD_TC.update(saved[0])
             _cuda.SDD_TC.update(saved[1])
             _cuda.set_tiles(wgmma={b: saved[2][b]}, wgmma_sdd={b: saved[3][b]},
-                            group={b: saved[4].get(b)})
+                            group={b: saved[4].get(b)}, sdd_tile={b: saved[5].get(b)})
+            _cuda._sdd_tiled_pays = saved[6]
     print("\nbest per (b, op), dense ms in the same run:")
     for b in blocks:
         for op in ops:

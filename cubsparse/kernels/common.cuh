@@ -229,9 +229,11 @@ struct TcTile {
         for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.f;
   }
 
+  // `live` bit mt * NT + nt: that 16 x 8 accumulator tile is wanted (the tiled sdd skips
+  // the MMAs of output tiles it will not store); all by default.
   static __device__ __forceinline__ void compute(const T* sA, const T* sB,
                                                  float (&acc)[MT][NT][4], int wm, int wn,
-                                                 int lane) {
+                                                 int lane, unsigned long long live = ~0ull) {
     const int mi = lane >> 3, r8 = lane & 7;
 #pragma unroll
     for (int kk = 0; kk < BK; kk += KSTEP) {
@@ -273,7 +275,8 @@ struct TcTile {
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt) mma16816(Tag(), acc[mt][nt], af[mt], bf[nt]);
+        for (int nt = 0; nt < NT; ++nt)
+          if ((live >> (mt * NT + nt)) & 1ull) mma16816(Tag(), acc[mt][nt], af[mt], bf[nt]);
     }
   }
 };
