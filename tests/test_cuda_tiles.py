@@ -120,9 +120,9 @@ def test_grouped_small_block_dsd_tiles_match_scipy(backend, group_tile, dtype, n
     b = group_tile
     rng = np.random.default_rng(n + b)
     lay = rng.random((300, 37)) < 0.3
-    lay[:, 5] = False   # an empty output block column of X @ W
     lay[7, :] = True    # a full block row
     lay[:, 36] = True   # a full block column, in the partial last group
+    lay[:, 5] = False   # an empty output block column of X @ W
     w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=8, backend=backend)
     wd = to_numpy(w.toarray().astype("float64"))
     tol = cs._dtypes.TOLERANCE[dtype]
