@@ -75,8 +75,9 @@ SDD_TC = {
 #   dsd for small blocks (float16/bfloat16, more than SMALL_ROWS rows): a group of adjacent
 #   output blocks per CTA shares every X slice it loads (dsd_group_tc). (blocks per CTA,
 #   rows of X per CTA, warps along m, warps along n, list entries per stage, stages).
-#   Hopper takes the wgmma kernel below where one is configured for the block size.
-DSD_GROUP = {8: (16, 128, 4, 2, 8, 3)}
+#   Hopper takes the wgmma kernel below where one is configured for the block size. Taken
+#   where a list entry feeds enough members on average (_group_pays).
+DSD_GROUP = {8: (16, 128, 4, 2, 4, 4)}
 #   Hopper wgmma dsd (float16/bfloat16, more than SMALL_ROWS rows): (output blocks per
 #   CTA, 64-row tiles, warpgroups, stages[, swap]); None: the mma.sync kernel above. One
 #   block per CTA runs dsd_wgmma_single; a group of them dsd_wgmma, which with swap=True
@@ -94,7 +95,7 @@ WGMMA_SDD = {8: None, 16: (16, 2, 1, 4, True), 32: (4, 2, 1, 5, True),
 #   sdd for small blocks (float16/bfloat16, x and dy read as rows): a CTA per tile of the
 #   block grid, (block rows, block columns, k depth, warps m, warps n, stages) per tile.
 #   Taken where its operand loads are fewer than sdd's groups' (_sdd_tiled_pays).
-SDD_TILE = {8: (16, 16, 32, 2, 4, 4)}
+SDD_TILE = {8: (16, 16, 64, 2, 4, 3)}
 _SIMT_TM = {8: 2, 16: 4, 32: 8, 64: 8, 128: 8}
 _SIMT_TN = 4
 
@@ -488,6 +489,22 @@ def _sdd_tiles(structure, tr: int, ts: int):
     return _device_tables(structure, ("sdd_tile", tr, ts), build)
 
 
+#: Blocks per union entry from which the grouped small-block dsd beats one block per CTA
+#: (H200, b = 8, G = 16: 1.4 at d = 0.05 lost, 4 at d = 0.25 won by 1.5x).
+GROUP_MIN_SHARING = 2.0
+
+
+def _group_pays(structure, trans: bool, group: int) -> bool:
+    """Whether the grouped dsd's X slices feed enough of the group's members on average:
+    stored blocks per entry of the union lists of ``group`` adjacent output blocks."""
+
+    def sharing():
+        entries = int(_lists(structure, trans, group)[0][-1])
+        return entries == 0 or structure.nnzb / entries >= GROUP_MIN_SHARING
+
+    return structure.cached(("group_pays", trans, group), sharing)
+
+
 def _sdd_tiled_pays(structure, tr: int, ts: int, group: int) -> bool:
     """Whether the tiled sdd loads fewer operand columns than groups of ``group`` blocks of
     one block row: (tr + ts) per non-empty tile against 1 + count per group."""
@@ -544,6 +561,8 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
         if kn and not transpose_w:
             wcfg = wgmma_config(dtype, b, True)  # reads W's blocks as stored
         gcfg = group_config(dtype, b, transpose_w) if wcfg is None and not small else None
+        if gcfg is not None and not _group_pays(s, transpose_w, gcfg.group):
+            gcfg = None
         cfg = wcfg or gcfg or dsd_config(dtype, b, transpose_w, tf32, small)
         fn = get_kernel(cfg)
         if tc and not _rows_ok(x, 16):

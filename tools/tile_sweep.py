@@ -88,7 +88,7 @@ def main():
     print("GPU:", cp.cuda.runtime.getDeviceProperties(0)["name"].decode())
     rows = []
     saved = (dict(_cuda.DSD_TC), dict(_cuda.SDD_TC), dict(_cuda.WGMMA_DSD), dict(_cuda.WGMMA_SDD),
-             dict(_cuda.DSD_GROUP), dict(_cuda.SDD_TILE), _cuda._sdd_tiled_pays)
+             dict(_cuda.DSD_GROUP), dict(_cuda.SDD_TILE), _cuda._sdd_tiled_pays, _cuda._group_pays)
     for b in blocks:
         W, xs, dys = setup(b, density)
         dense = bench(lambda: cp.matmul(xs[0], xs[1]), reps=50)
@@ -108,6 +108,7 @@ def main():
                 _cuda.set_tiles(wgmma={b: None}, wgmma_sdd={b: None}, group={b: None},
                                 sdd_tile={b: None})
                 _cuda._sdd_tiled_pays = lambda *args: cfg[0] == "tile"
+                _cuda._group_pays = lambda *args: cfg[0] == "group"
                 if cfg[0] == "tile":
                     _cuda.set_tiles(sdd_tile={b: cfg[1:]})
                 elif cfg[0] == "group":
@@ -131,7 +132,7 @@ def main():
             _cuda.SDD_TC.update(saved[1])
             _cuda.set_tiles(wgmma={b: saved[2][b]}, wgmma_sdd={b: saved[3][b]},
                             group={b: saved[4].get(b)}, sdd_tile={b: saved[5].get(b)})
-            _cuda._sdd_tiled_pays = saved[6]
+            _cuda._sdd_tiled_pays, _cuda._group_pays = saved[6], saved[7]
     print("\nbest per (b, op), dense ms in the same run:")
     for b in blocks:
         for op in ops:
