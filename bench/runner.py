@@ -432,6 +432,12 @@ def write_results(results: dict[str, Any], out_dir: str | os.PathLike, stem: str
 
 
 def load_results(path: str | os.PathLike) -> dict[str, Any]:
+    """A results file as written by :func:`write_results`, or gzip-compressed (``.gz``)."""
+    if str(path).endswith(".gz"):
+        import gzip
+
+        with gzip.open(path, "rt") as f:
+            return json.load(f)
     with open(path) as f:
         return json.load(f)
 

@@ -72,6 +72,26 @@ def run() -> int:
                     results["x@W large split"] = (cs.matmul(xl, W), xlh @ Wd)
                 finally:
                     _cuda._split_length = keep
+                # the small-block kernels (b = 8) whatever the layout: grouped dsd, tiled sdd
+                keep_g, keep_t = _cuda._group_pays, _cuda._sdd_tiled_pays
+                _cuda._group_pays = _cuda._sdd_tiled_pays = lambda *args: True
+                try:
+                    results["x@W large grouped"] = (cs.matmul(xl, W), xlh @ Wd)
+                    results["dy@W.T large grouped"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
+                    results["sdd tiled"] = (cs.sampled_matmul(x.T, dy, like=W).toarray(),
+                                            (xh.T @ dyh) * mask)
+                finally:
+                    _cuda._group_pays, _cuda._sdd_tiled_pays = keep_g, keep_t
+            if dtype == "float32":  # split lists on the IEEE SIMT kernel
+                from cubsparse import _cuda
+
+                keep = _cuda._split_length
+                _cuda._split_length = lambda structure, trans, row_tiles, group=1: 1
+                try:
+                    results["x@W split"] = (cs.matmul(x, W), xh @ Wd)
+                    results["dy@W.T split"] = (cs.matmul(dy, W.T), dyh @ Wd.T)
+                finally:
+                    _cuda._split_length = keep
             for name, (out, ref) in results.items():
                 err = np.linalg.norm(_f64(out) - ref) / max(np.linalg.norm(ref), 1e-30)
                 if not err < tol:

@@ -1,6 +1,7 @@
 """Split work lists (CUDA backend): long lists cut into segments whose float32 partial
-sums a second kernel adds in a fixed order. The split normally starts only for small N
-on skewed layouts; here it is forced with a short segment length so every path runs."""
+sums a second kernel adds in a fixed order (tensor-core kernels and IEEE float32; float64
+lists are never split). The split normally starts only for small N on skewed layouts;
+here it is forced with a short segment length so every path runs."""
 
 from __future__ import annotations
 
@@ -23,11 +24,12 @@ def forced_split(monkeypatch):
     monkeypatch.setattr(_cuda, "_split_length", lambda structure, trans, row_tiles, group=1: 2)
 
 
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+@pytest.mark.parametrize("dtype,tf32", [("float16", False), ("bfloat16", False),
+                                        ("float32", True), ("float32", False),
+                                        ("float64", False)])  # float64 is never split
 @pytest.mark.parametrize("b", [16, 32, 64])
 @pytest.mark.parametrize("n", [33, 200])  # 200 rows: the large-tile kernels (wgmma on Hopper)
-def test_split_lists_match_scipy_and_repeat_bitwise(backend, forced_split, dtype, b, n):
-    tf32 = dtype == "float32"  # the TF32 kernel also splits; IEEE float32 does not
+def test_split_lists_match_scipy_and_repeat_bitwise(backend, forced_split, dtype, tf32, b, n):
     # Hub rows and columns (long lists), an empty block row, and 13 block columns: not a
     # whole number of the wgmma kernel's output groups.
     lay = cs.layouts.barabasi_albert(13, 2, seed=3)
@@ -47,14 +49,16 @@ def test_split_lists_match_scipy_and_repeat_bitwise(backend, forced_split, dtype
         np.testing.assert_array_equal(to_numpy(first.view("uint8")), to_numpy(again.view("uint8")))
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32"])  # float32: the IEEE SIMT kernel
 @pytest.mark.parametrize("n", [7, 150])
-def test_split_with_beta_accumulates(backend, forced_split, n):
+def test_split_with_beta_accumulates(backend, forced_split, dtype, n):
     lay = cs.layouts.barabasi_albert(10, 2, seed=5)
-    w = cs.BlockSparseMatrix.from_layout(lay, 32, dtype="float16", seed=2, backend=backend)
+    w = cs.BlockSparseMatrix.from_layout(lay, 32, dtype=dtype, seed=2, backend=backend)
     rng = np.random.default_rng(0)
-    x = to_backend(rng.standard_normal((n, 320)).astype(np.float16), backend)
-    y0 = rng.standard_normal((n, 320)).astype(np.float16)
+    x = to_backend(rng.standard_normal((n, 320)).astype(dtype), backend)
+    y0 = rng.standard_normal((n, 320)).astype(dtype)
     y = to_backend(y0.copy(), backend)
     cs.matmul(x, w, out=y, alpha=2.0, beta=0.5)
     ref = 2.0 * to_numpy(x).astype(np.float64) @ to_numpy(w.toarray()).astype(np.float64) + 0.5 * y0
-    assert np.linalg.norm(to_numpy(y) - ref) / np.linalg.norm(ref) < 4e-3
+    tol = cs._dtypes.TOLERANCE[dtype] if dtype != "float16" else 4e-3
+    assert np.linalg.norm(to_numpy(y) - ref) / np.linalg.norm(ref) < tol
