@@ -82,7 +82,7 @@ def run() -> int:
                                             (xh.T @ dyh) * mask)
                 finally:
                     _cuda._group_pays, _cuda._sdd_tiled_pays = keep_g, keep_t
-            if dtype == "float32":  # split lists on the IEEE SIMT kernel
+            if dtype == "float32":  # the split forced: IEEE float32 lists are not split yet
                 from cubsparse import _cuda
 
                 keep = _cuda._split_length
