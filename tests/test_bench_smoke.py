@@ -28,3 +28,19 @@ def test_report_borrows_copy_bandwidth_for_runs_without_ceilings():
     assert chunk["meta"]["copy_bandwidth_from"] == "run of t0"
     assert compute_row["bw_efficiency"] is None  # only memory-bound rows have one
     assert other_gpu["rows"][0]["bw_efficiency"] is None  # never across GPUs
+
+
+def test_results_load_plain_and_gzip_compressed(tmp_path):
+    import gzip
+    import json
+
+    from bench.runner import load_results
+
+    results = {"meta": {"gpu": "G", "status": "complete"}, "rows": [{"case": "c", "op": "xw"}]}
+    plain = tmp_path / "r.json"
+    plain.write_text(json.dumps(results))
+    packed = tmp_path / "r.json.gz"
+    with gzip.open(packed, "wt") as f:
+        json.dump(results, f)
+    assert load_results(plain) == results
+    assert load_results(packed) == results
