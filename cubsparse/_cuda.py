@@ -467,18 +467,28 @@ def _sdd_groups(structure, group: int):
     return _device_tables(structure, ("sdd", group), build)[0]
 
 
+def _block_tiles(structure, tr: int, ts: int):
+    """(tile_ids, inv, ntc) on the host: the ids (tile row * ntc + tile column) of the tiles
+    of tr x ts blocks that hold a stored block, sorted, and each block's index into them."""
+
+    def build():
+        ntc = -(-structure.block_shape[1] // ts)
+        rows = structure.rows.astype(np.int64)
+        cols = structure.host_indices.astype(np.int64)
+        tile_ids, inv = np.unique((rows // tr) * ntc + cols // ts, return_inverse=True)
+        return tile_ids, inv, ntc
+
+    return structure.cached(("block_tiles", tr, ts), build)
+
+
 def _sdd_tiles(structure, tr: int, ts: int):
     """(tiles, map) on the device for the tiled sdd: one (tile row, tile column, offset into
     map) row per tile of tr x ts blocks that holds a stored block; map gives each tile's
     blocks in row-major order, -1 where none is stored."""
 
     def build():
-        indptr = structure.host_indptr.astype(np.int64)
-        nbr, nbc = structure.block_shape
-        rows = np.repeat(np.arange(nbr), np.diff(indptr))
-        cols = structure.host_indices.astype(np.int64)
-        ntc = -(-nbc // ts)
-        tile_ids, inv = np.unique((rows // tr) * ntc + cols // ts, return_inverse=True)
+        tile_ids, inv, ntc = _block_tiles(structure, tr, ts)
+        rows, cols = structure.rows, structure.host_indices
         bmap = np.full((tile_ids.shape[0], tr * ts), -1, dtype=np.int32)
         bmap[inv, (rows % tr) * ts + cols % ts] = np.arange(rows.shape[0])
         tiles = np.zeros((tile_ids.shape[0], 4), dtype=np.int32)
@@ -510,11 +520,8 @@ def _sdd_tiled_pays(structure, tr: int, ts: int, group: int) -> bool:
     one block row: (tr + ts) per non-empty tile against 1 + count per group."""
 
     def count():
-        indptr = structure.host_indptr.astype(np.int64)
-        rows = np.repeat(np.arange(structure.block_shape[0]), np.diff(indptr))
-        ntc = -(-structure.block_shape[1] // ts)
-        ntiles = np.unique((rows // tr) * ntc + structure.host_indices // ts).shape[0]
-        counts = np.diff(indptr)
+        ntiles = _block_tiles(structure, tr, ts)[0].shape[0]
+        counts = np.diff(structure.host_indptr.astype(np.int64))
         grouped = int(((counts + group - 1) // group).sum() + counts.sum())
         return ntiles * (tr + ts) < grouped
 
