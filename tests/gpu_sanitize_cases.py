@@ -8,13 +8,35 @@ the sanitizer with wrong numbers still fails. Exits non-zero on any mismatch.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import cupy as cp
 import numpy as np
 
 import cubsparse as cs
-from cubsparse import _dtypes
+from cubsparse import _cuda, _dtypes
+
+
+@contextlib.contextmanager
+def _forced(**choices):
+    """Replace functions of cubsparse._cuda (kernel-choice rules) for the block's duration."""
+    saved = {name: getattr(_cuda, name) for name in choices}
+    for name, fn in choices.items():
+        setattr(_cuda, name, fn)
+    try:
+        yield
+    finally:
+        for name, fn in saved.items():
+            setattr(_cuda, name, fn)
+
+
+def _one_slot(structure, trans, row_tiles, group=1):
+    return 1  # split every list into one-entry segments
+
+
+def _always(*args):
+    return True
 
 
 def _f64(a):
@@ -51,15 +73,9 @@ def run() -> int:
             results["sdd b col-major"] = (
                 cs.sampled_matmul(x8.T, cp.asfortranarray(dy8), like=W).toarray(), ref8)
             if dtype in ("float16", "bfloat16"):  # split lists: partial sums + reduction
-                from cubsparse import _cuda
-
-                keep = _cuda._split_length
-                _cuda._split_length = lambda structure, trans, row_tiles, group=1: 1
-                try:
+                with _forced(_split_length=_one_slot):
                     results["x@W split"] = (cs.matmul(x, W), xh @ Wd)
                     results["dy@W.T split"] = (cs.matmul(dy, W.T), dyh @ Wd.T)
-                finally:
-                    _cuda._split_length = keep
                 # more rows than the small-N tiles take: the large-tile kernels (wgmma on
                 # Hopper for b >= 32), unsplit and split
                 xl = cp.asarray(rng.standard_normal((n + 100, cb * b))).astype(dtype)
@@ -67,31 +83,14 @@ def run() -> int:
                 xlh, dylh = _f64(xl), _f64(dyl)
                 results["x@W large"] = (cs.matmul(xl, W), xlh @ Wd)
                 results["dy@W.T large"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
-                _cuda._split_length = lambda structure, trans, row_tiles, group=1: 1
-                try:
+                with _forced(_split_length=_one_slot):
                     results["x@W large split"] = (cs.matmul(xl, W), xlh @ Wd)
-                finally:
-                    _cuda._split_length = keep
                 # the small-block kernels (b = 8) whatever the layout: grouped dsd, tiled sdd
-                keep_g, keep_t = _cuda._group_pays, _cuda._sdd_tiled_pays
-                _cuda._group_pays = _cuda._sdd_tiled_pays = lambda *args: True
-                try:
+                with _forced(_group_pays=_always, _sdd_tiled_pays=_always):
                     results["x@W large grouped"] = (cs.matmul(xl, W), xlh @ Wd)
                     results["dy@W.T large grouped"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
                     results["sdd tiled"] = (cs.sampled_matmul(x.T, dy, like=W).toarray(),
                                             (xh.T @ dyh) * mask)
-                finally:
-                    _cuda._group_pays, _cuda._sdd_tiled_pays = keep_g, keep_t
-            if dtype == "float32":  # the split forced: IEEE float32 lists are not split yet
-                from cubsparse import _cuda
-
-                keep = _cuda._split_length
-                _cuda._split_length = lambda structure, trans, row_tiles, group=1: 1
-                try:
-                    results["x@W split"] = (cs.matmul(x, W), xh @ Wd)
-                    results["dy@W.T split"] = (cs.matmul(dy, W.T), dyh @ Wd.T)
-                finally:
-                    _cuda._split_length = keep
             for name, (out, ref) in results.items():
                 err = np.linalg.norm(_f64(out) - ref) / max(np.linalg.norm(ref), 1e-30)
                 if not err < tol:

@@ -16,6 +16,27 @@ pytestmark = pytest.mark.parametrize(
     "backend", [p for p in BACKENDS if p.values == ("cuda",)], indirect=True
 )
 
+def check_sampled_matmul(backend, lay, b, dtype, n, rng):
+    """sampled_matmul(x.T, dy, like=W) for W of layout ``lay`` against float64 NumPy, into a
+    poisoned output; then alpha and beta on top of that result."""
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=4, backend=backend)
+    cb, kb = lay.shape
+    x = to_backend(rng.standard_normal((n, cb * b)).astype(np.float32), backend).astype(w.dtype)
+    dy = to_backend(rng.standard_normal((n, kb * b)).astype(np.float32), backend).astype(w.dtype)
+    mask = np.kron(lay, np.ones((b, b)))
+    ref = (to_numpy(x.astype("float64")).T @ to_numpy(dy.astype("float64"))) * mask
+    out = cs.BlockSparseMatrix((poison((w.nnzb, b, b), w.dtype, backend), w.indices, w.indptr),
+                               shape=w.shape)
+    cs.sampled_matmul(x.T, dy, like=w, out=out)
+    dense = to_numpy(out.toarray().astype("float64"))
+    tol = cs._dtypes.TOLERANCE[dtype]
+    assert np.linalg.norm(dense - ref) / np.linalg.norm(ref) < tol
+    # alpha and beta on top of the previous result: 0.5 * new + 2 * old = 2.5 * old
+    cs.sampled_matmul(x.T, dy, like=w, out=out, alpha=0.5, beta=2.0)
+    dense2 = to_numpy(out.toarray().astype("float64"))
+    assert np.linalg.norm(dense2 - 2.5 * dense) / np.linalg.norm(2.5 * dense) < tol
+
+
 # (b, (blocks per CTA, warpgroups along M, along N, stages, flip))
 SDD_TILES = [
     (16, (16, 2, 1, 4, True)),   # M = 256: two m64 tiles per warpgroup, N = 16
@@ -50,21 +71,7 @@ def test_wgmma_sdd_tiles_match_scipy(backend, sdd_tile, dtype, n):
     lay = rng.random((3, 11)) < 0.6
     lay[1] = False
     lay[2, :9] = True
-    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=4, backend=backend)
-    x = to_backend(rng.standard_normal((n, 3 * b)).astype(np.float32), backend).astype(w.dtype)
-    dy = to_backend(rng.standard_normal((n, 11 * b)).astype(np.float32), backend).astype(w.dtype)
-    mask = np.kron(lay, np.ones((b, b)))
-    ref = (to_numpy(x.astype("float64")).T @ to_numpy(dy.astype("float64"))) * mask
-    out = cs.BlockSparseMatrix((poison((w.nnzb, b, b), w.dtype, backend), w.indices, w.indptr),
-                               shape=w.shape)
-    cs.sampled_matmul(x.T, dy, like=w, out=out)
-    dense = to_numpy(out.toarray().astype("float64"))
-    tol = cs._dtypes.TOLERANCE[dtype]
-    assert np.linalg.norm(dense - ref) / np.linalg.norm(ref) < tol
-    # alpha and beta on top of the previous result: 0.5 * new + 2 * old = 2.5 * old
-    cs.sampled_matmul(x.T, dy, like=w, out=out, alpha=0.5, beta=2.0)
-    dense2 = to_numpy(out.toarray().astype("float64"))
-    assert np.linalg.norm(dense2 - 2.5 * dense) / np.linalg.norm(2.5 * dense) < tol
+    check_sampled_matmul(backend, lay, b, dtype, n, rng)
 
 
 @pytest.mark.parametrize("kn", [True, False])
@@ -180,17 +187,4 @@ def test_tiled_small_block_sdd_matches_scipy(backend, sdd_tiled, dtype, n):
     lay[:, 27] = True
     lay[20:32, :16] = False
     lay[25, 3] = True      # a tile with a single block
-    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=4, backend=backend)
-    x = to_backend(rng.standard_normal((n, 37 * b)).astype(np.float32), backend).astype(w.dtype)
-    dy = to_backend(rng.standard_normal((n, 29 * b)).astype(np.float32), backend).astype(w.dtype)
-    mask = np.kron(lay, np.ones((b, b)))
-    ref = (to_numpy(x.astype("float64")).T @ to_numpy(dy.astype("float64"))) * mask
-    out = cs.BlockSparseMatrix((poison((w.nnzb, b, b), w.dtype, backend), w.indices, w.indptr),
-                               shape=w.shape)
-    cs.sampled_matmul(x.T, dy, like=w, out=out)
-    dense = to_numpy(out.toarray().astype("float64"))
-    tol = cs._dtypes.TOLERANCE[dtype]
-    assert np.linalg.norm(dense - ref) / np.linalg.norm(ref) < tol
-    cs.sampled_matmul(x.T, dy, like=w, out=out, alpha=0.5, beta=2.0)
-    dense2 = to_numpy(out.toarray().astype("float64"))
-    assert np.linalg.norm(dense2 - 2.5 * dense) / np.linalg.norm(2.5 * dense) < tol
+    check_sampled_matmul(backend, lay, b, dtype, n, rng)
