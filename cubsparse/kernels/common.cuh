@@ -334,3 +334,26 @@ struct GroupList {
     return bits;
   }
 };
+// Fills a CTA's GroupList: each entry's input block and the group's W blocks and, with
+// MASKS, each entry's presence bits (its members that have a block there). Ends on a
+// barrier, like load_work_list.
+template <int G, int CAP, bool MASKS>
+__device__ __forceinline__ GroupList<G, CAP> load_group_list(int* s_g, int* s_p, int* s_m,
+                                                             const int* gidx, const int* blk,
+                                                             int q0, int len, int tid,
+                                                             int nthreads) {
+  for (int i = tid; i < len && i < CAP; i += nthreads) s_g[i] = gidx[q0 + i];
+  for (int i = tid; i < len * G && i < CAP * G; i += nthreads) s_p[i] = blk[(i64)q0 * G + i];
+  __syncthreads();
+  if (MASKS) {
+    for (int e = tid; e < len && e < CAP; e += nthreads) {
+      unsigned bits = 0;
+#pragma unroll
+      for (int i = 0; i < G; ++i) bits |= (unsigned)(s_p[e * G + i] >= 0) << i;
+      s_m[e] = bits;
+    }
+    __syncthreads();
+  }
+  return GroupList<G, CAP>{s_g, s_p, s_m, gidx, blk, q0};
+}
+

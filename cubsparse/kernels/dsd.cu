@@ -179,17 +179,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
   const int wm = warp / WARPS_N, wn = warp % WARPS_N;
   const int ktiles = (len + E - 1) / E;
   __shared__ int s_g[CAP], s_p[CAP * G], s_m[CAP];
-  for (int i = tid; i < len && i < CAP; i += THREADS) s_g[i] = gidx[q0 + i];
-  for (int i = tid; i < len * G && i < CAP * G; i += THREADS) s_p[i] = blk[(i64)q0 * G + i];
-  __syncthreads();
-  for (int e = tid; e < len && e < CAP; e += THREADS) {
-    unsigned bits = 0;
-#pragma unroll
-    for (int i = 0; i < G; ++i) bits |= (unsigned)(s_p[e * G + i] >= 0) << i;
-    s_m[e] = bits;
-  }
-  __syncthreads();
-  const List list{s_g, s_p, s_m, gidx, blk, q0};
+  const List list = load_group_list<G, CAP, true>(s_g, s_p, s_m, gidx, blk, q0, len, tid, THREADS);
 
   float acc[MT][GW][NT][4];
 #pragma unroll

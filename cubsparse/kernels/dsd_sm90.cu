@@ -66,17 +66,9 @@ __global__ void __launch_bounds__(WG * 128)
   const int tid = threadIdx.x, wg = tid / 128, lane = tid & 31, wiw = (tid % 128) / 32;
   const int ktiles = (len * B + BK - 1) / BK;
   __shared__ int s_g[CAP], s_p[CAP * G], s_m[SWAP ? 1 : CAP];
-  for (int i = tid; i < len && i < CAP; i += THREADS) s_g[i] = gidx[q0 + i];
-  for (int i = tid; i < len * G && i < CAP * G; i += THREADS) s_p[i] = blk[(i64)q0 * G + i];
-  __syncthreads();
-  for (int e = tid; !SWAP && e < len && e < CAP; e += THREADS) {
-    unsigned bits = 0;
-#pragma unroll
-    for (int i = 0; i < G; ++i) bits |= (unsigned)(s_p[e * G + i] >= 0) << i;
-    s_m[e] = bits;
-  }
-  if (!SWAP) __syncthreads();  // the presence masks (SWAP does not read them)
-  const GroupList<G, CAP> list{s_g, s_p, s_m, gidx, blk, q0};
+  // SWAP multiplies every slot and reads no presence masks
+  const GroupList<G, CAP> list =
+      load_group_list<G, CAP, !SWAP>(s_g, s_p, s_m, gidx, blk, q0, len, tid, THREADS);
 
   float acc[AR][AN];  // !SWAP: acc[m * G + i] is m64 tile m of member i
 #pragma unroll
