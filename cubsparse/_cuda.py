@@ -556,7 +556,10 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
     n_out = s.block_shape[0] if transpose_w else s.block_shape[1]
     tf32 = tf32 and dtype == np.float32
     tc = _is_half(dtype) or tf32  # tensor-core kernel: 16-byte copies, paired stores
-    pair = 2 * dtype.itemsize if tc else dtype.itemsize  # tensor-core epilogue stores pairs
+    # Lists may be split (float32 partials) for the tensor-core kernels and float32 SIMT.
+    splittable = tc or dtype == np.float32
+    # The tensor-core epilogue and dsd_reduce store pairs of outputs.
+    pair = 2 * dtype.itemsize if splittable else dtype.itemsize
     y = out if (out is not None and _rows_ok(out, pair)) else None
     if y is None:
         # A fresh array: `out` itself may be contiguous yet misaligned for the kernel.
@@ -584,7 +587,7 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
         step = _MAX_GRID_Y * cfg.rows_per_cta
         row_tiles = -(-n // cfg.rows_per_cta)
         group = cfg.group  # output blocks per CTA
-        split = _split_length(s, transpose_w, row_tiles, group) if tc and n <= step else 0
+        split = _split_length(s, transpose_w, row_tiles, group) if splittable and n <= step else 0
         work, blk, gidx, red, n_slots = _dsd_tables(s, transpose_w, split, group)
         width = group * b  # columns of an output tile
         if n_slots * n * width * 4 > _MAX_WORKSPACE or red.shape[0] > _MAX_GRID_Y:  # unsplit
@@ -605,10 +608,13 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
                 args = (xs, np.int64(xs.strides[0] // it), np.int64(xs.strides[1] // it),
                         np.int32(rows), wdata, work, blk, gidx, ys,
                         np.int64(ys.strides[0] // it), _scalar(dtype, alpha),
-                        _scalar(dtype, beta))
+                        _scalar(dtype, beta), ws if ws is not None else np.uint64(0),
+                        np.int64(n * width))
             fn(grid, (cfg.threads,), args, shared_mem=cfg.smem)
         if n_slots:
-            rcfg = reduce_config(dtype, b, tf32, group)
+            # float32 partials of IEEE float32 lists add up in the float32-storage (TF32
+            # tag) instance: the reduction itself is plain float32 arithmetic.
+            rcfg = reduce_config(dtype, b, tf32 or dtype == np.float32, group)
             grid = (-(-(n * width // 2) // rcfg.threads), red.shape[0])
             get_kernel(rcfg)(grid, (rcfg.threads,), (ws, np.int64(n * width), red, np.int32(n),
                              y, np.int64(y.strides[0] // it), np.float32(alpha),

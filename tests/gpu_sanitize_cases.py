@@ -91,6 +91,10 @@ def run() -> int:
                     results["dy@W.T large grouped"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
                     results["sdd tiled"] = (cs.sampled_matmul(x.T, dy, like=W).toarray(),
                                             (xh.T @ dyh) * mask)
+            if dtype == "float32":  # split lists on the IEEE SIMT kernel
+                with _forced(_split_length=_one_slot):
+                    results["x@W split"] = (cs.matmul(x, W), xh @ Wd)
+                    results["dy@W.T split"] = (cs.matmul(dy, W.T), dyh @ Wd.T)
             for name, (out, ref) in results.items():
                 err = np.linalg.norm(_f64(out) - ref) / max(np.linalg.norm(ref), 1e-30)
                 if not err < tol:

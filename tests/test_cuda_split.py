@@ -1,8 +1,7 @@
 """Split work lists (CUDA backend): long lists cut into segments whose float32 partial
-sums a second kernel adds in a fixed order (tensor-core kernels; IEEE float32 and float64
-lists are not split, and must come out right with the split forced all the same). The
-split normally starts only for small N on skewed layouts; here it is forced with a short
-segment length so every path runs."""
+sums a second kernel adds in a fixed order (tensor-core kernels and IEEE float32; float64
+lists are never split). The split normally starts only for small N on skewed layouts;
+here it is forced with a short segment length so every path runs."""
 
 from __future__ import annotations
 
@@ -50,7 +49,7 @@ def test_split_lists_match_scipy_and_repeat_bitwise(backend, forced_split, dtype
         np.testing.assert_array_equal(to_numpy(first.view("uint8")), to_numpy(again.view("uint8")))
 
 
-@pytest.mark.parametrize("dtype", ["float16", "float32"])  # float32: the IEEE SIMT kernel (unsplit)
+@pytest.mark.parametrize("dtype", ["float16", "float32"])  # float32: the IEEE SIMT kernel
 @pytest.mark.parametrize("n", [7, 150])
 def test_split_with_beta_accumulates(backend, forced_split, dtype, n):
     lay = cs.layouts.barabasi_albert(10, 2, seed=5)

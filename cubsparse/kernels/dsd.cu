@@ -330,18 +330,20 @@ __global__ void __launch_bounds__(256)
 // SIMT path (float32 in IEEE arithmetic, float64). X is read through two strides, so any
 // view works without a copy. Each thread owns TM x TN outputs strided across the tile
 // (rows ty + i*TY, columns tx + j*TX) so that a warp's shared-memory reads hit
-// consecutive banks.
+// consecutive banks. float32 lists may be split like the tensor-core ones (slot >= 0:
+// float32 partials to the workspace, added by dsd_reduce); float64 lists never are.
 template <class T, int B, int TM, int TN, int BK, bool TRANS_W>
 __global__ void __launch_bounds__(256)
     dsd_simt(const T* __restrict__ x, i64 sx0, i64 sx1, int nrows, const T* __restrict__ w,
              const int4* __restrict__ work, const int* __restrict__ blk,
-             const int* __restrict__ gidx, T* y, i64 ldy, T alpha, T beta) {
+             const int* __restrict__ gidx, T* y, i64 ldy, T alpha, T beta, float* ws,
+             i64 ws_stride) {
   constexpr int TX = B / TN, TY = 256 / TX, BM = TY * TM;
   static_assert(TX * TN == B && TX * TY == 256, "bad SIMT tile");
   __shared__ T sA[BM][BK + 1];
   __shared__ T sB[BK][B + 1];
-  const int4 item = work[blockIdx.x];  // never split for this kernel: item.w < 0
-  const int j = item.x, q0 = item.y, len = item.z;
+  const int4 item = work[blockIdx.x];
+  const int j = item.x, q0 = item.y, len = item.z, slot = item.w;
   const int row0 = blockIdx.y * BM, tid = threadIdx.x;
   const int tx = tid % TX, ty = tid / TX;
   const int ktiles = (len * B + BK - 1) / BK;
@@ -394,6 +396,10 @@ __global__ void __launch_bounds__(256)
     if (r >= nrows) continue;
 #pragma unroll
     for (int jj = 0; jj < TN; ++jj) {
+      if (slot >= 0) {  // one segment of a split list: its partial product, unscaled
+        ws[slot * ws_stride + (i64)r * B + tx + jj * TX] = (float)acc[i][jj];
+        continue;
+      }
       T* dst = y + (i64)r * ldy + (i64)j * B + tx + jj * TX;
       *dst = beta != T(0) ? alpha * acc[i][jj] + beta * *dst : alpha * acc[i][jj];
     }
