@@ -34,6 +34,7 @@ class KernelConfig:
     rows_per_cta: int  # dsd: rows of X per CTA
     group: int  # blocks per CTA (sdd: of one block row; wgmma dsd: adjacent output blocks)
     arch: str | None = None  # a required target such as "sm_90a"; None: the device's own
+    persistent: int = 0  # CTAs per SM of a persistent kernel (grid sized to the device); 0: none
 
 
 def _dtype_name(dtype) -> str:
@@ -87,6 +88,11 @@ WGMMA_DSD = {8: None, 16: (4, 1, 2, 4), 32: (1, 1, 2, 5), 64: (1, 1, 2, 4), 128:
 #   Block sizes whose X @ W on the single-block wgmma kernel reads W's blocks as stored
 #   (an N-major B tile) rather than a block-transposed copy made per call.
 WGMMA_DSD_KN = {32}
+#   Hopper persistent, warp-specialized single-block dsd (a producer warpgroup feeding WG
+#   consumer warpgroups through mbarriers; tiles walked by a grid sized to the device):
+#   (64-row tiles per warpgroup, consumer warpgroups, stages, CTAs per SM). Where set for a
+#   block size it replaces the single-block kernel above; None: that kernel.
+WGMMA_DSD_WS = {32: None, 64: None, 128: (1, 2, 4, 1)}
 #   Hopper wgmma sdd (float16/bfloat16, operands read in place as rows of the batch):
 #   (blocks per CTA, warpgroups along M, along N, stages, flip); flip stacks the group's
 #   dY blocks as wgmma's M (b <= 32), else the group spans N. None: sdd_tc above.
@@ -185,6 +191,13 @@ def wgmma_config(dtype: np.dtype, b: int, kn: bool = False) -> KernelConfig | No
     cfg = WGMMA_DSD.get(b)
     if name not in _TC_TAGS or cfg is None:
         return None
+    ws = WGMMA_DSD_WS.get(b)
+    if cfg[0] == 1 and ws is not None:  # the persistent form of the single-block kernel
+        mw, wg, st, per_sm = ws
+        expr = f"dsd_wgmma_ws<{_TC_TAGS[name]},{b},{mw},{wg},{st},{_b(kn)},{per_sm}>"
+        smem = st * (64 * mw * wg + b) * 128 + 1024
+        return KernelConfig("dsd_sm90", expr, (wg + 1) * 128, smem, 64 * mw * wg, 1,
+                            "sm_90a", per_sm)
     group, mw, wg, st = cfg[:4]
     swap = len(cfg) > 4 and bool(cfg[4])
     rows = 64 * mw if swap else 64 * mw * wg  # rows of X per CTA
@@ -216,7 +229,7 @@ def transpose_config(b: int) -> KernelConfig:
 
 
 def set_tiles(dsd=None, sdd=None, dsd_small=None, wgmma=None, wgmma_sdd=None,
-              group=None, sdd_tile=None) -> None:
+              group=None, sdd_tile=None, wgmma_ws=None) -> None:
     """Replace tile choices (for tuning experiments); clears the config caches."""
     DSD_TC.update(dsd or {})
     SDD_TILE.update(sdd_tile or {})
@@ -224,6 +237,7 @@ def set_tiles(dsd=None, sdd=None, dsd_small=None, wgmma=None, wgmma_sdd=None,
     SDD_TC.update(sdd or {})
     DSD_TC_SMALL.update(dsd_small or {})
     WGMMA_DSD.update(wgmma or {})
+    WGMMA_DSD_WS.update(wgmma_ws or {})
     WGMMA_SDD.update(wgmma_sdd or {})
     for f in (dsd_config, sdd_config, group_config, wgmma_config, sdd_wgmma_config,
               sdd_tile_config):
@@ -598,10 +612,13 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
             xs, ys = (x, y) if n <= step else (x[r0:r0 + step], y[r0:r0 + step])
             rows = xs.shape[0]
             grid = (work.shape[0], -(-rows // cfg.rows_per_cta))
+            if cfg.persistent:  # one 1-D grid walks every (work item, row tile)
+                grid = (min(grid[0] * grid[1], _persistent_ctas(cfg)),)
             if tc:
                 head = (xs, np.int64(xs.strides[0] // it), np.int32(rows))
                 head += (np.int32(n_out),) if group > 1 else ()  # grouped kernels
-                args = head + (wdata, work, blk, gidx, ys, np.int64(ys.strides[0] // it),
+                tables = (work, np.int32(work.shape[0])) if cfg.persistent else (work,)
+                args = head + (wdata, *tables, blk, gidx, ys, np.int64(ys.strides[0] // it),
                                np.float32(alpha), np.float32(beta),
                                ws if ws is not None else np.uint64(0), np.int64(n * width))
             else:
@@ -623,6 +640,15 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
         out[...] = y
         return out
     return y
+
+
+PERSISTENT_GRID_LIMIT = None  # tests: cap a persistent kernel's grid (CTAs walk more tiles)
+
+
+def _persistent_ctas(cfg: KernelConfig) -> int:
+    """Grid of a persistent kernel: cfg.persistent CTAs per SM of the current device."""
+    ctas = _sm_count() * cfg.persistent
+    return min(ctas, PERSISTENT_GRID_LIMIT) if PERSISTENT_GRID_LIMIT else ctas
 
 
 def _transposed_blocks(data):

@@ -91,6 +91,18 @@ def run() -> int:
                     results["dy@W.T large grouped"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
                     results["sdd tiled"] = (cs.sampled_matmul(x.T, dy, like=W).toarray(),
                                             (xh.T @ dyh) * mask)
+                # the persistent warp-specialized dsd (Hopper, b >= 32) whatever the
+                # defaults, its grid capped at two CTAs so each walks several tiles
+                if b >= 32:
+                    saved = dict(_cuda.WGMMA_DSD_WS), _cuda.PERSISTENT_GRID_LIMIT
+                    _cuda.set_tiles(wgmma_ws={b: (1, 2, 4, 1)})
+                    _cuda.PERSISTENT_GRID_LIMIT = 2
+                    try:
+                        results["x@W persistent"] = (cs.matmul(xl, W), xlh @ Wd)
+                        results["dy@W.T persistent"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
+                    finally:
+                        _cuda.set_tiles(wgmma_ws=saved[0])
+                        _cuda.PERSISTENT_GRID_LIMIT = saved[1]
             if dtype == "float32":  # split lists on the IEEE SIMT kernel
                 with _forced(_split_length=_one_slot):
                     results["x@W split"] = (cs.matmul(x, W), xh @ Wd)

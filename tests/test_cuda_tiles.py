@@ -188,3 +188,63 @@ def test_tiled_small_block_sdd_matches_scipy(backend, sdd_tiled, dtype, n):
     lay[20:32, :16] = False
     lay[25, 3] = True      # a tile with a single block
     check_sampled_matmul(backend, lay, b, dtype, n, rng)
+
+
+# (b, (m64 tiles per warpgroup, consumer warpgroups, stages, CTAs per SM))
+WS_TILES = [
+    (32, (1, 2, 5, 2)),
+    (32, (2, 2, 4, 1)),   # two m64 tiles per warpgroup
+    (32, (1, 1, 3, 2)),   # one consumer warpgroup, the shallowest pipeline
+    (64, (1, 2, 4, 2)),
+    (128, (1, 2, 4, 1)),
+]
+
+
+@pytest.fixture
+def ws_tile(request, monkeypatch):
+    from cubsparse import _cuda
+
+    b, cfg = request.param
+    monkeypatch.setitem(_cuda.WGMMA_DSD_WS, b, cfg)
+    monkeypatch.setitem(_cuda.WGMMA_DSD, b, (1, 1, 2, 4))  # the single-block kind
+    _cuda.wgmma_config.cache_clear()
+    yield b
+    _cuda.wgmma_config.cache_clear()
+
+
+@pytest.mark.parametrize("ws_tile", WS_TILES, indirect=True, ids=lambda t: f"b{t[0]}-{t[1]}")
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("grid_limit", [None, 3])  # 3 CTAs: each walks many tiles
+@pytest.mark.parametrize("n", [65, 300])
+def test_persistent_dsd_tiles_match_scipy(backend, monkeypatch, ws_tile, dtype, grid_limit, n):
+    """X @ W (W's blocks read as stored and transposed) and dY @ W.T on the persistent,
+    warp-specialized kernel: tiles of every list length down to empty, a list longer than
+    the kernel's shared-memory copy, a partial last row tile, split lists (n = 65), a grid
+    far smaller than the tiles so the stage ring wraps across tiles; alpha and beta."""
+    from cubsparse import _cuda
+
+    b = ws_tile
+    monkeypatch.setattr(_cuda, "PERSISTENT_GRID_LIMIT", grid_limit)
+    rng = np.random.default_rng(n + b)
+    rows_w = 520 if b == 32 else 9  # b = 32: lists past LIST_CAP (512)
+    lay = rng.random((rows_w, 6)) < 0.4
+    lay[:, 2] = False   # an empty output block column of X @ W
+    lay[:, 4] = True    # a full one
+    lay[3, :] = False   # an empty output block column of dY @ W.T
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=9, backend=backend)
+    wd = to_numpy(w.toarray().astype("float64"))
+    tol = cs._dtypes.TOLERANCE[dtype]
+    for trans, kn in ((False, True), (False, False), (True, False)):
+        monkeypatch.setattr(_cuda, "WGMMA_DSD_KN", {b} if kn else set())
+        rows_in = 6 if trans else rows_w
+        x = to_backend(rng.standard_normal((n, rows_in * b)).astype(np.float32),
+                       backend).astype(w.dtype)
+        op = w.T if trans else w
+        ref = to_numpy(x.astype("float64")) @ (wd.T if trans else wd)
+        out = poison((n, ref.shape[1]), dtype, backend)
+        got = to_numpy(cs.matmul(x, op, out=out).astype("float64"))
+        assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < tol, (trans, kn)
+        empty = 3 if trans else 2
+        assert np.all(got[:, empty * b:(empty + 1) * b] == 0), (trans, kn)
+        got2 = to_numpy(cs.matmul(x, op, out=out, alpha=0.5, beta=2.0).astype("float64"))
+        assert np.linalg.norm(got2 - 2.5 * got) / np.linalg.norm(2.5 * got) < tol, (trans, kn)

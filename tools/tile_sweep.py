@@ -3,7 +3,7 @@ fp16, density 0.25 (random layout), checked against float32 dense math, CUDA-gra
 next to dense cupy.matmul. Prints one table; the fastest correct tile per (op, b) is
 what goes into DSD_TC / SDD_TC in cubsparse/_cuda.py (bench/NOTES.md keeps the history).
 
-    PYTHONPATH=.:tools python3 tools/tile_sweep.py [--wgmma] [--group] [--ops=fwd,bwd,sdd]
+    PYTHONPATH=.:tools python3 tools/tile_sweep.py [--wgmma] [--group] [--ws] [--ops=fwd,bwd,sdd]
         [--density=0.25] [b ...]
 
 Each candidate runs alone: the mma.sync tiles with the wgmma kernels switched off, a
@@ -54,6 +54,15 @@ WGMMA = {
     64: [(1, 1, 2, 4), (1, 1, 2, 5), (1, 1, 1, 6), (1, 2, 1, 4)],
     128: [(1, 1, 2, 4), (1, 1, 2, 3)],
 }
+# Hopper persistent warp-specialized dsd: (64-row tiles per warpgroup, consumer
+# warpgroups, stages, CTAs per SM), tried after the wgmma tiles (--ws: only these and the
+# current wgmma tile).
+WS = {
+    32: [(2, 1, 4, 2), (2, 1, 5, 2), (2, 1, 3, 3), (4, 1, 3, 1), (4, 1, 4, 1), (1, 2, 4, 2),
+         (1, 2, 5, 2), (2, 2, 4, 1), (1, 1, 5, 3)],
+    64: [(1, 2, 4, 2), (2, 1, 4, 2), (2, 1, 3, 2), (2, 1, 6, 1), (2, 2, 4, 1)],
+    128: [(1, 2, 4, 1), (1, 2, 5, 1), (2, 1, 3, 1), (2, 1, 4, 1), (2, 2, 3, 1)],
+}
 # Hopper wgmma sdd: (blocks per CTA, warpgroups along M, along N, stages, flip), tried
 # after the mma.sync tiles.
 WGMMA_SDD = {
@@ -82,13 +91,15 @@ SDD = {
 def main():
     only_wgmma = "--wgmma" in sys.argv  # only the wgmma candidates
     only_group = "--group" in sys.argv  # only the grouped small-block candidates
+    only_ws = "--ws" in sys.argv  # the persistent dsd against the current wgmma tile
     density = float(next((a[10:] for a in sys.argv if a.startswith("--density=")), 0.25))
     ops = next((a[6:].split(",") for a in sys.argv if a.startswith("--ops=")), list(OPS))
     blocks = [int(a) for a in sys.argv[1:] if a.isdigit()] or [16, 32, 64, 128]
     print("GPU:", cp.cuda.runtime.getDeviceProperties(0)["name"].decode())
     rows = []
     saved = (dict(_cuda.DSD_TC), dict(_cuda.SDD_TC), dict(_cuda.WGMMA_DSD), dict(_cuda.WGMMA_SDD),
-             dict(_cuda.DSD_GROUP), dict(_cuda.SDD_TILE), _cuda._sdd_tiled_pays, _cuda._group_pays)
+             dict(_cuda.DSD_GROUP), dict(_cuda.SDD_TILE), _cuda._sdd_tiled_pays, _cuda._group_pays,
+             dict(_cuda.WGMMA_DSD_WS))
     for b in blocks:
         W, xs, dys = setup(b, density)
         dense = bench(lambda: cp.matmul(xs[0], xs[1]), reps=50)
@@ -98,15 +109,18 @@ def main():
                          + [("tile",) + c for c in SDD_TILED.get(b, [])])
             else:
                 cands = (DSD[b] + [("group",) + c for c in GROUP.get(b, [])]
-                         + [("wgmma",) + c for c in WGMMA.get(b, [])])
+                         + [("wgmma",) + c for c in WGMMA.get(b, [])]
+                         + [("ws",) + c for c in WS.get(b, [])])
             if only_wgmma:
                 cands = [c for c in cands if str(c[0]).startswith("wgmma")]
             if only_group:  # the small-block kernels
                 cands = [c for c in cands if c[0] in ("group", "tile")]
+            if only_ws and saved[2].get(b):
+                cands = [("wgmma",) + saved[2][b]] + [c for c in cands if c[0] == "ws"]
             for cfg in cands:
                 # the single-block mma.sync kernels unless named
                 _cuda.set_tiles(wgmma={b: None}, wgmma_sdd={b: None}, group={b: None},
-                                sdd_tile={b: None})
+                                sdd_tile={b: None}, wgmma_ws={b: None})
                 _cuda._sdd_tiled_pays = lambda *args: cfg[0] == "tile"
                 _cuda._group_pays = lambda *args: cfg[0] == "group"
                 if cfg[0] == "tile":
@@ -115,6 +129,8 @@ def main():
                     _cuda.set_tiles(group={b: cfg[1:]})
                 elif cfg[0] == "wgmma":
                     _cuda.set_tiles(wgmma={b: cfg[1:]})
+                elif cfg[0] == "ws":  # the persistent form of the single-block wgmma kernel
+                    _cuda.set_tiles(wgmma={b: (1, 1, 2, 4)}, wgmma_ws={b: cfg[1:]})
                 elif cfg[0] == "wgmma_sdd":
                     _cuda.set_tiles(wgmma_sdd={b: cfg[1:]})
                 else:
@@ -131,6 +147,7 @@ def main():
             _cuda.DSD_TC.update(saved[0])
             _cuda.SDD_TC.update(saved[1])
             _cuda.set_tiles(wgmma={b: saved[2][b]}, wgmma_sdd={b: saved[3][b]},
+                            wgmma_ws={b: saved[8].get(b)},
                             group={b: saved[4].get(b)}, sdd_tile={b: saved[5].get(b)})
             _cuda._sdd_tiled_pays, _cuda._group_pays = saved[6], saved[7]
     print("\nbest per (b, op), dense ms in the same run:")

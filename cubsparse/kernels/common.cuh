@@ -298,13 +298,20 @@ struct WorkList {
     return item < LIST_CAP ? p[item] : __ldg(blk + q0 + item);
   }
 };
-__device__ __forceinline__ WorkList load_work_list(int* s_g, int* s_p, const int* gidx,
-                                                   const int* blk, int q0, int len, int tid,
-                                                   int nthreads) {
+// Copies the head of a list (up to LIST_CAP entries) to shared memory, nthreads threads.
+__device__ __forceinline__ void fill_work_list(int* s_g, int* s_p, const int* gidx,
+                                               const int* blk, int q0, int len, int tid,
+                                               int nthreads) {
   for (int i = tid; i < len && i < LIST_CAP; i += nthreads) {
     s_g[i] = gidx[q0 + i];
     s_p[i] = blk[q0 + i];
   }
+}
+// The same for the whole CTA, ending on its barrier.
+__device__ __forceinline__ WorkList load_work_list(int* s_g, int* s_p, const int* gidx,
+                                                   const int* blk, int q0, int len, int tid,
+                                                   int nthreads) {
+  fill_work_list(s_g, s_p, gidx, blk, q0, len, tid, nthreads);
   __syncthreads();
   return WorkList{s_g, s_p, gidx, blk, q0};
 }

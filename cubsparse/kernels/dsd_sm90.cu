@@ -190,59 +190,52 @@ __global__ void __launch_bounds__(WG * 128)
 }
 
 // One output block per CTA (the common case, b >= 32): the kernel above without groups,
-// kept separate because its leaner copy loop is 6-9 % faster (b = 64/128, H200).
-// MW m64 tiles per warpgroup, WG warpgroups: BM = 64 * MW * WG rows of X per CTA.
+// kept separate because its leaner copy loop is 6-9 % faster (b = 64/128, H200). Its three
+// parts (copy plan, MMAs of a slice, epilogue) are shared with the persistent kernel below.
+// MW m64 tiles per warpgroup, WG warpgroups: BM = 64 * MW * WG rows of X per tile.
 // KN: `wk` holds the blocks as W stores them, [k][n] (X @ W), and the B tile is kept
 // N-major (rows of k, wgmma's transposed B), so no transposed copy of W is needed.
-template <class Tag, int B, int MW, int WG, int STAGES, bool KN>
-__global__ void __launch_bounds__(WG * 128)
-    dsd_wgmma_single(const u16* __restrict__ x, i64 ldx, int nrows, const u16* __restrict__ wk,
-              const int4* __restrict__ work, const int* __restrict__ blk,
-              const int* __restrict__ gidx, u16* y, i64 ldy, float alpha, float beta,
-              float* ws, i64 ws_stride) {
-  constexpr int BK = 64, THREADS = WG * 128, BM = 64 * MW * WG;
-  constexpr int A_BYTES = BM * 128, STAGE_BYTES = (BM + B) * 128, NACC = B / 2;
-  constexpr int RSTEP = THREADS / 8;  // rows between a thread's successive copies
-  constexpr int A_IT = BM / RSTEP, B_IT = (B + RSTEP - 1) / RSTEP;
+
+// Copy plan of THREADS copying threads: rows r0, r0 + RSTEP, ... and chunk c of each
+// slice's X rows (and of the B tile's rows unless KN); with KN, chunk kn_c of the slice's
+// rows of k kn_r0, kn_r0 + KN_RS, ... The tile-independent part is set once per thread,
+// the row part once per tile (`start`).
+template <int B, int BM, int THREADS, bool KN>
+struct SingleCopy {
+  static constexpr int BK = 64, A_BYTES = BM * 128;
+  static constexpr int RSTEP = THREADS / 8;  // rows between a thread's successive copies
+  static constexpr int A_IT = BM / RSTEP, B_IT = (B + RSTEP - 1) / RSTEP;
+  static constexpr int KN_CH = B / 8, KN_RS = THREADS / KN_CH, KN_IT = (BK + KN_RS - 1) / KN_RS;
   static_assert(RSTEP % 8 == 0, "a thread's swizzle phase must not change between its rows");
-  extern __shared__ unsigned char smem_raw[];
-  // 1024-byte alignment for the swizzle (the launch adds 1 KiB of slack).
-  const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
-  unsigned char* smem = smem_raw + (base - smem_addr(smem_raw));
-
-  const int4 item = work[blockIdx.x];
-  const int j = item.x, q0 = item.y, len = item.z, slot = item.w;
-  const int row0 = blockIdx.y * BM;
-  const int tid = threadIdx.x, wg = tid / 128, lane = tid & 31, wiw = (tid % 128) / 32;
-  const int ktiles = (len * B + BK - 1) / BK;
-  __shared__ int s_g[LIST_CAP], s_p[LIST_CAP];
-  const WorkList list = load_work_list(s_g, s_p, gidx, blk, q0, len, tid, THREADS);
-
-  float acc[MW][NACC];
-#pragma unroll
-  for (int m = 0; m < MW; ++m)
-#pragma unroll
-    for (int i = 0; i < NACC; ++i) acc[m][i] = 0.f;
-
-  // Copy plan: this thread's rows r0, r0 + RSTEP, ... and chunk c of every slice.
-  const int r0 = tid / 8, c = tid % 8;
-  const int dst0 = r0 * 128 + ((c ^ (r0 & 7)) << 4);  // swizzle phase shared by its rows
-  const u16* a_row = x + (i64)(row0 + r0) * ldx;
-  const i64 a_step = (i64)RSTEP * ldx;
-  unsigned a_ok = 0;
-#pragma unroll
-  for (int it = 0; it < A_IT; ++it)
-    if (row0 + r0 + it * RSTEP < nrows) a_ok |= 1u << it;
-  // KN copy plan for B: chunk kn_c of rows kn_r0 + it * RS of every slice.
-  constexpr int KN_CH = B / 8, KN_RS = THREADS / KN_CH, KN_IT = (BK + KN_RS - 1) / KN_RS;
-  const int kn_c = tid % KN_CH, kn_r0 = tid / KN_CH;
+  int r0, c, dst0, kn_c, kn_r0;
   unsigned kn_dst[KN ? KN_IT : 1];
-#pragma unroll
-  for (int it = 0; it < (KN ? KN_IT : 1); ++it)
-    kn_dst[it] = MnTile<B, BK>::offset(kn_r0 + it * KN_RS, kn_c);
+  const u16* a_row;
+  i64 a_step;
+  unsigned a_ok;
 
-  auto load = [&](int stage, int kt) {
-    unsigned char* sA = smem + stage * STAGE_BYTES;
+  __device__ __forceinline__ explicit SingleCopy(int tid) {
+    r0 = tid / 8;
+    c = tid % 8;
+    dst0 = r0 * 128 + ((c ^ (r0 & 7)) << 4);  // swizzle phase shared by its rows
+    kn_c = tid % KN_CH;
+    kn_r0 = tid / KN_CH;
+#pragma unroll
+    for (int it = 0; it < (KN ? KN_IT : 1); ++it)
+      kn_dst[it] = MnTile<B, BK>::offset(kn_r0 + it * KN_RS, kn_c);
+  }
+  __device__ __forceinline__ void start(const u16* x, i64 ldx, int row0, int nrows) {
+    a_row = x + (i64)(row0 + r0) * ldx;
+    a_step = (i64)RSTEP * ldx;
+    a_ok = 0;
+#pragma unroll
+    for (int it = 0; it < A_IT; ++it)
+      if (row0 + r0 + it * RSTEP < nrows) a_ok |= 1u << it;
+  }
+  // Issues slice kt's copies into the stage at sA; rows past X and entries past the list
+  // are zero-filled.
+  template <class List>
+  __device__ __forceinline__ void load(unsigned char* sA, int kt, const List& list, int len,
+                                       const u16* x, const u16* wk) const {
     const unsigned k = kt * BK + c * 8, it_k = k / B, off = k % B;
     const bool live = it_k < (unsigned)len;
     const u16* asrc = a_row + (i64)list.input(live ? it_k : 0) * B + off;
@@ -271,24 +264,33 @@ __global__ void __launch_bounds__(WG * 128)
                    live ? 16 : 0);
       }
     }
-  };
+  }
+};
 
-  wgmma_pipeline<STAGES>(ktiles, acc, load, [&](int stage, int) {
-    const unsigned sA = base + stage * STAGE_BYTES, sB = sA + A_BYTES;
+// The wgmmas of one 64-deep slice for warpgroup wg: MW m64nB tiles, A at sA, B at sB.
+template <class Tag, int B, int MW, bool KN>
+__device__ __forceinline__ void single_mma(float (&acc)[MW][B / 2], unsigned sA, unsigned sB,
+                                           int wg) {
 #pragma unroll
-    for (int kk = 0; kk < BK / 16; ++kk) {  // k16 steps advance 32 bytes inside the row
-      const unsigned long long db =
-          KN ? MnTile<B, BK>::desc(sB, 0, kk) : wgmma_desc_sw128(sB + kk * 32);
+  for (int kk = 0; kk < 4; ++kk) {  // k16 steps advance 32 bytes inside the row
+    const unsigned long long db = KN ? MnTile<B, 64>::desc(sB, 0, kk) : wgmma_desc_sw128(sB + kk * 32);
 #pragma unroll
-      for (int m = 0; m < MW; ++m)
-        Wgmma<Tag, B, KN ? 2 : 0>::mma(
-            acc[m], wgmma_desc_sw128(sA + (wg * MW + m) * 64 * 128 + kk * 32), db);
-    }
-  });
+    for (int m = 0; m < MW; ++m)
+      Wgmma<Tag, B, KN ? 2 : 0>::mma(
+          acc[m], wgmma_desc_sw128(sA + (wg * MW + m) * 64 * 128 + kk * 32), db);
+  }
+}
 
-  // Accumulator layout of m64nN: warp w of the warpgroup holds rows 16w..16w+15; for each
-  // 8-column chunk q, registers 4q, 4q+1 are (row lane/4, columns 2*(lane%4) + {0, 1}) and
-  // 4q+2, 4q+3 the same columns 8 rows down.
+// Stores warpgroup wg's accumulators: Y block j (slot < 0) or the float32 partial of one
+// segment of a split list, unscaled. Accumulator layout of m64nN: warp w of the warpgroup
+// holds rows 16w..16w+15; for each 8-column chunk q, registers 4q, 4q+1 are (row lane/4,
+// columns 2*(lane%4) + {0, 1}) and 4q+2, 4q+3 the same columns 8 rows down.
+template <class Tag, int B, int MW>
+__device__ __forceinline__ void single_store(const float (&acc)[MW][B / 2], int wg, int tid,
+                                             int row0, int nrows, int j, int slot, u16* y,
+                                             i64 ldy, float alpha, float beta, float* ws,
+                                             i64 ws_stride) {
+  const int lane = tid & 31, wiw = (tid % 128) / 32;
 #pragma unroll
   for (int m = 0; m < MW; ++m)
 #pragma unroll
@@ -301,10 +303,142 @@ __global__ void __launch_bounds__(WG * 128)
         if (slot < 0)
           store_pair(Tag(), y + (i64)r * ldy + (i64)j * B + col, acc[m][4 * q + 2 * h],
                      acc[m][4 * q + 2 * h + 1], alpha, beta);
-        else  // one segment of a split list: its partial product, unscaled
+        else
           *(float2*)(ws + slot * ws_stride + (i64)r * B + col) =
               make_float2(acc[m][4 * q + 2 * h], acc[m][4 * q + 2 * h + 1]);
       }
+}
+
+template <class Tag, int B, int MW, int WG, int STAGES, bool KN>
+__global__ void __launch_bounds__(WG * 128)
+    dsd_wgmma_single(const u16* __restrict__ x, i64 ldx, int nrows, const u16* __restrict__ wk,
+              const int4* __restrict__ work, const int* __restrict__ blk,
+              const int* __restrict__ gidx, u16* y, i64 ldy, float alpha, float beta,
+              float* ws, i64 ws_stride) {
+  constexpr int THREADS = WG * 128, BM = 64 * MW * WG;
+  constexpr int A_BYTES = BM * 128, STAGE_BYTES = (BM + B) * 128;
+  extern __shared__ unsigned char smem_raw[];
+  // 1024-byte alignment for the swizzle (the launch adds 1 KiB of slack).
+  const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
+  unsigned char* smem = smem_raw + (base - smem_addr(smem_raw));
+
+  const int4 item = work[blockIdx.x];
+  const int j = item.x, q0 = item.y, len = item.z, slot = item.w;
+  const int row0 = blockIdx.y * BM;
+  const int tid = threadIdx.x, wg = tid / 128;
+  const int ktiles = (len * B + 63) / 64;
+  __shared__ int s_g[LIST_CAP], s_p[LIST_CAP];
+  const WorkList list = load_work_list(s_g, s_p, gidx, blk, q0, len, tid, THREADS);
+
+  float acc[MW][B / 2];
+#pragma unroll
+  for (int m = 0; m < MW; ++m)
+#pragma unroll
+    for (int i = 0; i < B / 2; ++i) acc[m][i] = 0.f;
+
+  SingleCopy<B, BM, THREADS, KN> copy(tid);
+  copy.start(x, ldx, row0, nrows);
+  wgmma_pipeline<STAGES>(
+      ktiles, acc,
+      [&](int stage, int kt) { copy.load(smem + stage * STAGE_BYTES, kt, list, len, x, wk); },
+      [&](int stage, int) {
+        const unsigned sA = base + stage * STAGE_BYTES;
+        single_mma<Tag, B, MW, KN>(acc, sA, sA + A_BYTES, wg);
+      });
+  single_store<Tag, B, MW>(acc, wg, tid, row0, nrows, j, slot, y, ldy, alpha, beta, ws, ws_stride);
+}
+
+// The single-block kernel made persistent and warp-specialized, so that a tile's pipeline
+// fill and epilogue overlap other work instead of leaving the tensor cores idle:
+// * gridDim.x CTAs (a few per SM) walk the tiles t = blockIdx.x, + gridDim.x, ...; tile t
+//   is work item t % nwork of row tile t / nwork, so the CTAs running at one time share
+//   rows of X in L2. Each tile is still reduced by one CTA in list order: deterministic.
+// * A producer warpgroup (the last 128 threads) issues every copy: it waits for a stage to
+//   be released (`empty`), fills it with cp.async and has the copies arrive on `full` as
+//   they land. It runs up to STAGES slices ahead, across tile boundaries, so the next
+//   tile's first slices load while the consumers store the last one.
+// * WG consumer warpgroups wait on `full`, issue the wgmmas (one group in flight) and
+//   release a stage once the wgmmas reading it are done.
+template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int MINB>
+__global__ void __launch_bounds__((WG + 1) * 128, MINB)
+    dsd_wgmma_ws(const u16* __restrict__ x, i64 ldx, int nrows, const u16* __restrict__ wk,
+                 const int4* __restrict__ work, int nwork, const int* __restrict__ blk,
+                 const int* __restrict__ gidx, u16* y, i64 ldy, float alpha, float beta,
+                 float* ws, i64 ws_stride) {
+  constexpr int BM = 64 * MW * WG, CONSUMERS = WG * 128;
+  constexpr int A_BYTES = BM * 128, STAGE_BYTES = (BM + B) * 128;
+  extern __shared__ unsigned char smem_raw[];
+  const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
+  unsigned char* smem = smem_raw + (base - smem_addr(smem_raw));
+  __shared__ unsigned long long full[STAGES], empty[STAGES];
+  __shared__ int s_g[LIST_CAP], s_p[LIST_CAP];
+  const int tid = threadIdx.x;
+  if (tid == 0) {
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(&full[s], 128);             // one cp.async arrival per producer thread
+      mbar_init(&empty[s], CONSUMERS / 32);  // one arrival per consumer warp
+    }
+  }
+  __syncthreads();  // the only CTA-wide barrier: the roles never meet again
+  const int ntiles = nwork * ((nrows + BM - 1) / BM);
+  unsigned it = 0;  // slices through the pipeline so far (this thread's count)
+
+  if (tid >= CONSUMERS) {  // producer
+    const int ptid = tid - CONSUMERS;
+    SingleCopy<B, BM, 128, KN> copy(ptid);
+    for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+      const int4 item = work[t % nwork];
+      const int q0 = item.y, len = item.z;
+      named_barrier_sync(1, 128);  // every producer thread is done with the previous list
+      fill_work_list(s_g, s_p, gidx, blk, q0, len, ptid, 128);
+      named_barrier_sync(1, 128);
+      const WorkList list{s_g, s_p, gidx, blk, q0};
+      copy.start(x, ldx, (t / nwork) * BM, nrows);
+      const int ktiles = (len * B + 63) / 64;
+      for (int kt = 0; kt < ktiles; ++kt, ++it) {
+        const int s = it % STAGES;
+        mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // the first round passes at once
+        copy.load(smem + s * STAGE_BYTES, kt, list, len, x, wk);
+        cp_async_mbar_arrive(&full[s]);
+      }
+    }
+    cp_async_wait<0>();
+    return;
+  }
+
+  const int wg = tid / 128;  // consumer warpgroup
+  float acc[MW][B / 2];
+  for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+    const int4 item = work[t % nwork];
+    const int j = item.x, len = item.z, slot = item.w;
+    const int ktiles = (len * B + 63) / 64;
+#pragma unroll
+    for (int m = 0; m < MW; ++m)
+#pragma unroll
+      for (int i = 0; i < B / 2; ++i) acc[m][i] = 0.f;
+    for (int kt = 0; kt < ktiles; ++kt, ++it) {
+      const int s = it % STAGES;
+      mbar_wait(&full[s], (it / STAGES) & 1);
+      fence_proxy_async();  // the landed cp.async data -> visible to the tensor cores
+#pragma unroll
+      for (int m = 0; m < MW; ++m) keep_in_registers(acc[m]);
+      wgmma_fence();
+      const unsigned sA = base + s * STAGE_BYTES;
+      single_mma<Tag, B, MW, KN>(acc, sA, sA + A_BYTES, wg);
+      wgmma_commit();
+      wgmma_wait<1>();  // the previous slice's wgmmas are done: release its stage
+#pragma unroll
+      for (int m = 0; m < MW; ++m) keep_in_registers(acc[m]);
+      if (kt > 0 && (tid & 31) == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
+    }
+    wgmma_wait<0>();
+#pragma unroll
+    for (int m = 0; m < MW; ++m) keep_in_registers(acc[m]);
+    if (ktiles > 0 && (tid & 31) == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
+    single_store<Tag, B, MW>(acc, wg, tid, (t / nwork) * BM, nrows, j, slot, y, ldy, alpha,
+                             beta, ws, ws_stride);
+  }
 }
 
 // For X @ W the kernels above want W's blocks stored [n][k]: out[p] = in[p].T for every
