@@ -92,7 +92,7 @@ WGMMA_DSD_KN = {32}
 #   consumer warpgroups through mbarriers; tiles walked by a grid sized to the device):
 #   (64-row tiles per warpgroup, consumer warpgroups, stages, CTAs per SM). Where set for a
 #   block size it replaces the single-block kernel above; None: that kernel.
-WGMMA_DSD_WS = {32: None, 64: None, 128: (1, 2, 4, 1)}
+WGMMA_DSD_WS = {32: (2, 1, 3, 3), 64: (2, 1, 4, 2), 128: (1, 2, 4, 1)}
 #   Hopper wgmma sdd (float16/bfloat16, operands read in place as rows of the batch):
 #   (blocks per CTA, warpgroups along M, along N, stages, flip); flip stacks the group's
 #   dY blocks as wgmma's M (b <= 32), else the group spans N. None: sdd_tc above.

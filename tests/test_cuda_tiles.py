@@ -192,10 +192,11 @@ def test_tiled_small_block_sdd_matches_scipy(backend, sdd_tiled, dtype, n):
 
 # (b, (m64 tiles per warpgroup, consumer warpgroups, stages, CTAs per SM))
 WS_TILES = [
+    (32, (2, 1, 3, 3)),   # one consumer warpgroup of two m64 tiles, three CTAs per SM
     (32, (1, 2, 5, 2)),
     (32, (2, 2, 4, 1)),   # two m64 tiles per warpgroup
     (32, (1, 1, 3, 2)),   # one consumer warpgroup, the shallowest pipeline
-    (64, (1, 2, 4, 2)),
+    (64, (2, 1, 4, 2)),
     (128, (1, 2, 4, 1)),
 ]
 
