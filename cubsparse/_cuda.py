@@ -90,9 +90,10 @@ WGMMA_DSD = {8: None, 16: (4, 1, 2, 4), 32: (1, 1, 2, 5), 64: (1, 1, 2, 4), 128:
 WGMMA_DSD_KN = {32}
 #   Hopper persistent, warp-specialized single-block dsd (a producer warpgroup feeding WG
 #   consumer warpgroups through mbarriers; tiles walked by a grid sized to the device):
-#   (64-row tiles per warpgroup, consumer warpgroups, stages, CTAs per SM). Where set for a
-#   block size it replaces the single-block kernel above; None: that kernel.
-WGMMA_DSD_WS = {32: (2, 1, 3, 3), 64: (2, 1, 4, 2), 128: (1, 2, 4, 1)}
+#   (64-row tiles per warpgroup, consumer warpgroups, stages, CTAs per SM[, slices of wgmmas
+#   a consumer keeps running, 1 by default]). Where set for a block size it replaces the
+#   single-block kernel above; None: that kernel.
+WGMMA_DSD_WS = {32: (2, 1, 3, 3, 0), 64: (2, 1, 4, 2, 0), 128: (1, 2, 4, 1, 0)}
 #   Hopper wgmma sdd (float16/bfloat16, operands read in place as rows of the batch):
 #   (blocks per CTA, warpgroups along M, along N, stages, flip); flip stacks the group's
 #   dY blocks as wgmma's M (b <= 32), else the group spans N. None: sdd_tc above.
@@ -193,8 +194,9 @@ def wgmma_config(dtype: np.dtype, b: int, kn: bool = False) -> KernelConfig | No
         return None
     ws = WGMMA_DSD_WS.get(b)
     if cfg[0] == 1 and ws is not None:  # the persistent form of the single-block kernel
-        mw, wg, st, per_sm = ws
-        expr = f"dsd_wgmma_ws<{_TC_TAGS[name]},{b},{mw},{wg},{st},{_b(kn)},{per_sm}>"
+        mw, wg, st, per_sm = ws[:4]
+        inflight = ws[4] if len(ws) > 4 else 1
+        expr = f"dsd_wgmma_ws<{_TC_TAGS[name]},{b},{mw},{wg},{st},{_b(kn)},{per_sm},{inflight}>"
         smem = st * (64 * mw * wg + b) * 128 + 1024
         return KernelConfig("dsd_sm90", expr, (wg + 1) * 128, smem, 64 * mw * wg, 1,
                             "sm_90a", per_sm)

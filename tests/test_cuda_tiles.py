@@ -190,14 +190,16 @@ def test_tiled_small_block_sdd_matches_scipy(backend, sdd_tiled, dtype, n):
     check_sampled_matmul(backend, lay, b, dtype, n, rng)
 
 
-# (b, (m64 tiles per warpgroup, consumer warpgroups, stages, CTAs per SM))
+# (b, (m64 tiles per warpgroup, consumer warpgroups, stages, CTAs per SM[, slices in flight]))
 WS_TILES = [
-    (32, (2, 1, 3, 3)),   # one consumer warpgroup of two m64 tiles, three CTAs per SM
+    (32, (2, 1, 3, 3, 0)),  # one consumer warpgroup of two m64 tiles, stage freed at once
+    (32, (2, 1, 3, 3)),     # the same keeping one slice's wgmmas running
     (32, (1, 2, 5, 2)),
-    (32, (2, 2, 4, 1)),   # two m64 tiles per warpgroup
-    (32, (1, 1, 3, 2)),   # one consumer warpgroup, the shallowest pipeline
-    (64, (2, 1, 4, 2)),
-    (128, (1, 2, 4, 1)),
+    (32, (2, 2, 4, 1, 0)),  # two consumer warpgroups of two m64 tiles each
+    (32, (1, 1, 3, 2)),     # one m64 tile, the shallowest pipeline
+    (64, (2, 1, 4, 2, 0)),
+    (128, (1, 2, 4, 1, 0)),
+    (128, (1, 2, 3, 1)),
 ]
 
 

@@ -357,9 +357,12 @@ __global__ void __launch_bounds__(WG * 128)
 //   be released (`empty`), fills it with cp.async and has the copies arrive on `full` as
 //   they land. It runs up to STAGES slices ahead, across tile boundaries, so the next
 //   tile's first slices load while the consumers store the last one.
-// * WG consumer warpgroups wait on `full`, issue the wgmmas (one group in flight) and
-//   release a stage once the wgmmas reading it are done.
-template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int MINB>
+// * WG consumer warpgroups wait on `full`, issue the wgmmas and release a stage once the
+//   wgmmas reading it are done. INFLIGHT = 1 keeps one slice's wgmmas running while the
+//   next slice is awaited (a consumer then holds two stages); INFLIGHT = 0 waits for them
+//   and releases the stage at once, leaving one more stage to the producer (the other CTAs
+//   on the SM keep the tensor cores busy meanwhile).
+template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int MINB, int INFLIGHT>
 __global__ void __launch_bounds__((WG + 1) * 128, MINB)
     dsd_wgmma_ws(const u16* __restrict__ x, i64 ldx, int nrows, const u16* __restrict__ wk,
                  const int4* __restrict__ work, int nwork, const int* __restrict__ blk,
@@ -427,15 +430,17 @@ __global__ void __launch_bounds__((WG + 1) * 128, MINB)
       const unsigned sA = base + s * STAGE_BYTES;
       single_mma<Tag, B, MW, KN>(acc, sA, sA + A_BYTES, wg);
       wgmma_commit();
-      wgmma_wait<1>();  // the previous slice's wgmmas are done: release its stage
+      wgmma_wait<INFLIGHT>();  // slice it - INFLIGHT is done: release its stage
 #pragma unroll
       for (int m = 0; m < MW; ++m) keep_in_registers(acc[m]);
-      if (kt > 0 && (tid & 31) == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
+      if (kt >= INFLIGHT && (tid & 31) == 0) mbar_arrive(&empty[(it - INFLIGHT) % STAGES]);
     }
-    wgmma_wait<0>();
+    if constexpr (INFLIGHT > 0) {
+      wgmma_wait<0>();
 #pragma unroll
-    for (int m = 0; m < MW; ++m) keep_in_registers(acc[m]);
-    if (ktiles > 0 && (tid & 31) == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
+      for (int m = 0; m < MW; ++m) keep_in_registers(acc[m]);
+      if (ktiles > 0 && (tid & 31) == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
+    }
     single_store<Tag, B, MW>(acc, wg, tid, (t / nwork) * BM, nrows, j, slot, y, ldy, alpha,
                              beta, ws, ws_stride);
   }
