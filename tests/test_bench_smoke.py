@@ -44,3 +44,23 @@ def test_results_load_plain_and_gzip_compressed(tmp_path):
         json.dump(results, f)
     assert load_results(plain) == results
     assert load_results(packed) == results
+
+
+def test_report_later_files_replace_rows_measured_again():
+    from bench.report import supersede
+
+    old = {"meta": {"gpu": "G"}, "rows": [{"case": "a", "op": "xw", "ms": 2.0},
+                                          {"case": "a", "op": "sdd", "ms": 3.0},
+                                          {"case": "b", "op": "xw", "ms": 4.0}],
+           "skipped": [{"case": "c", "reason": "budget"}, {"case": "d", "reason": "budget"}]}
+    new = {"meta": {"gpu": "G"}, "rows": [{"case": "a", "op": "xw", "ms": 1.0},
+                                          {"case": "c", "op": "xw", "ms": 5.0}],
+           "skipped": [{"case": "b", "reason": "budget"}]}
+    merged, dropped = supersede([old, new])
+    assert dropped == 1
+    rows = sorted((r["case"], r["op"], r["ms"]) for res in merged for r in res["rows"])
+    # a/xw from the later file; a/sdd and b/xw only measured in the first one stay
+    assert rows == [("a", "sdd", 3.0), ("a", "xw", 1.0), ("b", "xw", 4.0), ("c", "xw", 5.0)]
+    # c was measured later; b was measured earlier (a later skip does not hide it); d stays
+    assert [s["case"] for res in merged for s in res["skipped"]] == ["d"]
+    assert len(old["rows"]) == 3  # the inputs are left as they were
