@@ -440,18 +440,21 @@ def _dsd_tables(structure, trans: bool, split: int = 0, group: int = 1):
     return structure.cached(key, build)
 
 
-def _split_length(structure, trans: bool, row_tiles: int, group: int = 1) -> int:
+def _split_length(structure, trans: bool, row_tiles: int, group: int = 1,
+                  shortest: int = 4) -> int:
     """Longest list a CTA should take, 0 for no split. Splitting pays only when there are
-    few CTAs (small N): cut lists longer than the average work of one CTA slot."""
+    few CTAs (small N): cut lists longer than the average work of one CTA slot, into
+    segments of at least ``shortest`` entries (1 for the SIMT kernel, whose CTAs wait out
+    the memory latency of every k slice unpipelined, so even short lists pay to spread)."""
     lens = structure.cached(("dsd_lens", trans, group),
                             lambda: np.diff(_lists(structure, trans, group)[0]))
     if lens.size == 0:
         return 0
     slots = 2 * _sm_count()
     avg = int(lens.sum()) * row_tiles / slots
-    if lens.max() <= 2 * max(avg, 4):
+    if lens.max() <= 2 * max(avg, shortest):
         return 0
-    return 1 << int(np.ceil(np.log2(max(avg, 4))))  # a power of two: few cached tables
+    return 1 << int(np.ceil(np.log2(max(avg, shortest))))  # a power of two: few cached tables
 
 
 _sms: dict = {}
@@ -603,7 +606,8 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
         step = _MAX_GRID_Y * cfg.rows_per_cta
         row_tiles = -(-n // cfg.rows_per_cta)
         group = cfg.group  # output blocks per CTA
-        split = _split_length(s, transpose_w, row_tiles, group) if splittable and n <= step else 0
+        split = (_split_length(s, transpose_w, row_tiles, group, 4 if tc else 1)
+                 if splittable and n <= step else 0)
         work, blk, gidx, red, n_slots = _dsd_tables(s, transpose_w, split, group)
         width = group * b  # columns of an output tile
         if n_slots * n * width * 4 > _MAX_WORKSPACE or red.shape[0] > _MAX_GRID_Y:  # unsplit

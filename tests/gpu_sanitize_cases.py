@@ -31,7 +31,7 @@ def _forced(**choices):
             setattr(_cuda, name, fn)
 
 
-def _one_slot(structure, trans, row_tiles, group=1):
+def _one_slot(structure, trans, row_tiles, group=1, shortest=4):
     return 1  # split every list into one-entry segments
 
 

@@ -21,7 +21,8 @@ pytestmark = pytest.mark.parametrize(
 def forced_split(monkeypatch):
     from cubsparse import _cuda
 
-    monkeypatch.setattr(_cuda, "_split_length", lambda structure, trans, row_tiles, group=1: 2)
+    monkeypatch.setattr(_cuda, "_split_length",
+                        lambda structure, trans, row_tiles, group=1, shortest=4: 2)
 
 
 @pytest.mark.parametrize("dtype,tf32", [("float16", False), ("bfloat16", False),

@@ -1,0 +1,45 @@
+"""Kernel-choice rules of the CUDA backend that need no GPU: the split of long work lists
+at small N (``_cuda._split_length``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cubsparse as cs
+from cubsparse import _cuda
+
+
+@pytest.fixture
+def sms(monkeypatch):
+    monkeypatch.setattr(_cuda, "_sm_count", lambda: 132)  # an H100/H200
+
+
+def _structure(lay):
+    return cs.BlockSparseMatrix.from_layout(lay, 32, dtype="float32", backend="cpu")._structure
+
+
+def test_short_lists_split_only_for_the_simt_kernel(sms):
+    # 32 block columns of at most 8 blocks: about 0.4 entries per CTA slot (2 per SM)
+    lay = np.zeros((32, 32), dtype=bool)
+    lay[:8, 0] = True
+    lay[np.arange(32), np.arange(32)] = True
+    s = _structure(lay)
+    assert _cuda._split_length(s, False, row_tiles=1) == 0  # tensor cores: lists <= 8 stay
+    assert _cuda._split_length(s, False, row_tiles=1, shortest=1) == 1  # SIMT: one entry each
+
+
+def test_split_follows_the_average_work_of_a_cta_slot(sms):
+    skewed = np.zeros((256, 64), dtype=bool)
+    skewed[:, 0] = True          # a hub column of 256 entries
+    skewed[np.arange(64), np.arange(64)] = True
+    s = _structure(skewed)
+    # 319 entries over 264 CTA slots: segments of the floor (a power of two)
+    assert _cuda._split_length(s, False, row_tiles=1) == 4
+    assert _cuda._split_length(s, False, row_tiles=1, shortest=1) == 2
+    # 64 row tiles: about 77 entries per slot; the hub is cut into segments of 128
+    assert _cuda._split_length(s, False, row_tiles=64) == 128
+    # 200 row tiles: the hub is within twice a slot's share, and stays whole
+    assert _cuda._split_length(s, False, row_tiles=200) == 0
+    # the transposed product walks block rows: 256 rows of at most 2 entries
+    assert _cuda._split_length(s, True, row_tiles=1) == 0
