@@ -424,21 +424,18 @@ __global__ void __launch_bounds__((WG + 1) * 128, MINB)
       const int s = it % STAGES;
       mbar_wait(&full[s], (it / STAGES) & 1);
       fence_proxy_async();  // the landed cp.async data -> visible to the tensor cores
-#pragma unroll
-      for (int m = 0; m < MW; ++m) keep_in_registers(acc[m]);
+      keep_in_registers(acc);
       wgmma_fence();
       const unsigned sA = base + s * STAGE_BYTES;
       single_mma<Tag, B, MW, KN>(acc, sA, sA + A_BYTES, wg);
       wgmma_commit();
       wgmma_wait<INFLIGHT>();  // slice it - INFLIGHT is done: release its stage
-#pragma unroll
-      for (int m = 0; m < MW; ++m) keep_in_registers(acc[m]);
+      keep_in_registers(acc);
       if (kt >= INFLIGHT && (tid & 31) == 0) mbar_arrive(&empty[(it - INFLIGHT) % STAGES]);
     }
     if constexpr (INFLIGHT > 0) {
       wgmma_wait<0>();
-#pragma unroll
-      for (int m = 0; m < MW; ++m) keep_in_registers(acc[m]);
+      keep_in_registers(acc);
       if (ktiles > 0 && (tid & 31) == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
     }
     single_store<Tag, B, MW>(acc, wg, tid, (t / nwork) * BM, nrows, j, slot, y, ldy, alpha,

@@ -61,6 +61,11 @@ __device__ __forceinline__ void keep_in_registers(float (&d)[R]) {
 #pragma unroll
   for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
+template <int R, int C>
+__device__ __forceinline__ void keep_in_registers(float (&d)[R][C]) {
+#pragma unroll
+  for (int r = 0; r < R; ++r) keep_in_registers(d[r]);
+}
 
 // Matrix descriptor for an MN-major operand (M-major A or N-major B, wgmma's transposed
 // modes) stored as rows of k, each ROW bytes (128, 64 or 32) of the M/N axis in the
@@ -104,10 +109,6 @@ struct MnTile {
 template <int STAGES, int R, int C, class Load, class Mma>
 __device__ __forceinline__ void wgmma_pipeline(int ktiles, float (&acc)[R][C], Load load, Mma mma) {
   static_assert(STAGES >= 3, "copies run STAGES - 2 slices ahead");
-  auto pin = [&] {
-#pragma unroll
-    for (int r = 0; r < R; ++r) keep_in_registers(acc[r]);
-  };
 #pragma unroll
   for (int s = 0; s < STAGES - 2; ++s) {
     if (s < ktiles) load(s, s);
@@ -117,19 +118,19 @@ __device__ __forceinline__ void wgmma_pipeline(int ktiles, float (&acc)[R][C], L
     cp_async_wait<STAGES - 3>();
     fence_proxy_async();  // this thread's copies -> visible to the tensor cores
     __syncthreads();
-    pin();
+    keep_in_registers(acc);
     wgmma_fence();
     mma(kt % STAGES, kt);
     wgmma_commit();
     wgmma_wait<1>();  // the previous slice's MMAs are done; this one keeps running
-    pin();
+    keep_in_registers(acc);
     const int nk = kt + STAGES - 2;
     if (nk < ktiles) load(nk % STAGES, nk);
     cp_async_commit();
   }
   wgmma_wait<0>();
   cp_async_wait<0>();
-  pin();
+  keep_in_registers(acc);
 }
 
 // Transposes an m64nN accumulator pair for a store along the rows: the pair (v0, v1) is
