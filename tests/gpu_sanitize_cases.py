@@ -20,7 +20,8 @@ from cubsparse import _cuda, _dtypes
 
 @contextlib.contextmanager
 def _forced(**choices):
-    """Replace functions of cubsparse._cuda (kernel-choice rules) for the block's duration."""
+    """Replace attributes of cubsparse._cuda (kernel-choice rules, settings) for the block's
+    duration."""
     saved = {name: getattr(_cuda, name) for name in choices}
     for name, fn in choices.items():
         setattr(_cuda, name, fn)
@@ -65,7 +66,8 @@ def run() -> int:
             results["x@W"] = (cs.matmul(x, W, out=y), xh @ Wd)
             results["dy@W.T"] = (cs.matmul(dy, W.T), dyh @ Wd.T)
             results["W@d"] = (W @ dy[:8].T, Wd @ dyh[:8].T)
-            results["sdd x.T,dy"] = (cs.sampled_matmul(x.T, dy, like=W).toarray(), (xh.T @ dyh) * mask)
+            results["sdd x.T,dy"] = (cs.sampled_matmul(x.T, dy, like=W).toarray(),
+                                     (xh.T @ dyh) * mask)
             x8, dy8 = x[:32], dy[:32]  # inner dim a multiple of 8: the row-major-a variants
             ref8 = (xh[:32].T @ dyh[:32]) * mask
             results["sdd a row-major"] = (
@@ -94,15 +96,14 @@ def run() -> int:
                 # the persistent warp-specialized dsd (Hopper, b >= 32) whatever the
                 # defaults, its grid capped at two CTAs so each walks several tiles
                 if b >= 32:
-                    saved = dict(_cuda.WGMMA_DSD_WS), _cuda.PERSISTENT_GRID_LIMIT
+                    saved = dict(_cuda.WGMMA_DSD_WS)
                     _cuda.set_tiles(wgmma_ws={b: (1, 2, 4, 1)})
-                    _cuda.PERSISTENT_GRID_LIMIT = 2
                     try:
-                        results["x@W persistent"] = (cs.matmul(xl, W), xlh @ Wd)
-                        results["dy@W.T persistent"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
+                        with _forced(PERSISTENT_GRID_LIMIT=2):
+                            results["x@W persistent"] = (cs.matmul(xl, W), xlh @ Wd)
+                            results["dy@W.T persistent"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
                     finally:
-                        _cuda.set_tiles(wgmma_ws=saved[0])
-                        _cuda.PERSISTENT_GRID_LIMIT = saved[1]
+                        _cuda.set_tiles(wgmma_ws=saved)
             if dtype == "float32":  # split lists on the IEEE SIMT kernel
                 with _forced(_split_length=_one_slot):
                     results["x@W split"] = (cs.matmul(x, W), xh @ Wd)

@@ -11,10 +11,29 @@ import pytest
 
 import cubsparse as cs
 from conftest import BACKENDS, poison, to_backend, to_numpy
+from cubsparse import _cuda
 
 pytestmark = pytest.mark.parametrize(
     "backend", [p for p in BACKENDS if p.values == ("cuda",)], indirect=True
 )
+
+
+def forced_tile(monkeypatch, b, tables, **rules):
+    """Body of a fixture that forces one tile: ``table[b] = cfg`` for each (table, cfg) of
+    ``tables`` and the named kernel-choice rules of ``_cuda`` replaced, for one test; the
+    config caches are cleared on the way in and out. Yields ``b``."""
+    for table, cfg in tables:
+        monkeypatch.setitem(table, b, cfg)
+    for name, fn in rules.items():
+        monkeypatch.setattr(_cuda, name, fn)
+    _cuda.set_tiles()  # no changes: clears every config cache
+    yield b
+    _cuda.set_tiles()
+
+
+def _always(*args):
+    return True
+
 
 def check_sampled_matmul(backend, lay, b, dtype, n, rng):
     """sampled_matmul(x.T, dy, like=W) for W of layout ``lay`` against float64 NumPy, into a
@@ -52,13 +71,8 @@ SDD_TILES = [
 
 @pytest.fixture
 def sdd_tile(request, monkeypatch):
-    from cubsparse import _cuda
-
     b, cfg = request.param
-    monkeypatch.setitem(_cuda.WGMMA_SDD, b, cfg)
-    _cuda.sdd_wgmma_config.cache_clear()
-    yield b
-    _cuda.sdd_wgmma_config.cache_clear()
+    yield from forced_tile(monkeypatch, b, [(_cuda.WGMMA_SDD, cfg)])
 
 
 @pytest.mark.parametrize("sdd_tile", SDD_TILES, indirect=True, ids=lambda t: f"b{t[0]}-{t[1]}")
@@ -79,8 +93,6 @@ def test_wgmma_sdd_tiles_match_scipy(backend, sdd_tile, dtype, n):
 def test_wgmma_dsd_reads_w_as_stored_or_transposed(backend, monkeypatch, kn, b):
     """X @ W on the single-block wgmma kernel, with W's blocks read as stored (N-major B
     tile) and through a block-transposed copy: both must match SciPy."""
-    from cubsparse import _cuda
-
     monkeypatch.setattr(_cuda, "WGMMA_DSD_KN", {b} if kn else set())
     rng = np.random.default_rng(b)
     lay = rng.random((5, 3)) < 0.6
@@ -105,17 +117,10 @@ GROUP_TILES = [
 
 @pytest.fixture
 def group_tile(request, monkeypatch):
-    from cubsparse import _cuda
-
     b, cfg = request.param
-    monkeypatch.setitem(_cuda.DSD_GROUP, b, cfg)
-    monkeypatch.setitem(_cuda.WGMMA_DSD, b, None)  # the grouped mma.sync kernel on Hopper too
-    monkeypatch.setattr(_cuda, "_group_pays", lambda *args: True)
-    _cuda.group_config.cache_clear()
-    _cuda.wgmma_config.cache_clear()
-    yield b
-    _cuda.group_config.cache_clear()
-    _cuda.wgmma_config.cache_clear()
+    # WGMMA_DSD None: the grouped mma.sync kernel on Hopper too
+    yield from forced_tile(monkeypatch, b, [(_cuda.DSD_GROUP, cfg), (_cuda.WGMMA_DSD, None)],
+                           _group_pays=_always)
 
 
 @pytest.mark.parametrize("group_tile", GROUP_TILES, indirect=True, ids=lambda t: f"b{t[0]}-{t[1]}")
@@ -160,17 +165,10 @@ SDD_TILED = [
 
 @pytest.fixture
 def sdd_tiled(request, monkeypatch):
-    from cubsparse import _cuda
-
     b, cfg = request.param
-    monkeypatch.setitem(_cuda.SDD_TILE, b, cfg)
-    monkeypatch.setitem(_cuda.WGMMA_SDD, b, None)  # the tiled kernel on Hopper too
-    monkeypatch.setattr(_cuda, "_sdd_tiled_pays", lambda *args: True)
-    _cuda.sdd_tile_config.cache_clear()
-    _cuda.sdd_wgmma_config.cache_clear()
-    yield b
-    _cuda.sdd_tile_config.cache_clear()
-    _cuda.sdd_wgmma_config.cache_clear()
+    # WGMMA_SDD None: the tiled kernel on Hopper too
+    yield from forced_tile(monkeypatch, b, [(_cuda.SDD_TILE, cfg), (_cuda.WGMMA_SDD, None)],
+                           _sdd_tiled_pays=_always)
 
 
 @pytest.mark.parametrize("sdd_tiled", SDD_TILED, indirect=True, ids=lambda t: f"b{t[0]}-{t[1]}")
@@ -205,14 +203,10 @@ WS_TILES = [
 
 @pytest.fixture
 def ws_tile(request, monkeypatch):
-    from cubsparse import _cuda
-
     b, cfg = request.param
-    monkeypatch.setitem(_cuda.WGMMA_DSD_WS, b, cfg)
-    monkeypatch.setitem(_cuda.WGMMA_DSD, b, (1, 1, 2, 4))  # the single-block kind
-    _cuda.wgmma_config.cache_clear()
-    yield b
-    _cuda.wgmma_config.cache_clear()
+    # WGMMA_DSD (1, ...): a single-block tile, which the persistent kernel replaces
+    yield from forced_tile(monkeypatch, b, [(_cuda.WGMMA_DSD_WS, cfg),
+                                            (_cuda.WGMMA_DSD, (1, 1, 2, 4))])
 
 
 @pytest.mark.parametrize("ws_tile", WS_TILES, indirect=True, ids=lambda t: f"b{t[0]}-{t[1]}")
@@ -224,8 +218,6 @@ def test_persistent_dsd_tiles_match_scipy(backend, monkeypatch, ws_tile, dtype, 
     warp-specialized kernel: tiles of every list length down to empty, a list longer than
     the kernel's shared-memory copy, a partial last row tile, split lists (n = 65), a grid
     far smaller than the tiles so the stage ring wraps across tiles; alpha and beta."""
-    from cubsparse import _cuda
-
     b = ws_tile
     monkeypatch.setattr(_cuda, "PERSISTENT_GRID_LIMIT", grid_limit)
     rng = np.random.default_rng(n + b)
