@@ -87,13 +87,18 @@ DSD_GROUP = {8: (16, 128, 4, 2, 4, 4)}
 WGMMA_DSD = {8: None, 16: (4, 1, 2, 4), 32: (1, 1, 2, 5), 64: (1, 1, 2, 4), 128: (1, 1, 2, 4)}
 #   Block sizes whose X @ W on the single-block wgmma kernel reads W's blocks as stored
 #   (an N-major B tile) rather than a block-transposed copy made per call.
-WGMMA_DSD_KN = {32}
+WGMMA_DSD_KN = {16, 32}
 #   Hopper persistent, warp-specialized single-block dsd (a producer warpgroup feeding WG
 #   consumer warpgroups through mbarriers; tiles walked by a grid sized to the device):
 #   (64-row tiles per warpgroup, consumer warpgroups, stages, CTAs per SM[, slices of wgmmas
 #   a consumer keeps running, 1 by default]). Where set for a block size it replaces the
 #   single-block kernel above; None: that kernel.
 WGMMA_DSD_WS = {32: (2, 1, 3, 3, 0), 64: (2, 1, 4, 2, 0), 128: (1, 2, 4, 1, 0)}
+#   Hopper persistent, warp-specialized grouped dsd (dsd_wgmma_union): a tile is 64 * MW
+#   rows of X by G adjacent output blocks and walks the union of their lists, one consumer
+#   warpgroup per G / CW members: (G, MW, CW, stages, CTAs per SM). Where set it replaces
+#   the kernels above when the union lists share their entries enough (_union_pays).
+WGMMA_DSD_UNION = {16: (16, 2, 2, 4, 1)}
 #   Hopper wgmma sdd (float16/bfloat16, operands read in place as rows of the batch):
 #   (blocks per CTA, warpgroups along M, along N, stages, flip); flip stacks the group's
 #   dY blocks as wgmma's M (b <= 32), else the group spans N. None: sdd_tc above.
@@ -185,12 +190,25 @@ def group_config(dtype: np.dtype, b: int, trans: bool) -> KernelConfig | None:
 
 
 @functools.lru_cache(maxsize=None)
-def wgmma_config(dtype: np.dtype, b: int, kn: bool = False) -> KernelConfig | None:
+def wgmma_config(dtype: np.dtype, b: int, kn: bool = False,
+                 union: bool = True) -> KernelConfig | None:
     """The Hopper wgmma dsd kernel, or None where unused. ``kn``: X @ W, W's blocks read
-    as stored ([k][n]); the grouped kernel (G > 1) reads a block-transposed copy instead."""
+    as stored ([k][n]), which every kernel but the non-persistent grouped one can do (it
+    reads a block-transposed copy). ``union=False``: the kernel used where the union
+    kernel does not pay (:func:`_union_pays`)."""
     name = _dtype_name(dtype)
     cfg = WGMMA_DSD.get(b)
-    if name not in _TC_TAGS or cfg is None:
+    ucfg = WGMMA_DSD_UNION.get(b) if union else None
+    if name not in _TC_TAGS or (cfg is None and ucfg is None):
+        return None
+    if ucfg is not None:
+        group, mw, cw, st, per_sm = ucfg
+        expr = (f"dsd_wgmma_union<{_TC_TAGS[name]},{b},{group},{mw},{cw},{st},{_b(kn)},"
+                f"{per_sm}>")
+        smem = st * (64 * mw + group * b) * 128 + 1024
+        return KernelConfig("dsd_sm90", expr, (cw + 1) * 128, smem, 64 * mw, group,
+                            "sm_90a", per_sm)
+    if cfg is None:
         return None
     ws = WGMMA_DSD_WS.get(b)
     if cfg[0] == 1 and ws is not None:  # the persistent form of the single-block kernel
@@ -209,6 +227,11 @@ def wgmma_config(dtype: np.dtype, b: int, kn: bool = False) -> KernelConfig | No
         expr = f"dsd_wgmma<{_TC_TAGS[name]},{b},{group},{mw},{wg},{st},{_b(swap)}>"
     smem = st * (rows + group * b) * 128 + 1024  # + slack to align tiles to 1 KiB
     return KernelConfig("dsd_sm90", expr, wg * 128, smem, rows, group, "sm_90a")
+
+
+def _reads_kn(cfg: KernelConfig) -> bool:
+    """Whether a wgmma dsd kernel can read W's blocks as stored (all but dsd_wgmma)."""
+    return cfg.group == 1 or cfg.persistent > 0
 
 
 @functools.lru_cache(maxsize=None)
@@ -231,7 +254,7 @@ def transpose_config(b: int) -> KernelConfig:
 
 
 def set_tiles(dsd=None, sdd=None, dsd_small=None, wgmma=None, wgmma_sdd=None,
-              group=None, sdd_tile=None, wgmma_ws=None) -> None:
+              group=None, sdd_tile=None, wgmma_ws=None, wgmma_union=None) -> None:
     """Replace tile choices (for tuning experiments); clears the config caches."""
     DSD_TC.update(dsd or {})
     SDD_TILE.update(sdd_tile or {})
@@ -240,6 +263,7 @@ def set_tiles(dsd=None, sdd=None, dsd_small=None, wgmma=None, wgmma_sdd=None,
     DSD_TC_SMALL.update(dsd_small or {})
     WGMMA_DSD.update(wgmma or {})
     WGMMA_DSD_WS.update(wgmma_ws or {})
+    WGMMA_DSD_UNION.update(wgmma_union or {})
     WGMMA_SDD.update(wgmma_sdd or {})
     for f in (dsd_config, sdd_config, group_config, wgmma_config, sdd_wgmma_config,
               sdd_tile_config):
@@ -267,10 +291,14 @@ def all_configs(dtypes=None, blocksizes=None, families=None) -> list[KernelConfi
                         out += [dsd_config(dt, b, t, False, small) for t in (False, True)]
                         out += [dsd_config(dt, b, True, True, small)] if tf32 else []
                 elif fam == "dsd_sm90" and wgmma_config(dt, b) is not None:
-                    wcfg = wgmma_config(dt, b)
-                    out += [wcfg, wgmma_config(dt, b, True) if wcfg.group == 1 else transpose_config(b)]
-                    if wcfg.group > 1:  # its split lists add up G-block-wide tiles
-                        out.append(reduce_config(dt, b, False, wcfg.group))
+                    for union in (True, False):  # the union kernel and its fallback
+                        wcfg = wgmma_config(dt, b, union=union)
+                        if wcfg is None:
+                            continue
+                        out += [wcfg, wgmma_config(dt, b, True, union) if _reads_kn(wcfg)
+                                else transpose_config(b)]
+                        if wcfg.group > 1:  # its split lists add up G-block-wide tiles
+                            out.append(reduce_config(dt, b, False, wcfg.group))
                 elif fam == "sdd_sm90":
                     if sdd_wgmma_config(dt, b) is not None:
                         out.append(sdd_wgmma_config(dt, b))
@@ -518,20 +546,34 @@ def _sdd_tiles(structure, tr: int, ts: int):
     return _device_tables(structure, ("sdd_tile", tr, ts), build)
 
 
-#: Blocks per union entry from which the grouped small-block dsd beats one block per CTA
-#: (H200, b = 8, G = 16: 1.4 at d = 0.05 lost, 4 at d = 0.25 won by 1.5x).
-GROUP_MIN_SHARING = 2.0
-
-
-def _group_pays(structure, trans: bool, group: int) -> bool:
-    """Whether the grouped dsd's X slices feed enough of the group's members on average:
-    stored blocks per entry of the union lists of ``group`` adjacent output blocks."""
+def _sharing(structure, trans: bool, group: int) -> float:
+    """Stored blocks per entry of the union lists of ``group`` adjacent output blocks: how
+    many members an X slice of a grouped kernel feeds on average (inf for an empty layout,
+    where any kernel will do)."""
 
     def sharing():
         entries = int(_lists(structure, trans, group)[0][-1])
-        return entries == 0 or structure.nnzb / entries >= GROUP_MIN_SHARING
+        return structure.nnzb / entries if entries else float("inf")
 
-    return structure.cached(("group_pays", trans, group), sharing)
+    return structure.cached(("sharing", trans, group), sharing)
+
+
+#: Blocks per union entry from which the grouped small-block dsd beats one block per CTA
+#: (H200, b = 8, G = 16: 1.4 at d = 0.05 lost, 4 at d = 0.25 won by 1.5x).
+GROUP_MIN_SHARING = 2.0
+#: The same for the union wgmma dsd against its fallback (H200, b = 16, G = 16 against
+#: the grouped wgmma kernel: about 2 at d = 0.1 lost, 4 at d = 0.25 won).
+UNION_MIN_SHARING = 3.0
+
+
+def _group_pays(structure, trans: bool, group: int) -> bool:
+    """Whether the grouped mma.sync dsd's X slices feed enough members (_sharing)."""
+    return _sharing(structure, trans, group) >= GROUP_MIN_SHARING
+
+
+def _union_pays(structure, trans: bool, group: int) -> bool:
+    """Whether the union wgmma dsd's X slices feed enough members (_sharing)."""
+    return _sharing(structure, trans, group) >= UNION_MIN_SHARING
 
 
 def _sdd_tiled_pays(structure, tr: int, ts: int, group: int) -> bool:
@@ -586,9 +628,12 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
     if n and n_out:
         small = tc and n <= SMALL_ROWS
         wcfg = wgmma_config(dtype, b) if _is_half(dtype) and not small and _is_hopper() else None
-        kn = wcfg is not None and wcfg.group == 1 and b in WGMMA_DSD_KN
+        union = wcfg is not None and WGMMA_DSD_UNION.get(b) is not None
+        if union and not _union_pays(s, transpose_w, wcfg.group):
+            union, wcfg = False, wgmma_config(dtype, b, union=False)
+        kn = wcfg is not None and _reads_kn(wcfg) and b in WGMMA_DSD_KN
         if kn and not transpose_w:
-            wcfg = wgmma_config(dtype, b, True)  # reads W's blocks as stored
+            wcfg = wgmma_config(dtype, b, True, union)  # reads W's blocks as stored
         gcfg = group_config(dtype, b, transpose_w) if wcfg is None and not small else None
         if gcfg is not None and not _group_pays(s, transpose_w, gcfg.group):
             gcfg = None

@@ -209,6 +209,29 @@ def ws_tile(request, monkeypatch):
                                             (_cuda.WGMMA_DSD, (1, 1, 2, 4))])
 
 
+def check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, empty):
+    """X @ W (W's blocks read as stored and transposed) and dY @ W.T for W of layout
+    ``lay`` against float64 NumPy, into poisoned outputs; the output blocks ``empty`` (of
+    X @ W, of dY @ W.T) must be zeros; then alpha and beta on top of each result."""
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=9, backend=backend)
+    wd = to_numpy(w.toarray().astype("float64"))
+    tol = cs._dtypes.TOLERANCE[dtype]
+    for trans, kn in ((False, True), (False, False), (True, False)):
+        monkeypatch.setattr(_cuda, "WGMMA_DSD_KN", {b} if kn else set())
+        rows_in = lay.shape[1] if trans else lay.shape[0]
+        x = to_backend(rng.standard_normal((n, rows_in * b)).astype(np.float32),
+                       backend).astype(w.dtype)
+        op = w.T if trans else w
+        ref = to_numpy(x.astype("float64")) @ (wd.T if trans else wd)
+        out = poison((n, ref.shape[1]), dtype, backend)
+        got = to_numpy(cs.matmul(x, op, out=out).astype("float64"))
+        assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < tol, (trans, kn)
+        e = empty[trans]
+        assert np.all(got[:, e * b:(e + 1) * b] == 0), (trans, kn)
+        got2 = to_numpy(cs.matmul(x, op, out=out, alpha=0.5, beta=2.0).astype("float64"))
+        assert np.linalg.norm(got2 - 2.5 * got) / np.linalg.norm(2.5 * got) < tol, (trans, kn)
+
+
 @pytest.mark.parametrize("ws_tile", WS_TILES, indirect=True, ids=lambda t: f"b{t[0]}-{t[1]}")
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("grid_limit", [None, 3])  # 3 CTAs: each walks many tiles
@@ -226,20 +249,41 @@ def test_persistent_dsd_tiles_match_scipy(backend, monkeypatch, ws_tile, dtype, 
     lay[:, 2] = False   # an empty output block column of X @ W
     lay[:, 4] = True    # a full one
     lay[3, :] = False   # an empty output block column of dY @ W.T
-    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=9, backend=backend)
-    wd = to_numpy(w.toarray().astype("float64"))
-    tol = cs._dtypes.TOLERANCE[dtype]
-    for trans, kn in ((False, True), (False, False), (True, False)):
-        monkeypatch.setattr(_cuda, "WGMMA_DSD_KN", {b} if kn else set())
-        rows_in = 6 if trans else rows_w
-        x = to_backend(rng.standard_normal((n, rows_in * b)).astype(np.float32),
-                       backend).astype(w.dtype)
-        op = w.T if trans else w
-        ref = to_numpy(x.astype("float64")) @ (wd.T if trans else wd)
-        out = poison((n, ref.shape[1]), dtype, backend)
-        got = to_numpy(cs.matmul(x, op, out=out).astype("float64"))
-        assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < tol, (trans, kn)
-        empty = 3 if trans else 2
-        assert np.all(got[:, empty * b:(empty + 1) * b] == 0), (trans, kn)
-        got2 = to_numpy(cs.matmul(x, op, out=out, alpha=0.5, beta=2.0).astype("float64"))
-        assert np.linalg.norm(got2 - 2.5 * got) / np.linalg.norm(2.5 * got) < tol, (trans, kn)
+    check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: 2, True: 3})
+
+
+# (b, (members per group, m64 tiles, consumer warpgroups, stages, CTAs per SM))
+UNION_TILES = [
+    (32, (8, 2, 4, 3, 1)),   # one consumer warpgroup per two members
+    (32, (4, 2, 2, 4, 1)),
+    (32, (4, 1, 4, 3, 1)),   # one member per consumer, 64-row tiles
+    (16, (16, 2, 4, 4, 1)),  # four 16-deep entries per slice: 64 presence bits
+    (16, (8, 1, 2, 3, 1)),
+    (64, (4, 2, 2, 4, 1)),   # one entry per slice
+]
+
+
+@pytest.fixture
+def union_tile(request, monkeypatch):
+    b, cfg = request.param
+    yield from forced_tile(monkeypatch, b, [(_cuda.WGMMA_DSD_UNION, cfg)], _union_pays=_always)
+
+
+@pytest.mark.parametrize("union_tile", UNION_TILES, indirect=True, ids=lambda t: f"b{t[0]}-{t[1]}")
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("grid_limit", [None, 3])
+@pytest.mark.parametrize("n", [65, 300])
+def test_union_dsd_tiles_match_scipy(backend, monkeypatch, union_tile, dtype, grid_limit, n):
+    """The persistent union kernel: union lists longer than its shared-memory copy (256
+    entries), partial last groups in both products, an empty and a full output block,
+    entries present for some members and absent for others, split lists (n = 65), a grid
+    far smaller than the tiles; alpha and beta."""
+    b = union_tile
+    monkeypatch.setattr(_cuda, "PERSISTENT_GRID_LIMIT", grid_limit)
+    rng = np.random.default_rng(n + b + 1)
+    lay = rng.random((275, 19)) < 0.3
+    lay[:, 18] = True   # a full output block of X @ W, in the partial last group
+    lay[270, :] = True  # a full one of dY @ W.T, in its partial last group
+    lay[:, 5] = False   # an empty output block of X @ W
+    lay[9, :] = False   # an empty one of dY @ W.T
+    check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: 5, True: 9})

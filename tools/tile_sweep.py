@@ -3,7 +3,8 @@ fp16, density 0.25 (random layout), checked against float32 dense math, CUDA-gra
 next to dense cupy.matmul. Prints one table; the fastest correct tile per (op, b) is
 what goes into DSD_TC / SDD_TC in cubsparse/_cuda.py (bench/NOTES.md keeps the history).
 
-    PYTHONPATH=.:tools python3 tools/tile_sweep.py [--wgmma] [--group] [--ws] [--ops=fwd,bwd,sdd]
+    PYTHONPATH=.:tools python3 tools/tile_sweep.py [--wgmma] [--group] [--ws] [--union]
+        [--ops=fwd,bwd,sdd]
         [--density=0.25] [b ...]
 
 Each candidate runs alone: the mma.sync tiles with the wgmma kernels switched off, a
@@ -63,6 +64,15 @@ WS = {
     64: [(2, 1, 4, 2, 0), (2, 1, 2, 4, 0), (2, 1, 4, 2), (2, 1, 3, 2, 0), (1, 1, 4, 3, 0)],
     128: [(1, 2, 4, 1, 0), (1, 2, 4, 1), (1, 2, 5, 1, 0), (2, 1, 4, 1, 0), (1, 1, 3, 2, 0)],
 }
+# Hopper persistent union dsd: (members per group, m64 tiles, consumer warpgroups, stages,
+# CTAs per SM), W's blocks read as stored for X @ W (--union: only these and the current
+# persistent or wgmma tile).
+UNION = {
+    16: [(16, 2, 2, 4, 1), (8, 1, 2, 4, 2), (4, 1, 2, 4, 3), (8, 2, 4, 4, 1)],
+    32: [(8, 2, 2, 4, 1), (4, 2, 4, 4, 1), (4, 1, 2, 4, 2), (4, 1, 4, 4, 2), (2, 2, 2, 3, 2),
+         (2, 1, 2, 4, 3)],
+    64: [(2, 2, 2, 4, 1), (2, 1, 2, 4, 2)],
+}
 # Hopper wgmma sdd: (blocks per CTA, warpgroups along M, along N, stages, flip), tried
 # after the mma.sync tiles.
 WGMMA_SDD = {
@@ -92,6 +102,7 @@ def main():
     only_wgmma = "--wgmma" in sys.argv  # only the wgmma candidates
     only_group = "--group" in sys.argv  # only the grouped small-block candidates
     only_ws = "--ws" in sys.argv  # the persistent dsd against the current wgmma tile
+    only_union = "--union" in sys.argv  # the union dsd against the current wgmma tile
     density = float(next((a[10:] for a in sys.argv if a.startswith("--density=")), 0.25))
     ops = next((a[6:].split(",") for a in sys.argv if a.startswith("--ops=")), list(OPS))
     blocks = [int(a) for a in sys.argv[1:] if a.isdigit()] or [16, 32, 64, 128]
@@ -99,7 +110,8 @@ def main():
     rows = []
     saved = (dict(_cuda.DSD_TC), dict(_cuda.SDD_TC), dict(_cuda.WGMMA_DSD), dict(_cuda.WGMMA_SDD),
              dict(_cuda.DSD_GROUP), dict(_cuda.SDD_TILE), _cuda._sdd_tiled_pays, _cuda._group_pays,
-             dict(_cuda.WGMMA_DSD_WS))
+             dict(_cuda.WGMMA_DSD_WS), dict(_cuda.WGMMA_DSD_UNION), set(_cuda.WGMMA_DSD_KN),
+             _cuda._union_pays)
     for b in blocks:
         W, xs, dys = setup(b, density)
         dense = bench(lambda: cp.matmul(xs[0], xs[1]), reps=50)
@@ -110,19 +122,26 @@ def main():
             else:
                 cands = (DSD[b] + [("group",) + c for c in GROUP.get(b, [])]
                          + [("wgmma",) + c for c in WGMMA.get(b, [])]
-                         + [("ws",) + c for c in WS.get(b, [])])
+                         + [("ws",) + c for c in WS.get(b, [])]
+                         + [("union",) + c for c in UNION.get(b, [])])
             if only_wgmma:
                 cands = [c for c in cands if str(c[0]).startswith("wgmma")]
             if only_group:  # the small-block kernels
                 cands = [c for c in cands if c[0] in ("group", "tile")]
             if only_ws and saved[2].get(b):
                 cands = [("wgmma",) + saved[2][b]] + [c for c in cands if c[0] == "ws"]
+            if only_union:
+                now = ([("ws",) + saved[8][b]] if saved[8].get(b) else
+                       [("wgmma",) + saved[2][b]] if saved[2].get(b) else [])
+                cands = now + [c for c in cands if c[0] == "union"]
             for cfg in cands:
                 # the single-block mma.sync kernels unless named
                 _cuda.set_tiles(wgmma={b: None}, wgmma_sdd={b: None}, group={b: None},
-                                sdd_tile={b: None}, wgmma_ws={b: None})
+                                sdd_tile={b: None}, wgmma_ws={b: None}, wgmma_union={b: None})
                 _cuda._sdd_tiled_pays = lambda *args: cfg[0] == "tile"
                 _cuda._group_pays = lambda *args: cfg[0] == "group"
+                _cuda._union_pays = lambda *args: cfg[0] == "union"
+                _cuda.WGMMA_DSD_KN = saved[10] | ({b} if cfg[0] == "union" else set())
                 if cfg[0] == "tile":
                     _cuda.set_tiles(sdd_tile={b: cfg[1:]})
                 elif cfg[0] == "group":
@@ -131,6 +150,8 @@ def main():
                     _cuda.set_tiles(wgmma={b: cfg[1:]})
                 elif cfg[0] == "ws":  # the persistent form of the single-block wgmma kernel
                     _cuda.set_tiles(wgmma={b: (1, 1, 2, 4)}, wgmma_ws={b: cfg[1:]})
+                elif cfg[0] == "union":
+                    _cuda.set_tiles(wgmma={b: saved[2][b]}, wgmma_union={b: cfg[1:]})
                 elif cfg[0] == "wgmma_sdd":
                     _cuda.set_tiles(wgmma_sdd={b: cfg[1:]})
                 else:
@@ -147,9 +168,10 @@ def main():
             _cuda.DSD_TC.update(saved[0])
             _cuda.SDD_TC.update(saved[1])
             _cuda.set_tiles(wgmma={b: saved[2][b]}, wgmma_sdd={b: saved[3][b]},
-                            wgmma_ws={b: saved[8].get(b)},
+                            wgmma_ws={b: saved[8].get(b)}, wgmma_union={b: saved[9].get(b)},
                             group={b: saved[4].get(b)}, sdd_tile={b: saved[5].get(b)})
             _cuda._sdd_tiled_pays, _cuda._group_pays = saved[6], saved[7]
+            _cuda._union_pays, _cuda.WGMMA_DSD_KN = saved[11], saved[10]
     print("\nbest per (b, op), dense ms in the same run:")
     for b in blocks:
         for op in ops:

@@ -341,6 +341,25 @@ struct GroupList {
     return bits;
   }
 };
+// Copies the head of a group's lists (up to CAP entries) to shared memory, with each
+// entry's presence bits, nthreads threads; no barrier (warp-specialized kernels sync the
+// threads that copy).
+template <int G, int CAP>
+__device__ __forceinline__ void fill_group_list(int* s_g, int* s_p, int* s_m, const int* gidx,
+                                                const int* blk, int q0, int len, int tid,
+                                                int nthreads) {
+  for (int e = tid; e < len && e < CAP; e += nthreads) {
+    s_g[e] = gidx[q0 + e];
+    unsigned bits = 0;
+#pragma unroll
+    for (int i = 0; i < G; ++i) {
+      const int p = blk[(i64)(q0 + e) * G + i];
+      s_p[e * G + i] = p;
+      bits |= (unsigned)(p >= 0) << i;
+    }
+    s_m[e] = bits;
+  }
+}
 // Fills a CTA's GroupList: each entry's input block and the group's W blocks and, with
 // MASKS, each entry's presence bits (its members that have a block there). Ends on a
 // barrier, like load_work_list.
