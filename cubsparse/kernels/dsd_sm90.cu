@@ -613,6 +613,135 @@ __global__ void __launch_bounds__((CW + 1) * 128, MINB)
   }
 }
 
+// dsd_wgmma_union with its copies made by the TMA engine: one producer thread issues a
+// tensor copy per entry of a slice (BM rows of X, B wide) and one per present block, where
+// the cp.async producer spent a warpgroup's issue slots on 16-byte copies and lookups (it
+// bounded that kernel: fewer producer warps per SM made it slower, H200). Each entry's X
+// tile and each block are rows of SW = 2 * B bytes in the SW-byte swizzle (the tensor maps
+// ask for it), so a wgmma reads them with K-major descriptors, or an N-major one for the
+// blocks as stored (KN).
+template <class Tag, int B, int G, int MW, int CW, int STAGES, bool KN, int MINB>
+__global__ void __launch_bounds__(CW * 128 + 32, MINB)
+    dsd_wgmma_union_tma(const __grid_constant__ TmaMap xmap, const __grid_constant__ TmaMap wmap,
+                        int nrows, int nout, const int4* __restrict__ work, int nwork,
+                        const int* __restrict__ blk, const int* __restrict__ gidx, u16* y,
+                        i64 ldy, float alpha, float beta, float* ws, i64 ws_stride) {
+  constexpr int BK = 64, BM = 64 * MW, CONSUMERS = CW * 128, GPC = G / CW;
+  constexpr int EPS = BK / B, EK = B / 16, SW = 2 * B;  // entries per slice, k16 steps each
+  constexpr int A_TILE = BM * SW, W_TILE = B * SW;      // one entry of X, one block
+  constexpr int A_BYTES = EPS * A_TILE, STAGE_BYTES = A_BYTES + G * EPS * W_TILE;
+  constexpr int CAP = 256;
+  static_assert(G % CW == 0 && EPS * G <= 64 && B >= 16 && B <= BK, "bad union tile");
+  static_assert(STAGE_BYTES % 1024 == 0, "stages keep the swizzle atoms aligned");
+  extern __shared__ unsigned char smem_raw[];
+  const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
+  __shared__ unsigned long long full[STAGES], empty[STAGES], present[STAGES];
+  __shared__ int s_g[CAP], s_p[CAP * G], s_m[CAP];
+  const int tid = threadIdx.x;
+  if (tid == 0) {
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(&full[s], 1);                // the producer's arrival (with the bytes)
+      mbar_init(&empty[s], CONSUMERS / 32);  // one arrival per consumer warp
+    }
+  }
+  __syncthreads();  // the only CTA-wide barrier
+  const int ntiles = nwork * ((nrows + BM - 1) / BM);
+  unsigned it = 0;
+
+  if (tid >= CONSUMERS) {  // the producer warp: lists by the warp, copies by lane 0
+    const int lane = tid - CONSUMERS;
+    for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+      const int4 item = work[t % nwork];
+      const int q0 = item.y, len = item.z, row0 = (t / nwork) * BM;
+      __syncwarp();  // lane 0 is done with the previous list
+      fill_group_list<G, CAP>(s_g, s_p, s_m, gidx, blk, q0, len, lane, 32);
+      __syncwarp();
+      if (lane != 0) continue;
+      const GroupList<G, CAP> list{s_g, s_p, s_m, gidx, blk, q0};
+      const int ktiles = (len * B + BK - 1) / BK;
+      for (int kt = 0; kt < ktiles; ++kt, ++it) {
+        const int s = it % STAGES;
+        mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // the first round passes at once
+        unsigned long long bits = 0;  // presence bit el * G + g: entry el has member g
+        unsigned bytes = 0;
+#pragma unroll
+        for (int el = 0; el < EPS; ++el) {
+          const int e = kt * EPS + el;
+          if (e >= len) break;
+          const unsigned m = list.mask(e);
+          bits |= (unsigned long long)m << (el * G);
+          bytes += A_TILE + __popc(m) * W_TILE;
+        }
+        present[s] = bits;
+        mbar_arrive_expect_tx(&full[s], bytes);  // releases `present` with the phase
+        const unsigned sA = base + s * STAGE_BYTES, sW = sA + A_BYTES;
+#pragma unroll
+        for (int el = 0; el < EPS; ++el) {
+          const int e = kt * EPS + el;
+          if (e >= len) break;  // entries past the list are never multiplied
+          tma_load_2d(sA + el * A_TILE, &xmap, list.input(e) * B, row0, &full[s]);
+          for (unsigned m = list.mask(e); m; m &= m - 1) {
+            const int g = __ffs(m) - 1;
+            tma_load_2d(sW + (g * EPS + el) * W_TILE, &wmap, 0, list.block(e, g) * B, &full[s]);
+          }
+        }
+      }
+    }
+    return;
+  }
+
+  const int wg = tid / 128;  // consumer warpgroup: members wg * GPC ...
+  float acc[GPC][MW][B / 2];
+  for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+    const int4 item = work[t % nwork];
+    const int grp = item.x, len = item.z, slot = item.w;
+    const int ktiles = (len * B + BK - 1) / BK;
+#pragma unroll
+    for (int g = 0; g < GPC; ++g)
+#pragma unroll
+      for (int m = 0; m < MW; ++m)
+#pragma unroll
+        for (int i = 0; i < B / 2; ++i) acc[g][m][i] = 0.f;
+    for (int kt = 0; kt < ktiles; ++kt, ++it) {
+      const int s = it % STAGES;
+      mbar_wait(&full[s], (it / STAGES) & 1);
+      const unsigned long long bits = present[s] >> (wg * GPC);
+      const unsigned sA = base + s * STAGE_BYTES, sW = sA + A_BYTES;
+#pragma unroll
+      for (int g = 0; g < GPC; ++g)
+#pragma unroll
+        for (int el = 0; el < EPS; ++el)
+          if ((bits >> (el * G + g)) & 1u) {  // one whole wgmma group per present block
+            const unsigned sWg = sW + ((wg * GPC + g) * EPS + el) * W_TILE;
+            keep_in_registers(acc[g]);
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < EK; ++kk) {
+              const unsigned long long db =
+                  KN ? MnTile<B, B>::desc(sWg, 0, kk) : wgmma_desc_k<SW>(sWg + kk * 32);
+#pragma unroll
+              for (int m = 0; m < MW; ++m)
+                Wgmma<Tag, B, KN ? 2 : 0>::mma(
+                    acc[g][m], wgmma_desc_k<SW>(sA + el * A_TILE + m * 64 * SW + kk * 32), db);
+            }
+            wgmma_commit();
+            wgmma_wait<0>();
+            keep_in_registers(acc[g]);
+          }
+      if ((tid & 31) == 0) mbar_arrive(&empty[s]);
+    }
+    const int row0 = (t / nwork) * BM;
+#pragma unroll
+    for (int g = 0; g < GPC; ++g) {
+      const int i = wg * GPC + g, j = grp * G + i;  // member, output block
+      if (j < nout)  // the last group may be partial; split partials are G * B wide
+        single_store<Tag, B, MW, G * B>(acc[g], 0, tid, row0, nrows, j, slot, y, ldy, alpha,
+                                        beta, ws + i * B, ws_stride);
+    }
+  }
+}
+
 // For X @ W the kernels above want W's blocks stored [n][k]: out[p] = in[p].T for every
 // 16-bit b x b block p, one CTA per 32 x 32 tile of a block, through shared memory (the
 // odd row pitch in words keeps the transposed reads free of bank conflicts).
