@@ -35,7 +35,6 @@ class KernelConfig:
     group: int  # blocks per CTA (sdd: of one block row; wgmma dsd: adjacent output blocks)
     arch: str | None = None  # a required target such as "sm_90a"; None: the device's own
     persistent: int = 0  # CTAs per SM of a persistent kernel (grid sized to the device); 0: none
-    tma: bool = False  # takes X and W as TMA tensor maps (dsd_wgmma_union_tma)
 
 
 def _dtype_name(dtype) -> str:
@@ -97,10 +96,8 @@ WGMMA_DSD_KN = {16, 32}
 WGMMA_DSD_WS = {32: (2, 1, 3, 3, 0), 64: (2, 1, 4, 2, 0), 128: (1, 2, 4, 1, 0)}
 #   Hopper persistent, warp-specialized grouped dsd (dsd_wgmma_union): a tile is 64 * MW
 #   rows of X by G adjacent output blocks and walks the union of their lists, one consumer
-#   warpgroup per G / CW members: (G, MW, CW, stages, CTAs per SM[, tma]); tma: the copies
-#   by the TMA engine (dsd_wgmma_union_tma), else by a cp.async producer warpgroup. Where
-#   set it replaces the kernels above when the union lists share their entries enough
-#   (_union_pays).
+#   warpgroup per G / CW members: (G, MW, CW, stages, CTAs per SM). Where set it replaces
+#   the kernels above when the union lists share their entries enough (_union_pays).
 WGMMA_DSD_UNION = {16: (16, 2, 2, 4, 1)}
 #   Hopper wgmma sdd (float16/bfloat16, operands read in place as rows of the batch):
 #   (blocks per CTA, warpgroups along M, along N, stages, flip); flip stacks the group's
@@ -205,14 +202,12 @@ def wgmma_config(dtype: np.dtype, b: int, kn: bool = False,
     if name not in _TC_TAGS or (cfg is None and ucfg is None):
         return None
     if ucfg is not None:
-        group, mw, cw, st, per_sm = ucfg[:5]
-        tma = len(ucfg) > 5 and bool(ucfg[5])
-        kernel = "dsd_wgmma_union_tma" if tma else "dsd_wgmma_union"
-        expr = f"{kernel}<{_TC_TAGS[name]},{b},{group},{mw},{cw},{st},{_b(kn)},{per_sm}>"
+        group, mw, cw, st, per_sm = ucfg
+        expr = (f"dsd_wgmma_union<{_TC_TAGS[name]},{b},{group},{mw},{cw},{st},{_b(kn)},"
+                f"{per_sm}>")
         smem = st * (64 * mw + group * b) * 128 + 1024
-        threads = cw * 128 + (32 if tma else 128)  # a producer warp, or warpgroup
-        return KernelConfig("dsd_sm90", expr, threads, smem, 64 * mw, group, "sm_90a",
-                            per_sm, tma)
+        return KernelConfig("dsd_sm90", expr, (cw + 1) * 128, smem, 64 * mw, group,
+                            "sm_90a", per_sm)
     if cfg is None:
         return None
     ws = WGMMA_DSD_WS.get(b)
@@ -553,12 +548,12 @@ def _sdd_tiles(structure, tr: int, ts: int):
 
 def _sharing(structure, trans: bool, group: int) -> float:
     """Stored blocks per entry of the union lists of ``group`` adjacent output blocks: how
-    many members an X slice of a grouped kernel feeds on average (0 for an empty layout,
-    which the plain kernels take)."""
+    many members an X slice of a grouped kernel feeds on average (inf for an empty layout,
+    where any kernel will do)."""
 
     def sharing():
         entries = int(_lists(structure, trans, group)[0][-1])
-        return structure.nnzb / entries if entries else 0.0
+        return structure.nnzb / entries if entries else float("inf")
 
     return structure.cached(("sharing", trans, group), sharing)
 
@@ -670,16 +665,7 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
             grid = (work.shape[0], -(-rows // cfg.rows_per_cta))
             if cfg.persistent:  # one 1-D grid walks every (work item, row tile)
                 grid = (min(grid[0] * grid[1], _persistent_ctas(cfg)),)
-            if cfg.tma:  # X and W as tensor maps: boxes of (rows of a tile) x b, and b x b
-                wdata = cupy.ascontiguousarray(wdata)
-                args = (_tma_map(xs.data.ptr, xs.shape[1], rows, xs.strides[0], b,
-                                 cfg.rows_per_cta),
-                        _tma_map(wdata.data.ptr, b, wdata.shape[0] * b, 2 * b, b, b),
-                        np.int32(rows), np.int32(n_out), work, np.int32(work.shape[0]), blk,
-                        gidx, ys, np.int64(ys.strides[0] // it), np.float32(alpha),
-                        np.float32(beta), ws if ws is not None else np.uint64(0),
-                        np.int64(n * width))
-            elif tc:
+            if tc:
                 head = (xs, np.int64(xs.strides[0] // it), np.int32(rows))
                 head += (np.int32(n_out),) if group > 1 else ()  # grouped kernels
                 tables = (work, np.int32(work.shape[0])) if cfg.persistent else (work,)
@@ -714,47 +700,6 @@ def _persistent_ctas(cfg: KernelConfig) -> int:
     """Grid of a persistent kernel: cfg.persistent CTAs per SM of the current device."""
     ctas = _sm_count() * cfg.persistent
     return min(ctas, PERSISTENT_GRID_LIMIT) if PERSISTENT_GRID_LIMIT else ctas
-
-
-_TMA_WORDS = np.dtype([("v", np.uint64, (16,))])  # a CUtensorMap: 128 opaque bytes
-
-
-@functools.lru_cache(maxsize=256)
-def _tma_map(ptr: int, inner: int, outer: int, row_bytes: int, box_inner: int, box_outer: int):
-    """A 2-D TMA tensor map over 16-bit elements (``outer`` rows of ``inner``, rows
-    ``row_bytes`` apart, at device address ``ptr``), copied in boxes of ``box_outer`` rows
-    of ``box_inner`` elements into shared memory in the swizzle that spans one box row
-    (32, 64 or 128 bytes); out-of-bounds rows read as zeros. Returned as the structured
-    NumPy scalar passed by value to the kernel. A map holds no data, only the address and
-    shape, so it is cached by them."""
-    import ctypes
-
-    import cupy
-
-    swizzle = {32: 1, 64: 2, 128: 3}[2 * box_inner]  # CU_TENSOR_MAP_SWIZZLE_32B/64B/128B
-    buf = ctypes.create_string_buffer(128 + 64)
-    addr = (ctypes.addressof(buf) + 63) & ~63  # the driver wants 64-byte alignment
-    u64, u32 = ctypes.c_uint64, ctypes.c_uint32
-    res = _libcuda().cuTensorMapEncodeTiled(
-        ctypes.c_void_p(addr), 1, 2, ctypes.c_void_p(ptr),  # UINT16, rank 2
-        (u64 * 2)(inner, outer), (u64 * 1)(row_bytes), (u32 * 2)(box_inner, box_outer),
-        (u32 * 2)(1, 1), 0, swizzle, 2, 0)  # no interleave, L2 promotion 128 B, zero fill
-    if res != 0:
-        raise RuntimeError(
-            f"cuTensorMapEncodeTiled failed (CUresult {res}) for {outer} x {inner} elements "
-            f"at {ptr:#x}, rows {row_bytes} bytes apart, boxes {box_outer} x {box_inner}")
-    dtype = (cupy.make_aligned_dtype(_TMA_WORDS, alignment=64)
-             if hasattr(cupy, "make_aligned_dtype") else _TMA_WORDS)
-    return np.frombuffer(ctypes.string_at(addr, 128), dtype=dtype)[0]
-
-
-@functools.cache
-def _libcuda():
-    import ctypes
-
-    lib = ctypes.CDLL("libcuda.so.1")
-    lib.cuTensorMapEncodeTiled.restype = ctypes.c_int
-    return lib
 
 
 def _transposed_blocks(data):

@@ -252,7 +252,7 @@ def test_persistent_dsd_tiles_match_scipy(backend, monkeypatch, ws_tile, dtype, 
     check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: 2, True: 3})
 
 
-# (b, (members per group, m64 tiles, consumer warpgroups, stages, CTAs per SM[, tma]))
+# (b, (members per group, m64 tiles, consumer warpgroups, stages, CTAs per SM))
 UNION_TILES = [
     (32, (8, 2, 4, 3, 1)),   # one consumer warpgroup per two members
     (32, (4, 2, 2, 4, 1)),
@@ -260,11 +260,6 @@ UNION_TILES = [
     (16, (16, 2, 4, 4, 1)),  # four 16-deep entries per slice: 64 presence bits
     (16, (8, 1, 2, 3, 1)),
     (64, (4, 2, 2, 4, 1)),   # one entry per slice
-    # copies by TMA: 32-, 64- and 128-byte swizzled rows
-    (32, (8, 2, 2, 4, 1, True)),
-    (32, (4, 1, 2, 4, 2, True)),  # two CTAs per SM, 64-row boxes
-    (16, (16, 2, 2, 4, 1, True)),
-    (64, (4, 2, 2, 4, 1, True)),
 ]
 
 

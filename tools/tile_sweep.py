@@ -65,13 +65,13 @@ WS = {
     128: [(1, 2, 4, 1, 0), (1, 2, 4, 1), (1, 2, 5, 1, 0), (2, 1, 4, 1, 0), (1, 1, 3, 2, 0)],
 }
 # Hopper persistent union dsd: (members per group, m64 tiles, consumer warpgroups, stages,
-# CTAs per SM[, tma]), W's blocks read as stored for X @ W (--union: only these and the current
+# CTAs per SM), W's blocks read as stored for X @ W (--union: only these and the current
 # persistent or wgmma tile).
 UNION = {
-    16: [(16, 2, 2, 4, 1), (16, 2, 2, 4, 1, 1), (8, 2, 2, 4, 1, 1), (16, 2, 4, 4, 1, 1)],
-    32: [(8, 2, 2, 4, 1), (8, 2, 2, 4, 1, 1), (8, 2, 4, 4, 1, 1), (4, 2, 2, 4, 1, 1),
-         (4, 1, 2, 4, 2, 1), (4, 2, 4, 4, 1, 1), (2, 2, 2, 4, 2, 1)],
-    64: [(4, 2, 2, 4, 1, 1), (2, 2, 2, 4, 2, 1)],
+    16: [(16, 2, 2, 4, 1), (8, 1, 2, 4, 2), (4, 1, 2, 4, 3), (8, 2, 4, 4, 1)],
+    32: [(8, 2, 2, 4, 1), (4, 2, 4, 4, 1), (4, 1, 2, 4, 2), (4, 1, 4, 4, 2), (2, 2, 2, 3, 2),
+         (2, 1, 2, 4, 3)],
+    64: [(2, 2, 2, 4, 1), (2, 1, 2, 4, 2)],
 }
 # Hopper wgmma sdd: (blocks per CTA, warpgroups along M, along N, stages, flip), tried
 # after the mma.sync tiles.
