@@ -104,6 +104,17 @@ def run() -> int:
                             results["dy@W.T persistent"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
                     finally:
                         _cuda.set_tiles(wgmma_ws=saved)
+                # the union dsd (Hopper, b = 16-64) whatever the layout, two CTAs
+                if 16 <= b <= 64:
+                    saved = dict(_cuda.WGMMA_DSD_UNION)
+                    _cuda.set_tiles(wgmma_union={b: (4, 1, 2, 3, 1)})
+                    try:
+                        with _forced(PERSISTENT_GRID_LIMIT=2, _union_pays=_always):
+                            results["x@W union"] = (cs.matmul(xl, W), xlh @ Wd)
+                            results["dy@W.T union"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
+                    finally:
+                        _cuda.WGMMA_DSD_UNION.clear()
+                        _cuda.set_tiles(wgmma_union=saved)
             if dtype == "float32":  # split lists on the IEEE SIMT kernel
                 with _forced(_split_length=_one_slot):
                     results["x@W split"] = (cs.matmul(x, W), xh @ Wd)
