@@ -96,8 +96,9 @@ WGMMA_DSD_KN = {16, 32}
 WGMMA_DSD_WS = {32: (2, 1, 3, 3, 0), 64: (2, 1, 4, 2, 0), 128: (1, 2, 4, 1, 0)}
 #   Hopper persistent, warp-specialized grouped dsd (dsd_wgmma_union): a tile is 64 * MW
 #   rows of X by G adjacent output blocks and walks the union of their lists, one consumer
-#   warpgroup per G / CW members: (G, MW, CW, stages, CTAs per SM). Where set it replaces
-#   the kernels above when the union lists share their entries enough (_union_pays).
+#   warpgroup per G / CW members: (G, MW, CW, stages, CTAs per SM). Where set (with a
+#   WGMMA_DSD entry for b) it replaces the kernels above when the union lists share their
+#   entries enough (_union_pays).
 WGMMA_DSD_UNION = {16: (16, 2, 2, 4, 1)}
 #   Hopper wgmma sdd (float16/bfloat16, operands read in place as rows of the batch):
 #   (blocks per CTA, warpgroups along M, along N, stages, flip); flip stacks the group's
@@ -198,9 +199,9 @@ def wgmma_config(dtype: np.dtype, b: int, kn: bool = False,
     kernel does not pay (:func:`_union_pays`)."""
     name = _dtype_name(dtype)
     cfg = WGMMA_DSD.get(b)
-    ucfg = WGMMA_DSD_UNION.get(b) if union else None
-    if name not in _TC_TAGS or (cfg is None and ucfg is None):
+    if name not in _TC_TAGS or cfg is None:  # None: no wgmma kernel for b, union included
         return None
+    ucfg = WGMMA_DSD_UNION.get(b) if union else None
     if ucfg is not None:
         group, mw, cw, st, per_sm = ucfg
         expr = (f"dsd_wgmma_union<{_TC_TAGS[name]},{b},{group},{mw},{cw},{st},{_b(kn)},"
@@ -208,8 +209,6 @@ def wgmma_config(dtype: np.dtype, b: int, kn: bool = False,
         smem = st * (64 * mw + group * b) * 128 + 1024
         return KernelConfig("dsd_sm90", expr, (cw + 1) * 128, smem, 64 * mw, group,
                             "sm_90a", per_sm)
-    if cfg is None:
-        return None
     ws = WGMMA_DSD_WS.get(b)
     if cfg[0] == 1 and ws is not None:  # the persistent form of the single-block kernel
         mw, wg, st, per_sm = ws[:4]

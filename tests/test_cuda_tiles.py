@@ -56,6 +56,31 @@ def check_sampled_matmul(backend, lay, b, dtype, n, rng):
     assert np.linalg.norm(dense2 - 2.5 * dense) / np.linalg.norm(2.5 * dense) < tol
 
 
+def check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, empty, seed=9):
+    """X @ W (W's blocks read as stored and transposed) and dY @ W.T for W of layout
+    ``lay`` against float64 NumPy, into poisoned outputs; the output blocks ``empty`` (of
+    X @ W, of dY @ W.T; None: none checked) must be zeros; then alpha and beta on top of
+    each result."""
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=seed, backend=backend)
+    wd = to_numpy(w.toarray().astype("float64"))
+    tol = cs._dtypes.TOLERANCE[dtype]
+    for trans, kn in ((False, True), (False, False), (True, False)):
+        monkeypatch.setattr(_cuda, "WGMMA_DSD_KN", {b} if kn else set())
+        rows_in = lay.shape[1] if trans else lay.shape[0]
+        x = to_backend(rng.standard_normal((n, rows_in * b)).astype(np.float32),
+                       backend).astype(w.dtype)
+        op = w.T if trans else w
+        ref = to_numpy(x.astype("float64")) @ (wd.T if trans else wd)
+        out = poison((n, ref.shape[1]), dtype, backend)
+        got = to_numpy(cs.matmul(x, op, out=out).astype("float64"))
+        assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < tol, (trans, kn)
+        e = empty[trans]
+        if e is not None:
+            assert np.all(got[:, e * b:(e + 1) * b] == 0), (trans, kn)
+        got2 = to_numpy(cs.matmul(x, op, out=out, alpha=0.5, beta=2.0).astype("float64"))
+        assert np.linalg.norm(got2 - 2.5 * got) / np.linalg.norm(2.5 * got) < tol, (trans, kn)
+
+
 # (b, (blocks per CTA, warpgroups along M, along N, stages, flip))
 SDD_TILES = [
     (16, (16, 2, 1, 4, True)),   # M = 256: two m64 tiles per warpgroup, N = 16
@@ -126,7 +151,7 @@ def group_tile(request, monkeypatch):
 @pytest.mark.parametrize("group_tile", GROUP_TILES, indirect=True, ids=lambda t: f"b{t[0]}-{t[1]}")
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("n", [65, 300])  # one partial row tile; several (lists split at both)
-def test_grouped_small_block_dsd_tiles_match_scipy(backend, group_tile, dtype, n):
+def test_grouped_small_block_dsd_tiles_match_scipy(backend, monkeypatch, group_tile, dtype, n):
     """X @ W and dY @ W.T on the grouped small-block kernel: lists longer than the kernel's
     shared-memory copy (300 entries), a partial last group, an empty output block, a full
     row, every entry present for some members and absent for others."""
@@ -136,23 +161,8 @@ def test_grouped_small_block_dsd_tiles_match_scipy(backend, group_tile, dtype, n
     lay[7, :] = True    # a full block row
     lay[:, 36] = True   # a full block column, in the partial last group
     lay[:, 5] = False   # an empty output block column of X @ W
-    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=8, backend=backend)
-    wd = to_numpy(w.toarray().astype("float64"))
-    tol = cs._dtypes.TOLERANCE[dtype]
-    for trans in (False, True):
-        rows_in = 37 if trans else 300
-        x = to_backend(rng.standard_normal((n, rows_in * b)).astype(np.float32),
-                       backend).astype(w.dtype)
-        op = w.T if trans else w
-        ref = to_numpy(x.astype("float64")) @ (wd.T if trans else wd)
-        out = poison((n, ref.shape[1]), dtype, backend)
-        got = to_numpy(cs.matmul(x, op, out=out).astype("float64"))
-        assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < tol, trans
-        if not trans:
-            assert np.all(got[:, 5 * b:6 * b] == 0)  # the empty output block is zeros
-        # alpha and beta on top of the previous result: 0.5 * new + 2 * old = 2.5 * old
-        got2 = to_numpy(cs.matmul(x, op, out=out, alpha=0.5, beta=2.0).astype("float64"))
-        assert np.linalg.norm(got2 - 2.5 * got) / np.linalg.norm(2.5 * got) < tol, trans
+    check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: 5, True: None},
+                       seed=8)
 
 
 # (b, (block rows, block columns per tile, k depth, warps m, warps n, stages))
@@ -207,29 +217,6 @@ def ws_tile(request, monkeypatch):
     # WGMMA_DSD (1, ...): a single-block tile, which the persistent kernel replaces
     yield from forced_tile(monkeypatch, b, [(_cuda.WGMMA_DSD_WS, cfg),
                                             (_cuda.WGMMA_DSD, (1, 1, 2, 4))])
-
-
-def check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, empty):
-    """X @ W (W's blocks read as stored and transposed) and dY @ W.T for W of layout
-    ``lay`` against float64 NumPy, into poisoned outputs; the output blocks ``empty`` (of
-    X @ W, of dY @ W.T) must be zeros; then alpha and beta on top of each result."""
-    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=9, backend=backend)
-    wd = to_numpy(w.toarray().astype("float64"))
-    tol = cs._dtypes.TOLERANCE[dtype]
-    for trans, kn in ((False, True), (False, False), (True, False)):
-        monkeypatch.setattr(_cuda, "WGMMA_DSD_KN", {b} if kn else set())
-        rows_in = lay.shape[1] if trans else lay.shape[0]
-        x = to_backend(rng.standard_normal((n, rows_in * b)).astype(np.float32),
-                       backend).astype(w.dtype)
-        op = w.T if trans else w
-        ref = to_numpy(x.astype("float64")) @ (wd.T if trans else wd)
-        out = poison((n, ref.shape[1]), dtype, backend)
-        got = to_numpy(cs.matmul(x, op, out=out).astype("float64"))
-        assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < tol, (trans, kn)
-        e = empty[trans]
-        assert np.all(got[:, e * b:(e + 1) * b] == 0), (trans, kn)
-        got2 = to_numpy(cs.matmul(x, op, out=out, alpha=0.5, beta=2.0).astype("float64"))
-        assert np.linalg.norm(got2 - 2.5 * got) / np.linalg.norm(2.5 * got) < tol, (trans, kn)
 
 
 @pytest.mark.parametrize("ws_tile", WS_TILES, indirect=True, ids=lambda t: f"b{t[0]}-{t[1]}")
