@@ -109,8 +109,15 @@ WGMMA_SDD = {8: None, 16: (16, 2, 1, 4, True), 32: (4, 2, 1, 5, True),
 #   block grid, (block rows, block columns, k depth, warps m, warps n, stages) per tile.
 #   Taken where its operand loads are fewer than sdd's groups' (_sdd_tiled_pays).
 SDD_TILE = {8: (16, 16, 64, 2, 4, 3)}
-_SIMT_TM = {8: 2, 16: 4, 32: 8, 64: 8, 128: 8}
-_SIMT_TN = 4
+#   dsd on CUDA cores (float32 in IEEE arithmetic, float64): (rows of X per CTA, rows per
+#   thread, columns per thread, k depth per stage, stages); threads = rows / rows per
+#   thread * b / columns per thread. DSD_SIMT_SMALL for n <= SMALL_ROWS: short tiles, and
+#   small CTAs that split long lists over more of them (_split_length's slots).
+DSD_SIMT = {8: (128, 4, 4, 16, 3), 16: (128, 8, 4, 16, 3), 32: (128, 8, 4, 16, 3),
+            64: (128, 8, 8, 16, 3), 128: (64, 8, 8, 16, 3)}
+DSD_SIMT_SMALL = {8: (32, 2, 4, 32, 4), 16: (32, 4, 4, 32, 4), 32: (32, 4, 4, 32, 4),
+                  64: (32, 4, 8, 32, 4), 128: (32, 4, 8, 32, 4)}
+_SIMT_TN = 4  # sdd_simt
 
 
 @functools.lru_cache(maxsize=None)
@@ -120,7 +127,7 @@ def dsd_config(dtype: np.dtype, b: int, trans: bool, tf32: bool = False,
 
     With ``tf32`` (float32 only) the tensor-core kernel reads W's blocks as [n][k]: the
     transposed kernel is used for both orientations (the caller transposes the blocks
-    for X @ W). ``small`` picks the tiles for at most SMALL_ROWS rows of X.
+    for X @ W). ``small`` picks the tiles for at most SMALL_ROWS rows of X (every dtype).
     """
     name = _dtype_name(dtype)
     if name in _TC_TAGS or (tf32 and name == "float32"):
@@ -130,10 +137,11 @@ def dsd_config(dtype: np.dtype, b: int, trans: bool, tf32: bool = False,
         expr = f"dsd_tc<{tag},{b},{bm},{bk},{wm},{wn},{st},{_b(trans)}>"
         smem = _tc_smem(bm, b, bk, st, False, trans, esize)
         return KernelConfig("dsd", expr, wm * wn * 32, smem, bm, 1)
-    tm, tn = _SIMT_TM[b], _SIMT_TN
-    bk = 16 if name == "float32" else 8
-    expr = f"dsd_simt<{_SIMT_TYPES[name]},{b},{tm},{tn},{bk},{_b(trans)}>"
-    return KernelConfig("dsd", expr, 256, 0, (256 // (b // tn)) * tm, 1)
+    bm, tm, tn, bk, st = (DSD_SIMT_SMALL if small else DSD_SIMT)[b]
+    esize = np.dtype(name).itemsize
+    expr = f"dsd_simt<{_SIMT_TYPES[name]},{b},{bm},{tm},{tn},{bk},{st},{_b(trans)}>"
+    smem = _tc_smem(bm, b, bk, st, False, trans, esize)
+    return KernelConfig("dsd", expr, (bm // tm) * (b // tn), smem, bm, 1)
 
 
 @functools.lru_cache(maxsize=None)
@@ -253,9 +261,12 @@ def transpose_config(b: int) -> KernelConfig:
 
 
 def set_tiles(dsd=None, sdd=None, dsd_small=None, wgmma=None, wgmma_sdd=None,
-              group=None, sdd_tile=None, wgmma_ws=None, wgmma_union=None) -> None:
+              group=None, sdd_tile=None, wgmma_ws=None, wgmma_union=None, simt=None,
+              simt_small=None) -> None:
     """Replace tile choices (for tuning experiments); clears the config caches."""
     DSD_TC.update(dsd or {})
+    DSD_SIMT.update(simt or {})
+    DSD_SIMT_SMALL.update(simt_small or {})
     SDD_TILE.update(sdd_tile or {})
     DSD_GROUP.update(group or {})
     SDD_TC.update(sdd or {})
@@ -468,16 +479,16 @@ def _dsd_tables(structure, trans: bool, split: int = 0, group: int = 1):
 
 
 def _split_length(structure, trans: bool, row_tiles: int, group: int = 1,
-                  shortest: int = 4) -> int:
+                  shortest: int = 4, slots_per_sm: int = 2) -> int:
     """Longest list a CTA should take, 0 for no split. Splitting pays only when there are
-    few CTAs (small N): cut lists longer than the average work of one CTA slot, into
-    segments of at least ``shortest`` entries (1 for the SIMT kernel, whose CTAs wait out
-    the memory latency of every k slice unpipelined, so even short lists pay to spread)."""
+    few CTAs (small N): cut lists longer than the average work of one CTA slot
+    (``slots_per_sm`` per SM: more for small CTAs, so that an SM gets enough warps), into
+    segments of at least ``shortest`` entries."""
     lens = structure.cached(("dsd_lens", trans, group),
                             lambda: np.diff(_lists(structure, trans, group)[0]))
     if lens.size == 0:
         return 0
-    slots = 2 * _sm_count()
+    slots = slots_per_sm * _sm_count()
     avg = int(lens.sum()) * row_tiles / slots
     if lens.max() <= 2 * max(avg, shortest):
         return 0
@@ -616,7 +627,7 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
     n_out = s.block_shape[0] if transpose_w else s.block_shape[1]
     tf32 = tf32 and dtype == np.float32
     tc = _is_half(dtype) or tf32  # tensor-core kernel: 16-byte copies, paired stores
-    # Lists may be split (float32 partials) for the tensor-core kernels and float32 SIMT.
+    # Lists may be split (float32 partials) for the tensor-core kernels and IEEE float32.
     splittable = tc or dtype == np.float32
     # The tensor-core epilogue and dsd_reduce store pairs of outputs.
     pair = 2 * dtype.itemsize if splittable else dtype.itemsize
@@ -625,7 +636,7 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
         # A fresh array: `out` itself may be contiguous yet misaligned for the kernel.
         y = cupy.empty((n, n_out * b), dtype) if beta == 0 else out.copy(order="C")
     if n and n_out:
-        small = tc and n <= SMALL_ROWS
+        small = n <= SMALL_ROWS
         wcfg = wgmma_config(dtype, b) if _is_half(dtype) and not small and _is_hopper() else None
         union = wcfg is not None and WGMMA_DSD_UNION.get(b) is not None
         if union and not _union_pays(s, transpose_w, wcfg.group):
@@ -638,7 +649,7 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
             gcfg = None
         cfg = wcfg or gcfg or dsd_config(dtype, b, transpose_w, tf32, small)
         fn = get_kernel(cfg)
-        if tc and not _rows_ok(x, 16):
+        if not _rows_ok(x, 16):  # every kernel copies X in 16-byte segments
             x = x.copy(order="C")  # a new, aligned buffer (ascontiguousarray may return x)
         wdata = w._data
         if (tf32 or (wcfg is not None and not kn)) and not transpose_w:
@@ -650,7 +661,9 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
         step = _MAX_GRID_Y * cfg.rows_per_cta
         row_tiles = -(-n // cfg.rows_per_cta)
         group = cfg.group  # output blocks per CTA
-        split = (_split_length(s, transpose_w, row_tiles, group, 4 if tc else 1)
+        # Small CTAs (the CUDA-core kernel's) take more slots per SM, up to 16 warps.
+        split = (_split_length(s, transpose_w, row_tiles, group,
+                               slots_per_sm=max(2, 512 // cfg.threads))
                  if splittable and n <= step else 0)
         work, blk, gidx, red, n_slots = _dsd_tables(s, transpose_w, split, group)
         width = group * b  # columns of an output tile
@@ -664,19 +677,13 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
             grid = (work.shape[0], -(-rows // cfg.rows_per_cta))
             if cfg.persistent:  # one 1-D grid walks every (work item, row tile)
                 grid = (min(grid[0] * grid[1], _persistent_ctas(cfg)),)
-            if tc:
-                head = (xs, np.int64(xs.strides[0] // it), np.int32(rows))
-                head += (np.int32(n_out),) if group > 1 else ()  # grouped kernels
-                tables = (work, np.int32(work.shape[0])) if cfg.persistent else (work,)
-                args = head + (wdata, *tables, blk, gidx, ys, np.int64(ys.strides[0] // it),
-                               np.float32(alpha), np.float32(beta),
-                               ws if ws is not None else np.uint64(0), np.int64(n * width))
-            else:
-                args = (xs, np.int64(xs.strides[0] // it), np.int64(xs.strides[1] // it),
-                        np.int32(rows), wdata, work, blk, gidx, ys,
-                        np.int64(ys.strides[0] // it), _scalar(dtype, alpha),
-                        _scalar(dtype, beta), ws if ws is not None else np.uint64(0),
-                        np.int64(n * width))
+            head = (xs, np.int64(xs.strides[0] // it), np.int32(rows))
+            head += (np.int32(n_out),) if group > 1 else ()  # grouped kernels
+            tables = (work, np.int32(work.shape[0])) if cfg.persistent else (work,)
+            # alpha, beta: float32 but for the float64 kernel
+            args = head + (wdata, *tables, blk, gidx, ys, np.int64(ys.strides[0] // it),
+                           _scalar(dtype, alpha), _scalar(dtype, beta),
+                           ws if ws is not None else np.uint64(0), np.int64(n * width))
             fn(grid, (cfg.threads,), args, shared_mem=cfg.smem)
         if n_slots:
             # float32 partials of IEEE float32 lists add up in the float32-storage (TF32

@@ -32,7 +32,7 @@ def _forced(**choices):
             setattr(_cuda, name, fn)
 
 
-def _one_slot(structure, trans, row_tiles, group=1, shortest=4):
+def _one_slot(*args, **kwargs):
     return 1  # split every list into one-entry segments
 
 
@@ -115,10 +115,24 @@ def run() -> int:
                     finally:
                         _cuda.WGMMA_DSD_UNION.clear()
                         _cuda.set_tiles(wgmma_union=saved)
-            if dtype == "float32":  # split lists on the IEEE SIMT kernel
-                with _forced(_split_length=_one_slot):
-                    results["x@W split"] = (cs.matmul(x, W), xh @ Wd)
-                    results["dy@W.T split"] = (cs.matmul(dy, W.T), dyh @ Wd.T)
+            if dtype in ("float32", "float64"):  # the CUDA-core dsd
+                if dtype == "float32":  # split lists (float64's never are)
+                    with _forced(_split_length=_one_slot):
+                        results["x@W split"] = (cs.matmul(x, W), xh @ Wd)
+                        results["dy@W.T split"] = (cs.matmul(dy, W.T), dyh @ Wd.T)
+                # the large-N tiles (n > SMALL_ROWS) and one with two runs of columns
+                xl = cp.asarray(rng.standard_normal((n + 100, cb * b))).astype(dtype)
+                dyl = cp.asarray(rng.standard_normal((n + 100, kb * b))).astype(dtype)
+                xlh, dylh = _f64(xl), _f64(dyl)
+                results["x@W large"] = (cs.matmul(xl, W), xlh @ Wd)
+                results["dy@W.T large"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
+                saved = dict(_cuda.DSD_SIMT)
+                _cuda.set_tiles(simt={b: (64, 4, 8, 32, 2)})
+                try:
+                    results["x@W two runs"] = (cs.matmul(xl, W), xlh @ Wd)
+                    results["dy@W.T two runs"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
+                finally:
+                    _cuda.set_tiles(simt=saved)
             for name, (out, ref) in results.items():
                 err = np.linalg.norm(_f64(out) - ref) / max(np.linalg.norm(ref), 1e-30)
                 if not err < tol:

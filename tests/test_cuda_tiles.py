@@ -274,3 +274,40 @@ def test_union_dsd_tiles_match_scipy(backend, monkeypatch, union_tile, dtype, gr
     lay[:, 5] = False   # an empty output block of X @ W
     lay[9, :] = False   # an empty one of dY @ W.T
     check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: 5, True: 9})
+
+
+# (b, (rows per CTA, rows per thread, columns per thread, k depth, stages)) of the CUDA-core
+# dsd (IEEE float32, float64), forced as the tile for every N
+SIMT_TILES = [
+    (8, (32, 2, 4, 32, 4)),     # one warp; a k slice spans four blocks
+    (8, (128, 4, 4, 16, 3)),
+    (16, (32, 4, 4, 16, 3)),
+    (32, (64, 4, 8, 32, 2)),    # B[k][n]: two runs of four columns per thread
+    (64, (128, 8, 8, 16, 3)),
+    (128, (32, 4, 8, 32, 4)),   # the widest copy rows: 32 segments per row of B[k][n]
+]
+
+
+@pytest.fixture
+def simt_tile(request, monkeypatch):
+    b, cfg = request.param
+    yield from forced_tile(monkeypatch, b, [(_cuda.DSD_SIMT, cfg), (_cuda.DSD_SIMT_SMALL, cfg)])
+
+
+@pytest.mark.parametrize("simt_tile", SIMT_TILES, indirect=True, ids=lambda t: f"b{t[0]}-{t[1]}")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [1, 45, 300])  # one row; a partial tile; several (lists split)
+def test_simt_dsd_tiles_match_scipy(backend, monkeypatch, simt_tile, dtype, n):
+    """X @ W and dY @ W.T on the CUDA-core kernel with each tile: a full block row and
+    column (lists longer than the kernel's shared-memory copy at b = 8), an empty output
+    block of each product, partial row tiles; alpha and beta."""
+    b = simt_tile
+    rng = np.random.default_rng(n + 3 * b)
+    rows = 530 if b == 8 else 40  # 530 entries: past LIST_CAP (512)
+    lay = rng.random((rows, 23)) < 0.25
+    lay[:, 4] = True    # a full block column: the longest list of X @ W
+    lay[:, 9] = False   # an empty output block of X @ W
+    lay[11, :] = False  # an empty output block of dY @ W.T
+    lay[6, :] = True
+    lay[6, 9] = False
+    check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: 9, True: 11})

@@ -21,6 +21,93 @@
 // the result stays deterministic without atomics.
 #include "common.cuh"
 
+// The copies of one pipeline stage of dsd: a BM x BK slice of X into A[m][k] (rows of A_LD
+// elements) and the matching BK x B slice of op(W) into B[k][n], or B[n][k] with TRANS_W
+// (rows of B_LD), in 16-byte cp.async segments of VEC elements. Every segment lies inside
+// one block, since a block row holds at least 8 elements, so it needs one list lookup.
+//
+// The plan is fixed for the whole list: a thread's copies of an X slice sit in one column
+// (k offset a_kc) of rows a_r, a_r + A_RSTEP, ...: THREADS is a multiple of the segments
+// per row, so only the row changes between them. Row pointers and bounds are computed once;
+// a stage then costs one list lookup per thread and a pointer add per copy (the per-copy
+// index arithmetic was most of the instructions).
+template <class T, int B, int BM, int BK, int THREADS, int A_LD, int B_LD, bool TRANS_W>
+struct DsdCopies {
+  static constexpr int VEC = 16 / sizeof(T);
+  static constexpr int A_SPR = BK / VEC, A_SEGS = BM * A_SPR, A_RSTEP = THREADS / A_SPR;
+  static constexpr int A_IT = (A_SEGS + THREADS - 1) / THREADS;
+  static_assert(THREADS % A_SPR == 0, "a thread's X copies must share a column");
+  // W: B[k][n] = W_p[off][n] copies B_SPR segments per k row; B[n][k] = W_p[n][off]
+  // (TRANS_W) copies BK / VEC per n row. Either way a thread keeps its column.
+  static constexpr int B_SPR = TRANS_W ? BK / VEC : B / VEC;
+  static constexpr int B_SEGS = (TRANS_W ? B : BK) * B_SPR, B_RSTEP = THREADS / B_SPR;
+  static constexpr int B_IT = (B_SEGS + THREADS - 1) / THREADS;
+  static_assert(THREADS % B_SPR == 0, "a thread's W copies must share a column");
+
+  const T* x;
+  const T* w;
+  const T* a_row;
+  i64 a_step;
+  int tid, a_r, a_kc, b_r, b_c;
+  unsigned a_ok;  // bit it: copy it of this thread is a real row of X
+
+  __device__ __forceinline__ DsdCopies(const T* x_, const T* w_, i64 ldx, int nrows, int row0,
+                                       int tid_)
+      : x(x_), w(w_), tid(tid_) {
+    a_r = tid / A_SPR;
+    a_kc = (tid % A_SPR) * VEC;
+    a_row = x + (i64)(row0 + a_r) * ldx;
+    a_step = (i64)A_RSTEP * ldx;
+    a_ok = 0;
+#pragma unroll
+    for (int it = 0; it < A_IT; ++it)
+      if ((A_SEGS % THREADS == 0 || tid + it * THREADS < A_SEGS) &&
+          row0 + a_r + it * A_RSTEP < nrows)
+        a_ok |= 1u << it;
+    b_r = tid / B_SPR;
+    b_c = (tid % B_SPR) * VEC;
+  }
+
+  // Issues the copies of the slice starting at k0 (of the list's concatenated blocks).
+  __device__ __forceinline__ void load(T* sA, T* sB, int k0, const WorkList& list,
+                                       int len) const {
+    {
+      // unsigned: B is a power of two, so / and % are a shift and a mask
+      const unsigned k = k0 + a_kc, item = k / B, off = k % B;
+      const bool live = item < (unsigned)len;
+      const T* src = a_row + (i64)list.input(live ? item : 0) * B + off;
+#pragma unroll
+      for (int it = 0; it < A_IT; ++it) {
+        const bool ok = live && ((a_ok >> it) & 1u);
+        if (A_SEGS % THREADS == 0 || tid + it * THREADS < A_SEGS)
+          cp_async16(sA + (a_r + it * A_RSTEP) * A_LD + a_kc, ok ? src + it * a_step : x,
+                     ok ? 16 : 0);
+      }
+    }
+    if (!TRANS_W) {  // B[k][n] = W_p[off][n]: rows of the block, n contiguous
+#pragma unroll
+      for (int it = 0; it < B_IT; ++it) {
+        if (B_SEGS % THREADS != 0 && tid + it * THREADS >= B_SEGS) break;
+        const int kr = b_r + it * B_RSTEP;
+        const unsigned k = k0 + kr, item = k / B, off = k % B;
+        const bool ok = item < (unsigned)len;
+        const T* src = w + (i64)list.block(ok ? item : 0) * (B * B) + off * B + b_c;
+        cp_async16(sB + kr * B_LD + b_c, ok ? src : w, ok ? 16 : 0);
+      }
+    } else {  // B stored [n][k] = W_p[n][off]: k contiguous in memory too
+      const unsigned k = k0 + b_c, item = k / B, off = k % B;
+      const bool ok = item < (unsigned)len;
+      const T* src = w + (i64)list.block(ok ? item : 0) * (B * B) + off;
+#pragma unroll
+      for (int it = 0; it < B_IT; ++it) {
+        if (B_SEGS % THREADS != 0 && tid + it * THREADS >= B_SEGS) break;
+        const int n = b_r + it * B_RSTEP;
+        cp_async16(sB + n * B_LD + b_c, ok ? src + n * B : w, ok ? 16 : 0);
+      }
+    }
+  }
+};
+
 // Tensor-core path: float16 and bfloat16 (mma m16n8k16), and float32 in TF32 when the
 // caller opts in (m16n8k8; W's blocks must then be stored [n][k], see _cuda.py), with float32
 // accumulators and operands staged through a STAGES-deep cp.async pipeline.
@@ -33,7 +120,6 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
            i64 ws_stride) {
   typedef TcTile<Tag, BM, B, BK, WARPS_M, WARPS_N, false, TRANS_W> Tile;
   typedef typename Tag::storage T;
-  constexpr int VEC = Tag::VEC;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* smem = (T*)smem_raw;
   const int4 item = work[blockIdx.x];
@@ -48,71 +134,11 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
   float acc[Tile::MT][Tile::NT][4];
   Tile::zero(acc);
 
-  // Copy plan, fixed for the whole list. A thread's 16-byte copies of an X slice sit in
-  // one column (k offset a_kc) of rows a_r, a_r + A_RSTEP, ...: THREADS is a multiple of
-  // the segments per row, so only the row changes between them. The row pointers and
-  // bounds are computed here once; a stage then costs one list lookup per thread and a
-  // pointer add per copy (the per-copy index arithmetic was most of the instructions).
-  // Every segment lies inside one block, since a block row holds at least 8 elements.
-  constexpr int THREADS = Tile::THREADS;
-  constexpr int A_SPR = BK / VEC, A_SEGS = BM * A_SPR, A_RSTEP = THREADS / A_SPR;
-  constexpr int A_IT = (A_SEGS + THREADS - 1) / THREADS;
-  static_assert(THREADS % A_SPR == 0, "a thread's X copies must share a column");
-  const int a_r = tid / A_SPR, a_kc = (tid % A_SPR) * VEC;
-  const T* a_row = x + (i64)(row0 + a_r) * ldx;
-  const i64 a_step = (i64)A_RSTEP * ldx;
-  unsigned a_ok = 0;  // bit it: copy it of this thread is a real row of X
-#pragma unroll
-  for (int it = 0; it < A_IT; ++it)
-    if ((A_SEGS % THREADS == 0 || tid + it * THREADS < A_SEGS) &&
-        row0 + a_r + it * A_RSTEP < nrows)
-      a_ok |= 1u << it;
-  // W: B[k][n] = W_p[off][n] copies B_SPR segments per k row; B[n][k] = W_p[n][off]
-  // (TRANS_W) copies BK / VEC per n row. Either way a thread keeps its column.
-  constexpr int B_SPR = TRANS_W ? BK / VEC : B / VEC;
-  constexpr int B_SEGS = (TRANS_W ? B : BK) * B_SPR, B_RSTEP = THREADS / B_SPR;
-  constexpr int B_IT = (B_SEGS + THREADS - 1) / THREADS;
-  static_assert(THREADS % B_SPR == 0, "a thread's W copies must share a column");
-  const int b_r = tid / B_SPR, b_c = (tid % B_SPR) * VEC;
-
+  const DsdCopies<T, B, BM, BK, Tile::THREADS, Tile::A_LD, Tile::B_LD, TRANS_W> copies(
+      x, w, ldx, nrows, row0, tid);
   auto load = [&](int stage, int kt) {
     T* sA = smem + stage * Tile::STAGE_ELEMS;
-    T* sB = sA + Tile::A_ELEMS;
-    const int k0 = kt * BK;
-    {
-      // unsigned: B is a power of two, so / and % are a shift and a mask
-      const unsigned k = k0 + a_kc, item = k / B, off = k % B;
-      const bool live = item < (unsigned)len;
-      const T* src = a_row + (i64)list.input(live ? item : 0) * B + off;
-#pragma unroll
-      for (int it = 0; it < A_IT; ++it) {
-        const bool ok = live && ((a_ok >> it) & 1u);
-        if (A_SEGS % THREADS == 0 || tid + it * THREADS < A_SEGS)
-          cp_async16(sA + (a_r + it * A_RSTEP) * Tile::A_LD + a_kc, ok ? src + it * a_step : x,
-                     ok ? 16 : 0);
-      }
-    }
-    if (!TRANS_W) {  // B[k][n] = W_p[off][n]: rows of the block, n contiguous
-#pragma unroll
-      for (int it = 0; it < B_IT; ++it) {
-        if (B_SEGS % THREADS != 0 && tid + it * THREADS >= B_SEGS) break;
-        const int kr = b_r + it * B_RSTEP;
-        const unsigned k = k0 + kr, item = k / B, off = k % B;
-        const bool ok = item < (unsigned)len;
-        const T* src = w + (i64)list.block(ok ? item : 0) * (B * B) + off * B + b_c;
-        cp_async16(sB + kr * Tile::B_LD + b_c, ok ? src : w, ok ? 16 : 0);
-      }
-    } else {  // B stored [n][k] = W_p[n][off]: k contiguous in memory too
-      const unsigned k = k0 + b_c, item = k / B, off = k % B;
-      const bool ok = item < (unsigned)len;
-      const T* src = w + (i64)list.block(ok ? item : 0) * (B * B) + off;
-#pragma unroll
-      for (int it = 0; it < B_IT; ++it) {
-        if (B_SEGS % THREADS != 0 && tid + it * THREADS >= B_SEGS) break;
-        const int n = b_r + it * B_RSTEP;
-        cp_async16(sB + n * Tile::B_LD + b_c, ok ? src + n * B : w, ok ? 16 : 0);
-      }
-    }
+    copies.load(sA, sA + Tile::A_ELEMS, kt * BK, list, len);
   };
   cp_async_pipeline<STAGES>(ktiles, load, [&](int stage) {
     const T* sA = smem + stage * Tile::STAGE_ELEMS;
@@ -327,80 +353,57 @@ __global__ void __launch_bounds__(256)
   store_pair(Tag(), y + (i64)r * ldy + (i64)j * W + c, v0, v1, alpha, beta);
 }
 
-// SIMT path (float32 in IEEE arithmetic, float64). X is read through two strides, so any
-// view works without a copy. Each thread owns TM x TN outputs strided across the tile
-// (rows ty + i*TY, columns tx + j*TX) so that a warp's shared-memory reads hit
-// consecutive banks. float32 lists may be split like the tensor-core ones (slot >= 0:
-// float32 partials to the workspace, added by dsd_reduce); float64 lists never are.
-template <class T, int B, int TM, int TN, int BK, bool TRANS_W>
-__global__ void __launch_bounds__(256)
-    dsd_simt(const T* __restrict__ x, i64 sx0, i64 sx1, int nrows, const T* __restrict__ w,
+// CUDA-core path (float32 in IEEE arithmetic, float64): the tensor-core kernel's copies and
+// cp.async pipeline (DsdCopies) feeding SimtTile's FMAs. A CTA computes BM rows of X by one
+// output block, TM x TN outputs per thread; the host sizes BM to N (short tiles for few
+// rows, so no FMA is spent on rows that do not exist). X rows must be contiguous and
+// 16-byte aligned (the host copies X otherwise). float32 lists may be split like the
+// tensor-core ones (slot >= 0: float32 partials to the workspace, added by dsd_reduce);
+// float64 lists never are.
+template <class T, int B, int BM, int TM, int TN, int BK, int STAGES, bool TRANS_W>
+__global__ void __launch_bounds__((BM / TM) * (B / TN))
+    dsd_simt(const T* __restrict__ x, i64 ldx, int nrows, const T* __restrict__ w,
              const int4* __restrict__ work, const int* __restrict__ blk,
              const int* __restrict__ gidx, T* y, i64 ldy, T alpha, T beta, float* ws,
              i64 ws_stride) {
-  constexpr int TX = B / TN, TY = 256 / TX, BM = TY * TM;
-  static_assert(TX * TN == B && TX * TY == 256, "bad SIMT tile");
-  __shared__ T sA[BM][BK + 1];
-  __shared__ T sB[BK][B + 1];
+  typedef SimtTile<T, BM, B, BK, TM, TN, TRANS_W> Tile;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* smem = (T*)smem_raw;
   const int4 item = work[blockIdx.x];
   const int j = item.x, q0 = item.y, len = item.z, slot = item.w;
   const int row0 = blockIdx.y * BM, tid = threadIdx.x;
-  const int tx = tid % TX, ty = tid / TX;
+  const int tx = tid % Tile::TX, ty = tid / Tile::TX;
   const int ktiles = (len * B + BK - 1) / BK;
-  T acc[TM][TN];
-#pragma unroll
-  for (int i = 0; i < TM; ++i)
-#pragma unroll
-    for (int jj = 0; jj < TN; ++jj) acc[i][jj] = T(0);
+  __shared__ int s_g[LIST_CAP], s_p[LIST_CAP];
+  const WorkList list = load_work_list(s_g, s_p, gidx, blk, q0, len, tid, Tile::THREADS);
 
-  for (int kt = 0; kt < ktiles; ++kt) {
-    const int k0 = kt * BK;
-    for (int e = tid; e < BM * BK; e += 256) {
-      const int r = e / BK, c = e % BK, k = k0 + c, item = k / B;
-      T v = T(0);
-      if (row0 + r < nrows && item < len)
-        v = x[(i64)(row0 + r) * sx0 + ((i64)gidx[q0 + item] * B + k % B) * sx1];
-      sA[r][c] = v;
-    }
-    for (int e = tid; e < BK * B; e += 256) {
-      // Walk W's memory contiguously: (row, col) of the stored block in either case.
-      const int br = e / B, bc = e % B;
-      int kr, n;
-      if (TRANS_W) { n = e / BK; kr = e % BK; } else { kr = br; n = bc; }
-      const int k = k0 + kr, item = k / B, off = k % B;
-      T v = T(0);
-      if (item < len) {
-        const T* wp = w + (i64)blk[q0 + item] * (B * B);
-        v = TRANS_W ? wp[n * B + off] : wp[off * B + n];
-      }
-      sB[kr][n] = v;
-    }
-    __syncthreads();
-#pragma unroll 4
-    for (int kk = 0; kk < BK; ++kk) {
-      T a[TM], b[TN];
-#pragma unroll
-      for (int i = 0; i < TM; ++i) a[i] = sA[ty + i * TY][kk];
-#pragma unroll
-      for (int jj = 0; jj < TN; ++jj) b[jj] = sB[kk][tx + jj * TX];
-#pragma unroll
-      for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int jj = 0; jj < TN; ++jj) acc[i][jj] = fma(a[i], b[jj], acc[i][jj]);
-    }
-    __syncthreads();
-  }
+  T acc[TM][TN];
+  Tile::zero(acc);
+  const DsdCopies<T, B, BM, BK, Tile::THREADS, Tile::A_LD, Tile::B_LD, TRANS_W> copies(
+      x, w, ldx, nrows, row0, tid);
+  cp_async_pipeline<STAGES>(
+      ktiles,
+      [&](int stage, int kt) {
+        T* sA = smem + stage * Tile::STAGE_ELEMS;
+        copies.load(sA, sA + Tile::A_ELEMS, kt * BK, list, len);
+      },
+      [&](int stage) {
+        const T* sA = smem + stage * Tile::STAGE_ELEMS;
+        Tile::compute(sA, sA + Tile::A_ELEMS, acc, tx, ty);
+      });
+
 #pragma unroll
   for (int i = 0; i < TM; ++i) {
-    const int r = row0 + ty + i * TY;
+    const int r = row0 + Tile::row(ty, i);
     if (r >= nrows) continue;
 #pragma unroll
     for (int jj = 0; jj < TN; ++jj) {
+      const int c = Tile::col(tx, jj);
       if (slot >= 0) {  // one segment of a split list: its partial product, unscaled
-        ws[slot * ws_stride + (i64)r * B + tx + jj * TX] = (float)acc[i][jj];
+        ws[slot * ws_stride + (i64)r * B + c] = (float)acc[i][jj];
         continue;
       }
-      T* dst = y + (i64)r * ldy + (i64)j * B + tx + jj * TX;
+      T* dst = y + (i64)r * ldy + (i64)j * B + c;
       *dst = beta != T(0) ? alpha * acc[i][jj] + beta * *dst : alpha * acc[i][jj];
     }
   }

@@ -1,0 +1,118 @@
+"""Tile sweep of the CUDA-core dsd (IEEE float32) on the device: every candidate tile of
+``X @ W`` and ``dY @ W.T`` at C = K = 4096, random layout, for N in {32, 128, 4096},
+checked against float32 dense math and timed as CUDA-graph replays, next to dense
+cupy.matmul and torch BSR (eager, median of CUDA events) in the same process. The
+fastest correct tile per (b, N) is what goes into DSD_SIMT / DSD_SIMT_SMALL in
+cubsparse/_cuda.py (bench/NOTES.md keeps the history).
+
+    PYTHONPATH=.:tools python3 tools/simt_sweep.py [--n=32,128,4096] [--density=0.1,0.5]
+        [--ops=fwd,bwd] [--dtype=float32] [b ...]
+
+Every candidate is compiled first, in parallel worker processes (CuPy's on-disk kernel
+cache then serves the timing process).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import sys
+
+import cupy as cp
+
+from cubsparse import _cuda
+from gpu_probe import OPS, bench, graph_ms, setup, verify
+
+# (rows per CTA, rows per thread, columns per thread, k depth, stages); the current
+# choice of the table that N picks is tried first.
+SMALL = {
+    8: [(32, 2, 4, 32, 4), (32, 2, 4, 16, 3), (32, 4, 4, 32, 4), (64, 4, 4, 32, 4)],
+    16: [(32, 4, 4, 32, 4), (32, 4, 4, 16, 3), (32, 2, 4, 32, 4), (32, 1, 4, 32, 4)],
+    32: [(32, 4, 4, 32, 4), (32, 2, 4, 32, 4), (32, 4, 8, 32, 4), (32, 4, 4, 16, 3)],
+    64: [(32, 4, 8, 32, 4), (32, 4, 4, 32, 4), (32, 2, 8, 32, 4), (32, 8, 8, 32, 4)],
+    128: [(32, 4, 8, 32, 4), (32, 8, 8, 32, 4), (32, 4, 16, 32, 4), (32, 4, 8, 16, 3)],
+}
+LARGE = {
+    8: [(128, 4, 4, 16, 3), (128, 8, 4, 16, 3), (64, 4, 4, 16, 3), (128, 4, 4, 32, 3)],
+    16: [(128, 8, 4, 16, 3), (128, 4, 4, 16, 3), (128, 8, 8, 16, 3), (64, 4, 4, 16, 3)],
+    32: [(128, 8, 4, 16, 3), (128, 8, 8, 16, 3), (64, 4, 4, 16, 3), (128, 8, 4, 32, 3)],
+    64: [(128, 8, 8, 16, 3), (64, 8, 8, 16, 3), (128, 8, 4, 16, 3), (128, 8, 8, 32, 2)],
+    128: [(64, 8, 8, 16, 3), (128, 8, 8, 16, 3), (32, 4, 8, 32, 4), (64, 4, 8, 16, 3)],
+}
+
+
+def _arg(name, default):
+    return next((a.split("=", 1)[1] for a in sys.argv if a.startswith(f"--{name}=")), default)
+
+
+def _compile(job):
+    dtype, b, cfg, trans = job
+    _cuda.set_tiles(simt={b: cfg})  # the kernel's name depends on the tile only
+    try:
+        _cuda.get_kernel(_cuda.dsd_config(dtype, b, trans))
+        return None
+    except Exception as exc:  # noqa: BLE001
+        return f"{b} {cfg}: {str(exc).splitlines()[0][:200]}"
+
+
+def main():
+    ns = [int(v) for v in _arg("n", "32,128,4096").split(",")]
+    densities = [float(v) for v in _arg("density", "0.1,0.5").split(",")]
+    ops = _arg("ops", "fwd,bwd").split(",")
+    dtype = _arg("dtype", "float32")
+    blocks = [int(a) for a in sys.argv[1:] if a.isdigit()] or [8, 16, 32, 64, 128]
+    print("GPU:", cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), flush=True)
+    jobs = [(dtype, b, c, t) for b in blocks for c in SMALL[b] + LARGE[b] for t in (False, True)]
+    with mp.get_context("spawn").Pool(16) as pool:
+        for err in pool.imap_unordered(_compile, jobs):
+            if err:
+                print("compile failed:", err, flush=True)
+    print(f"compiled {len(jobs)} instantiations", flush=True)
+    saved = (dict(_cuda.DSD_SIMT), dict(_cuda.DSD_SIMT_SMALL))
+    rows = []
+    for b in blocks:
+        for d in densities:
+            for n in ns:
+                W, xs, dys = setup(b, d, dtype, n=n)
+                wd = W.toarray()
+                dense = bench(lambda: cp.matmul(xs[0], wd), reps=50)
+                torch_ms = float("nan")
+                try:
+                    import torch
+                    bsr = torch.as_tensor(wd).T.contiguous().to_sparse_bsr((b, b))
+                    xt = torch.as_tensor(xs[0])
+                    torch_ms = bench(lambda: bsr @ xt.T, reps=50)
+                except Exception as exc:  # noqa: BLE001
+                    print("torch BSR refused:", str(exc)[:100])
+                small = n <= _cuda.SMALL_ROWS
+                cands = SMALL[b] if small else LARGE[b]
+                for op in ops:
+                    for cfg in cands:
+                        _cuda.set_tiles(**({"simt_small": {b: cfg}} if small else {"simt": {b: cfg}}))
+                        try:
+                            err = verify(op, W, xs[1], dys[1])
+                            t = graph_ms(lambda: OPS[op](W, xs[0], dys[0]), reps=100)
+                        except Exception as exc:  # noqa: BLE001
+                            print("failed", op, b, cfg, str(exc).splitlines()[0][:200])
+                            err, t = float("nan"), float("nan")
+                        rows.append((b, d, n, op, cfg, t, dense, torch_ms, err))
+                        print(f"{b:4d} d={d:<4} N={n:<5d} {op} {str(cfg):20s} {t:8.4f} ms  "
+                              f"dense {dense:7.4f}  torch {torch_ms:7.4f}  err {err:.1e}",
+                              flush=True)
+                    _cuda.set_tiles(simt=saved[0], simt_small=saved[1])
+                del W, wd, xs, dys
+    print("\nbest per (b, density, N, op); ms; eff = dense * density / best:")
+    print(f"{'b':>4} {'d':>5} {'N':>5} {'op':>4} {'best tile':20s} {'best':>8} {'first':>8} "
+          f"{'dense':>8} {'torch':>8} {'eff':>5} {'vs torch':>8}")
+    for key in dict.fromkeys(r[:4] for r in rows):
+        ok = [r for r in rows if r[:4] == key and r[8] < 1e-4]
+        if ok:
+            best = min(ok, key=lambda r: r[5])
+            first = [r for r in rows if r[:4] == key][0]
+            b, d, n, op = key
+            print(f"{b:4d} {d:5.2f} {n:5d} {op:>4} {str(best[4]):20s} {best[5]:8.4f} "
+                  f"{first[5]:8.4f} {best[6]:8.4f} {best[7]:8.4f} {best[6] * d / best[5]:5.2f} "
+                  f"{best[7] / best[5]:8.2f}")
+
+
+if __name__ == "__main__":
+    main()
