@@ -113,11 +113,17 @@ SDD_TILE = {8: (16, 16, 64, 2, 4, 3)}
 #   thread, columns per thread, k depth per stage, stages); threads = rows / rows per
 #   thread * b / columns per thread. DSD_SIMT_SMALL for n <= SMALL_ROWS: short tiles, and
 #   small CTAs that split long lists over more of them (_split_length's slots).
-DSD_SIMT = {8: (128, 4, 4, 16, 3), 16: (128, 8, 4, 16, 3), 32: (128, 8, 4, 16, 3),
+DSD_SIMT = {8: (128, 4, 4, 32, 3), 16: (128, 8, 4, 16, 3), 32: (128, 8, 4, 32, 3),
             64: (128, 8, 8, 16, 3), 128: (64, 8, 8, 16, 3)}
-DSD_SIMT_SMALL = {8: (32, 2, 4, 32, 4), 16: (32, 4, 4, 32, 4), 32: (32, 4, 4, 32, 4),
-                  64: (32, 4, 8, 32, 4), 128: (32, 4, 8, 32, 4)}
-_SIMT_TN = 4  # sdd_simt
+DSD_SIMT_SMALL = {8: (32, 2, 4, 16, 3), 16: (32, 4, 4, 16, 3), 32: (32, 4, 4, 32, 4),
+                  64: (32, 4, 4, 32, 4), 128: (32, 4, 8, 32, 4)}
+#   sdd on CUDA cores: (blocks per CTA, rows per thread, columns per thread, k depth,
+#   stages); threads = b / rows per thread * blocks * b / columns per thread. float64
+#   takes half-size thread tiles (SDD_SIMT_F64), which fit its registers.
+SDD_SIMT = {8: (16, 4, 8, 16, 3), 16: (8, 4, 8, 16, 3), 32: (4, 8, 8, 16, 3),
+            64: (2, 8, 8, 16, 3), 128: (1, 8, 8, 16, 3)}
+SDD_SIMT_F64 = {8: (16, 4, 4, 16, 3), 16: (8, 4, 4, 16, 3), 32: (2, 4, 4, 16, 3),
+                64: (1, 4, 4, 16, 3), 128: (1, 8, 8, 16, 3)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -159,10 +165,11 @@ def sdd_config(dtype: np.dtype, b: int, a_km: bool = True, b_nk: bool = False,
                 f"{_b(a_km)},{_b(b_nk)}>")
         smem = _tc_smem(max(b, 16), group * b, bk, st, a_km, b_nk, esize)
         return KernelConfig("sdd", expr, wm * wn * 32, smem, 0, group)
-    group = max(1, 128 // b)
-    bk = 16 if name == "float32" else 8
-    expr = f"sdd_simt<{_SIMT_TYPES[name]},{b},{group},{b // 8},{_SIMT_TN},{bk}>"
-    return KernelConfig("sdd", expr, 256, 0, 0, group)
+    group, tm, tn, bk, st = (SDD_SIMT_F64 if name == "float64" else SDD_SIMT)[b]
+    expr = (f"sdd_simt<{_SIMT_TYPES[name]},{b},{group},{tm},{tn},{bk},{st},"
+            f"{_b(a_km)},{_b(b_nk)}>")
+    smem = _tc_smem(b, group * b, bk, st, a_km, b_nk, np.dtype(name).itemsize)
+    return KernelConfig("sdd", expr, (b // tm) * (group * b // tn), smem, 0, group)
 
 
 @functools.lru_cache(maxsize=None)
@@ -262,9 +269,10 @@ def transpose_config(b: int) -> KernelConfig:
 
 def set_tiles(dsd=None, sdd=None, dsd_small=None, wgmma=None, wgmma_sdd=None,
               group=None, sdd_tile=None, wgmma_ws=None, wgmma_union=None, simt=None,
-              simt_small=None) -> None:
+              simt_small=None, sdd_simt=None) -> None:
     """Replace tile choices (for tuning experiments); clears the config caches."""
     DSD_TC.update(dsd or {})
+    SDD_SIMT.update(sdd_simt or {})
     DSD_SIMT.update(simt or {})
     DSD_SIMT_SMALL.update(simt_small or {})
     SDD_TILE.update(sdd_tile or {})
@@ -314,11 +322,9 @@ def all_configs(dtypes=None, blocksizes=None, families=None) -> list[KernelConfi
                         out.append(sdd_wgmma_config(dt, b))
                 elif fam == "dsd_sm90":
                     continue
-                elif dt in _TC_TAGS:
+                else:
                     out += [sdd_config(dt, b, a, bn) for a in (True, False) for bn in (False, True)]
                     out += [sdd_tile_config(dt, b)] if sdd_tile_config(dt, b) is not None else []
-                else:
-                    out.append(sdd_config(dt, b))
                     out += [sdd_config(dt, b, tf32=True)] if tf32 else []
     return list(dict.fromkeys(out))
 
@@ -757,24 +763,30 @@ def sdd(a, b_mat, like, out_data, alpha: float, beta: float, tf32: bool = False)
         args = (a_src, np.int64(a_src.strides[0] // 4), b_src, np.int64(b_src.strides[0] // 4),
                 np.int32(inner_pad), groups, s.indices, data, np.float32(alpha),
                 np.float32(beta))
-    elif _is_half(dtype):
+    else:
         # Prefer reading a and b in place: a = x.T (rows of x contiguous) and b = dy are
         # the layer-gradient case; other layouts are taken when their rows can be
-        # streamed with 16-byte copies, else copied once.
+        # streamed with 16-byte copies (a whole number of them along the inner
+        # dimension), else copied once.
+        it = dtype.itemsize
+        whole = inner % (16 // it) == 0
         if _rows_ok(a.T, 16):
             a_km, a_src = True, a.T
-        elif _rows_ok(a, 16) and inner % 8 == 0:
+        elif _rows_ok(a, 16) and whole:
             a_km, a_src = False, a
         else:
             a_km, a_src = True, a.T.copy(order="C")
         if _rows_ok(b_mat, 16):
             b_nk, b_src = False, b_mat
-        elif _rows_ok(b_mat.T, 16) and inner % 8 == 0:
+        elif _rows_ok(b_mat.T, 16) and whole:
             b_nk, b_src = True, b_mat.T
         else:
             b_nk, b_src = False, b_mat.copy(order="C")
-        wcfg = sdd_wgmma_config(dtype, bs) if a_km and not b_nk and _is_hopper() else None
-        tcfg = sdd_tile_config(dtype, bs) if a_km and not b_nk and wcfg is None else None
+        half = _is_half(dtype)
+        wcfg = (sdd_wgmma_config(dtype, bs) if half and a_km and not b_nk and _is_hopper()
+                else None)
+        tcfg = (sdd_tile_config(dtype, bs) if half and a_km and not b_nk and wcfg is None
+                else None)
         if tcfg is not None and _sdd_tiled_pays(s, *SDD_TILE[bs][:2],
                                                  sdd_config(dtype, bs, a_km, b_nk).group):
             tiles, bmap = _sdd_tiles(s, *SDD_TILE[bs][:2])
@@ -787,16 +799,9 @@ def sdd(a, b_mat, like, out_data, alpha: float, beta: float, tf32: bool = False)
             return data
         cfg = wcfg or sdd_config(dtype, bs, a_km, b_nk)
         groups = _sdd_groups(s, cfg.group)
-        args = (a_src, np.int64(a_src.strides[0] // 2), b_src, np.int64(b_src.strides[0] // 2),
-                np.int32(inner), groups, s.indices, data, np.float32(alpha), np.float32(beta))
-    else:
-        cfg = sdd_config(dtype, bs)
-        groups = _sdd_groups(s, cfg.group)
-        it = dtype.itemsize
-        args = (a, np.int64(a.strides[0] // it), np.int64(a.strides[1] // it), b_mat,
-                np.int64(b_mat.strides[0] // it), np.int64(b_mat.strides[1] // it),
-                np.int32(inner), groups, s.indices, data, _scalar(dtype, alpha),
-                _scalar(dtype, beta))
+        args = (a_src, np.int64(a_src.strides[0] // it), b_src,
+                np.int64(b_src.strides[0] // it), np.int32(inner), groups, s.indices, data,
+                _scalar(dtype, alpha), _scalar(dtype, beta))
     get_kernel(cfg)((groups.shape[0],), (cfg.threads,), args, shared_mem=cfg.smem)
     return data
 

@@ -311,3 +311,49 @@ def test_simt_dsd_tiles_match_scipy(backend, monkeypatch, simt_tile, dtype, n):
     lay[6, :] = True
     lay[6, 9] = False
     check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: 9, True: 11})
+
+
+# (b, (blocks per CTA, rows per thread, columns per thread, k depth, stages)) of the
+# CUDA-core sdd, for both float32 and float64
+SDD_SIMT_TILES = [
+    (8, (16, 4, 8, 16, 3)),
+    (8, (4, 8, 4, 32, 2)),      # one thread row (TY = 1); a partial last group of 4
+    (16, (8, 4, 4, 16, 3)),
+    (32, (2, 4, 4, 16, 4)),
+    (64, (2, 8, 8, 16, 3)),
+]
+
+
+@pytest.fixture
+def sdd_simt_tile(request, monkeypatch):
+    b, cfg = request.param
+    yield from forced_tile(monkeypatch, b, [(_cuda.SDD_SIMT, cfg), (_cuda.SDD_SIMT_F64, cfg)])
+
+
+@pytest.mark.parametrize("sdd_simt_tile", SDD_SIMT_TILES, indirect=True,
+                         ids=lambda t: f"b{t[0]}-{t[1]}")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [1, 37, 300])  # inner dimension: one slice, ragged, several
+def test_simt_sdd_tiles_match_scipy(backend, sdd_simt_tile, dtype, n):
+    """The CUDA-core weight gradient with each tile: partial groups, a full block row and
+    column, an empty block row; alpha and beta; x.T and dy read in place, then a row-major
+    a and a column-major b (the other operand layouts)."""
+    b = sdd_simt_tile
+    rng = np.random.default_rng(n * b + 5)
+    lay = rng.random((11, 19)) < 0.3
+    lay[2, :] = True
+    lay[:, 17] = True
+    lay[5, :] = False
+    check_sampled_matmul(backend, lay, b, dtype, n, rng)
+    if n != 37:
+        return
+    # the other operand layouts: a row-major, b column-major (40 rows: whole 16-byte copies)
+    cupy = pytest.importorskip("cupy")
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=4, backend=backend)
+    x = to_backend(rng.standard_normal((40, 11 * b)), backend).astype(dtype)
+    dy = to_backend(rng.standard_normal((40, 19 * b)), backend).astype(dtype)
+    got = cs.sampled_matmul(cupy.ascontiguousarray(x.T), cupy.asfortranarray(dy), like=w)
+    ref = (to_numpy(x).astype(np.float64).T @ to_numpy(dy).astype(np.float64)) * np.kron(
+        lay, np.ones((b, b)))
+    dense = to_numpy(got.toarray()).astype(np.float64)
+    assert np.linalg.norm(dense - ref) / np.linalg.norm(ref) < cs._dtypes.TOLERANCE[dtype]

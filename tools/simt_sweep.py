@@ -1,12 +1,13 @@
-"""Tile sweep of the CUDA-core dsd (IEEE float32) on the device: every candidate tile of
-``X @ W`` and ``dY @ W.T`` at C = K = 4096, random layout, for N in {32, 128, 4096},
+"""Tile sweep of the CUDA-core kernels (IEEE float32) on the device: every candidate tile
+of ``X @ W``, ``dY @ W.T`` and the weight gradient (``sdd``) at C = K = 4096, random
+layout, for N in {32, 128, 4096},
 checked against float32 dense math and timed as CUDA-graph replays, next to dense
 cupy.matmul and torch BSR (eager, median of CUDA events) in the same process. The
-fastest correct tile per (b, N) is what goes into DSD_SIMT / DSD_SIMT_SMALL in
+fastest correct tile per (b, N) is what goes into DSD_SIMT / DSD_SIMT_SMALL / SDD_SIMT in
 cubsparse/_cuda.py (bench/NOTES.md keeps the history).
 
     PYTHONPATH=.:tools python3 tools/simt_sweep.py [--n=32,128,4096] [--density=0.1,0.5]
-        [--ops=fwd,bwd] [--dtype=float32] [b ...]
+        [--ops=fwd,bwd,sdd] [--dtype=float32] [b ...]
 
 Every candidate is compiled first, in parallel worker processes (CuPy's on-disk kernel
 cache then serves the timing process).
@@ -39,6 +40,22 @@ LARGE = {
     128: [(64, 8, 8, 16, 3), (128, 8, 8, 16, 3), (32, 4, 8, 32, 4), (64, 4, 8, 16, 3)],
 }
 
+# the weight gradient: (blocks per CTA, rows per thread, columns per thread, k depth, stages)
+SDD = {
+    8: [(16, 4, 8, 16, 3), (32, 8, 8, 16, 3), (16, 8, 4, 16, 3), (8, 4, 4, 16, 3)],
+    16: [(8, 4, 8, 16, 3), (8, 8, 8, 16, 3), (4, 4, 8, 16, 3), (16, 8, 8, 16, 3)],
+    32: [(4, 8, 8, 16, 3), (2, 8, 8, 16, 3), (4, 8, 4, 16, 3), (8, 8, 8, 16, 3)],
+    64: [(2, 8, 8, 16, 3), (1, 8, 8, 16, 3), (2, 8, 8, 32, 2), (4, 8, 8, 16, 3)],
+    128: [(1, 8, 8, 16, 3), (1, 8, 8, 32, 2), (1, 8, 4, 16, 3)],
+}
+
+
+def _tiles(op, b, cfg, small):
+    """set_tiles keywords that force ``cfg`` for ``op``."""
+    if op == "sdd":
+        return {"sdd_simt": {b: cfg}}
+    return {"simt_small": {b: cfg}} if small else {"simt": {b: cfg}}
+
 
 def _arg(name, default):
     return next((a.split("=", 1)[1] for a in sys.argv if a.startswith(f"--{name}=")), default)
@@ -46,8 +63,12 @@ def _arg(name, default):
 
 def _compile(job):
     dtype, b, cfg, trans = job
-    _cuda.set_tiles(simt={b: cfg})  # the kernel's name depends on the tile only
     try:
+        if trans is None:  # sdd, operands read in place (a = x.T, b = dy)
+            _cuda.set_tiles(sdd_simt={b: cfg})
+            _cuda.get_kernel(_cuda.sdd_config(dtype, b))
+            return None
+        _cuda.set_tiles(simt={b: cfg})  # the kernel's name depends on the tile only
         _cuda.get_kernel(_cuda.dsd_config(dtype, b, trans))
         return None
     except Exception as exc:  # noqa: BLE001
@@ -61,13 +82,15 @@ def main():
     dtype = _arg("dtype", "float32")
     blocks = [int(a) for a in sys.argv[1:] if a.isdigit()] or [8, 16, 32, 64, 128]
     print("GPU:", cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), flush=True)
-    jobs = [(dtype, b, c, t) for b in blocks for c in SMALL[b] + LARGE[b] for t in (False, True)]
+    jobs = [(dtype, b, c, t) for b in blocks for c in SMALL[b] + LARGE[b] for t in (False, True)
+            if {"fwd", "bwd"} & set(ops)]
+    jobs += [(dtype, b, c, None) for b in blocks for c in SDD[b] if "sdd" in ops]
     with mp.get_context("spawn").Pool(16) as pool:
         for err in pool.imap_unordered(_compile, jobs):
             if err:
                 print("compile failed:", err, flush=True)
     print(f"compiled {len(jobs)} instantiations", flush=True)
-    saved = (dict(_cuda.DSD_SIMT), dict(_cuda.DSD_SIMT_SMALL))
+    saved = (dict(_cuda.DSD_SIMT), dict(_cuda.DSD_SIMT_SMALL), dict(_cuda.SDD_SIMT))
     rows = []
     for b in blocks:
         for d in densities:
@@ -84,10 +107,10 @@ def main():
                 except Exception as exc:  # noqa: BLE001
                     print("torch BSR refused:", str(exc)[:100])
                 small = n <= _cuda.SMALL_ROWS
-                cands = SMALL[b] if small else LARGE[b]
                 for op in ops:
+                    cands = SDD[b] if op == "sdd" else SMALL[b] if small else LARGE[b]
                     for cfg in cands:
-                        _cuda.set_tiles(**({"simt_small": {b: cfg}} if small else {"simt": {b: cfg}}))
+                        _cuda.set_tiles(**_tiles(op, b, cfg, small))
                         try:
                             err = verify(op, W, xs[1], dys[1])
                             t = graph_ms(lambda: OPS[op](W, xs[0], dys[0]), reps=100)
@@ -98,7 +121,7 @@ def main():
                         print(f"{b:4d} d={d:<4} N={n:<5d} {op} {str(cfg):20s} {t:8.4f} ms  "
                               f"dense {dense:7.4f}  torch {torch_ms:7.4f}  err {err:.1e}",
                               flush=True)
-                    _cuda.set_tiles(simt=saved[0], simt_small=saved[1])
+                    _cuda.set_tiles(simt=saved[0], simt_small=saved[1], sdd_simt=saved[2])
                 del W, wd, xs, dys
     print("\nbest per (b, density, N, op); ms; eff = dense * density / best:")
     print(f"{'b':>4} {'d':>5} {'N':>5} {'op':>4} {'best tile':20s} {'best':>8} {'first':>8} "

@@ -283,37 +283,42 @@ struct TcTile {
 
 // ---------------------------------------------------------------------------------------
 // CUDA-core tile for float32 (IEEE) and float64, fed by the same cp.async stages as TcTile
-// with A_KM = false: A[m][k] and B[k][n] (or B[n][k] with B_NK), rows padded by 16 bytes.
+// and in the same storage orders: A[m][k] (or A[k][m] with A_KM) and B[k][n] (or B[n][k]
+// with B_NK), rows padded by 16 bytes.
 //
-// Each of the (BM / TM) x (BN / TN) threads owns TM x TN outputs. Its rows are strided,
-// ty + i * TY, and so are its columns where B is [n][k] (tx + j * TX); where B is [k][n]
-// they come in runs of VEC adjacent columns, tx * VEC + (j / VEC) * VEC * TX + j % VEC.
-// Every shared-memory read is then a 16-byte vector along a contiguous axis: VEC values of
-// k of an A row (or a B[n][k] row), or VEC adjacent columns of a B[k][n] row. A padded row
-// is an odd number of 16-byte units long (BK / VEC is even), so eight consecutive rows
-// start in eight different bank groups: a warp's reads of A (and of B[n][k]) are
-// conflict-free whenever they span at most eight rows. A slice of VEC k steps costs
-// TM + TN vector reads for TM * TN * VEC FMAs.
+// Each of the (BM / TM) x (BN / TN) threads owns TM x TN outputs. Along an axis that is
+// contiguous in shared memory at a fixed k (m of A[k][m], n of B[k][n]) a thread's indices
+// come in runs of VEC, ty * VEC + (i / VEC) * VEC * TY + i % VEC; along the other they are
+// strided, ty + i * TY. Every shared-memory read is then a 16-byte vector: VEC values of k
+// of an A[m][k] (or B[n][k]) row, or VEC adjacent m (n) of an A[k][m] (B[k][n]) row. A
+// padded row is an odd number of 16-byte units long (BK / VEC is even), so eight
+// consecutive rows start in eight different bank groups: a warp's reads of A[m][k] (and of
+// B[n][k]) are conflict-free whenever they span at most eight rows. A slice of VEC k steps
+// costs TM + TN vector reads for TM * TN * VEC FMAs.
 template <class T> struct Vec16;
 template <> struct Vec16<float> { typedef float4 type; };
 template <> struct Vec16<double> { typedef double2 type; };
 
-template <class T, int BM, int BN, int BK, int TM, int TN, bool B_NK>
+template <class T, int BM, int BN, int BK, int TM, int TN, bool A_KM, bool B_NK>
 struct SimtTile {
   static constexpr int VEC = 16 / sizeof(T);
   static constexpr int TX = BN / TN, TY = BM / TM, THREADS = TX * TY;
-  static constexpr int A_LD = BK + VEC, B_LD = B_NK ? BK + VEC : BN + VEC;
-  static constexpr int A_ELEMS = BM * A_LD, B_ELEMS = (B_NK ? BN : BK) * B_LD;
+  static constexpr int A_LD = A_KM ? BM + VEC : BK + VEC;
+  static constexpr int B_LD = B_NK ? BK + VEC : BN + VEC;
+  static constexpr int A_ELEMS = (A_KM ? BK : BM) * A_LD, B_ELEMS = (B_NK ? BN : BK) * B_LD;
   static constexpr int STAGE_ELEMS = A_ELEMS + B_ELEMS;
   static_assert(TX * TN == BN && TY * TM == BM && BK % (2 * VEC) == 0, "bad SIMT tile");
-  static_assert(B_NK || TN % VEC == 0, "columns of B[k][n] come in runs of VEC");
+  static_assert((!A_KM || TM % VEC == 0) && (B_NK || TN % VEC == 0),
+                "indices along a contiguous axis come in runs of VEC");
   typedef typename Vec16<T>::type V;
 
-  static __device__ __forceinline__ int row(int ty, int i) { return ty + i * TY; }
+  static __device__ __forceinline__ int row(int ty, int i) {
+    return A_KM ? ty * VEC + (i / VEC) * VEC * TY + i % VEC : ty + i * TY;
+  }
   static __device__ __forceinline__ int col(int tx, int j) {
     return B_NK ? tx + j * TX : tx * VEC + (j / VEC) * VEC * TX + j % VEC;
   }
-  static __device__ __forceinline__ void load_vec(T (&v)[VEC], const T* p) {
+  static __device__ __forceinline__ void load_vec(T* v, const T* p) {
     *reinterpret_cast<V*>(v) = *reinterpret_cast<const V*>(p);
   }
 
@@ -328,32 +333,41 @@ struct SimtTile {
                                                  int tx, int ty) {
 #pragma unroll
     for (int kk = 0; kk < BK; kk += VEC) {
-      T a[TM][VEC];
+      // a[i][v], b[j][v]: operands at k = kk + v. Rows along k are read whole up front;
+      // rows along m (n) one k at a time, just before their FMAs, to keep registers low.
+      T a[TM][VEC], b[TN][VEC];
+      if (!A_KM) {
 #pragma unroll
-      for (int i = 0; i < TM; ++i) load_vec(a[i], sA + row(ty, i) * A_LD + kk);
+        for (int i = 0; i < TM; ++i) load_vec(a[i], sA + row(ty, i) * A_LD + kk);
+      }
       if (B_NK) {
-        T b[TN][VEC];
 #pragma unroll
         for (int j = 0; j < TN; ++j) load_vec(b[j], sB + col(tx, j) * B_LD + kk);
+      }
 #pragma unroll
-        for (int v = 0; v < VEC; ++v)
+      for (int v = 0; v < VEC; ++v) {
+        if (A_KM) {
 #pragma unroll
-          for (int i = 0; i < TM; ++i)
+          for (int iv = 0; iv < TM / VEC; ++iv) {
+            T t[VEC];
+            load_vec(t, sA + (kk + v) * A_LD + row(ty, iv * VEC));
 #pragma unroll
-            for (int j = 0; j < TN; ++j) acc[i][j] = fma(a[i][v], b[j][v], acc[i][j]);
-      } else {
-#pragma unroll
-        for (int v = 0; v < VEC; ++v) {
-          T b[TN / VEC][VEC];
-#pragma unroll
-          for (int jv = 0; jv < TN / VEC; ++jv)
-            load_vec(b[jv], sB + (kk + v) * B_LD + col(tx, jv * VEC));
-#pragma unroll
-          for (int i = 0; i < TM; ++i)
-#pragma unroll
-            for (int j = 0; j < TN; ++j)
-              acc[i][j] = fma(a[i][v], b[j / VEC][j % VEC], acc[i][j]);
+            for (int e = 0; e < VEC; ++e) a[iv * VEC + e][v] = t[e];
+          }
         }
+        if (!B_NK) {
+#pragma unroll
+          for (int jv = 0; jv < TN / VEC; ++jv) {
+            T t[VEC];
+            load_vec(t, sB + (kk + v) * B_LD + col(tx, jv * VEC));
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) b[jv * VEC + e][v] = t[e];
+          }
+        }
+#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+          for (int j = 0; j < TN; ++j) acc[i][j] = fma(a[i][v], b[j][v], acc[i][j]);
       }
     }
   }

@@ -8,13 +8,83 @@
 // built once per layout.
 #include "common.cuh"
 
-// Tensor-core path (float16, bfloat16; float32 as TF32 on opt-in, which reads a as
-// A[m][k] and bm as B[n][k]). The tile is BM x (G*B) with BM = max(B, 16): an 8-row block
-// is padded to the 16 rows of an mma (the extra rows are zero-filled and never stored).
+// The copies of one pipeline stage of sdd: a BK-deep slice of the BM rows of block row r
+// of A (rows m >= B, the padding of an 8-row block, zero-filled) and of the G * B columns
+// of the group's blocks of Bm (columns of absent members zero-filled), in 16-byte cp.async
+// segments of VEC elements, in the storage orders of A_KM and B_NK:
 //   A_KM: A[m][k] = a[k * lda + r*B + m]     (a is X with A = X.T, the usual case)
 //  !A_KM: A[m][k] = a[(r*B + m) * lda + k]
 //  !B_NK: B[k][n] = bm[k * ldb + col]        (bm is dY, the usual case)
 //   B_NK: B[k][n] = bm[col * ldb + k]
+// Each copy's source pointer at k = 0, its shared-memory offset and its k offset within a
+// slice are computed once; a stage then adds k0 times the operand's k stride. (Computing
+// addresses per copy and stage cost more instructions than the MMAs.)
+template <class T, int B, int BM, int BN, int BK, int THREADS, int A_LD, int B_LD, bool A_KM,
+          bool B_NK>
+struct SddCopies {
+  static constexpr int VEC = 16 / sizeof(T);
+  static constexpr int A_SEGS = BK * (BM / VEC), A_IT = (A_SEGS + THREADS - 1) / THREADS;
+  static constexpr int B_SEGS = BK * (BN / VEC), B_IT = (B_SEGS + THREADS - 1) / THREADS;
+  const T* a;
+  const T* bm;
+  const T* a_src[A_IT];
+  const T* b_src[B_IT];
+  int a_dst[A_IT], a_k[A_IT], b_dst[B_IT], b_k[B_IT];
+  unsigned a_ok, b_ok;
+  i64 a_kstride, b_kstride;
+  int tid, inner;
+
+  __device__ __forceinline__ SddCopies(const T* a_, i64 lda, const T* bm_, i64 ldb,
+                                       int inner_, int r, const int* cols, int cnt, int tid_)
+      : a(a_), bm(bm_), a_ok(0), b_ok(0), a_kstride(A_KM ? lda : 1),
+        b_kstride(B_NK ? 1 : ldb), tid(tid_), inner(inner_) {
+#pragma unroll
+    for (int it = 0; it < A_IT; ++it) {
+      const int s = tid + it * THREADS;
+      int m, kk;
+      if (A_KM) { kk = s / (BM / VEC); m = (s % (BM / VEC)) * VEC; a_dst[it] = kk * A_LD + m; }
+      else { m = s / (BK / VEC); kk = (s % (BK / VEC)) * VEC; a_dst[it] = m * A_LD + kk; }
+      const bool ok = (A_SEGS % THREADS == 0 || s < A_SEGS) && m < B;
+      a_ok |= (unsigned)ok << it;
+      a_k[it] = kk;
+      a_src[it] = !ok ? a : A_KM ? a + (i64)kk * lda + (i64)r * B + m : a + ((i64)r * B + m) * lda + kk;
+    }
+#pragma unroll
+    for (int it = 0; it < B_IT; ++it) {
+      const int s = tid + it * THREADS;
+      int n, kk;
+      if (!B_NK) { kk = s / (BN / VEC); n = (s % (BN / VEC)) * VEC; b_dst[it] = kk * B_LD + n; }
+      else { n = s / (BK / VEC); kk = (s % (BK / VEC)) * VEC; b_dst[it] = n * B_LD + kk; }
+      const int g = n / B;
+      const bool ok = (B_SEGS % THREADS == 0 || s < B_SEGS) && g < cnt;
+      b_ok |= (unsigned)ok << it;
+      b_k[it] = kk;
+      const i64 col = ok ? (i64)cols[g] * B + n % B : 0;
+      b_src[it] = !ok ? bm : !B_NK ? bm + (i64)kk * ldb + col : bm + col * ldb + kk;
+    }
+  }
+
+  __device__ __forceinline__ void load(T* sA, T* sB, int k0) const {
+    const i64 ka = (i64)k0 * a_kstride, kb = (i64)k0 * b_kstride;
+#pragma unroll
+    for (int it = 0; it < A_IT; ++it) {
+      if (A_SEGS % THREADS != 0 && tid + it * THREADS >= A_SEGS) break;
+      const bool ok = ((a_ok >> it) & 1u) && k0 + a_k[it] < inner;
+      cp_async16(sA + a_dst[it], ok ? a_src[it] + ka : a, ok ? 16 : 0);
+    }
+#pragma unroll
+    for (int it = 0; it < B_IT; ++it) {
+      if (B_SEGS % THREADS != 0 && tid + it * THREADS >= B_SEGS) break;
+      const bool ok = ((b_ok >> it) & 1u) && k0 + b_k[it] < inner;
+      cp_async16(sB + b_dst[it], ok ? b_src[it] + kb : bm, ok ? 16 : 0);
+    }
+  }
+};
+
+// Tensor-core path (float16, bfloat16; float32 as TF32 on opt-in, which reads a as
+// A[m][k] and bm as B[n][k]). The tile is BM x (G*B) with BM = max(B, 16): an 8-row block
+// is padded to the 16 rows of an mma (the extra rows are zero-filled and never stored).
+// Operand layouts as in SddCopies.
 template <class Tag, int B, int G, int BK, int WARPS_M, int WARPS_N, int STAGES, bool A_KM,
           bool B_NK>
 __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
@@ -22,7 +92,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
            const typename Tag::storage* __restrict__ bm, i64 ldb, int inner,
            const int* __restrict__ groups, const int* __restrict__ indices,
            typename Tag::storage* out, float alpha, float beta) {
-  constexpr int BM = B < 16 ? 16 : B, BN = G * B, VEC = Tag::VEC;
+  constexpr int BM = B < 16 ? 16 : B, BN = G * B;
   typedef TcTile<Tag, BM, BN, BK, WARPS_M, WARPS_N, A_KM, B_NK> Tile;
   typedef typename Tag::storage T;
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -39,61 +109,11 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
   float acc[Tile::MT][Tile::NT][4];
   Tile::zero(acc);
 
-  // Copy plan: each of this thread's 16-byte copies gets its source pointer at k = 0, its
-  // shared-memory offset and its k offset within a slice once, here; a stage then adds
-  // k0 times the operand's k stride. (Computing addresses per copy and stage cost more
-  // instructions than the MMAs.) Segments past the block (8-row blocks padded to 16) or
-  // the group are zero-filled for the whole loop.
-  constexpr int THREADS = Tile::THREADS;
-  constexpr int A_SEGS = BK * (BM / VEC), A_IT = (A_SEGS + THREADS - 1) / THREADS;
-  constexpr int B_SEGS = BK * (BN / VEC), B_IT = (B_SEGS + THREADS - 1) / THREADS;
-  const T* a_src[A_IT];
-  const T* b_src[B_IT];
-  int a_dst[A_IT], a_k[A_IT], b_dst[B_IT], b_k[B_IT];
-  unsigned a_ok = 0, b_ok = 0;
-#pragma unroll
-  for (int it = 0; it < A_IT; ++it) {
-    const int s = tid + it * THREADS;
-    int m, kk;
-    if (A_KM) { kk = s / (BM / VEC); m = (s % (BM / VEC)) * VEC; a_dst[it] = kk * Tile::A_LD + m; }
-    else { m = s / (BK / VEC); kk = (s % (BK / VEC)) * VEC; a_dst[it] = m * Tile::A_LD + kk; }
-    const bool ok = (A_SEGS % THREADS == 0 || s < A_SEGS) && m < B;
-    a_ok |= (unsigned)ok << it;
-    a_k[it] = kk;
-    a_src[it] = !ok ? a : A_KM ? a + (i64)kk * lda + (i64)r * B + m : a + ((i64)r * B + m) * lda + kk;
-  }
-#pragma unroll
-  for (int it = 0; it < B_IT; ++it) {
-    const int s = tid + it * THREADS;
-    int n, kk;
-    if (!B_NK) { kk = s / (BN / VEC); n = (s % (BN / VEC)) * VEC; b_dst[it] = kk * Tile::B_LD + n; }
-    else { n = s / (BK / VEC); kk = (s % (BK / VEC)) * VEC; b_dst[it] = n * Tile::B_LD + kk; }
-    const int g = n / B;
-    const bool ok = (B_SEGS % THREADS == 0 || s < B_SEGS) && g < cnt;
-    b_ok |= (unsigned)ok << it;
-    b_k[it] = kk;
-    const i64 col = ok ? (i64)cols[g] * B + n % B : 0;
-    b_src[it] = !ok ? bm : !B_NK ? bm + (i64)kk * ldb + col : bm + col * ldb + kk;
-  }
-  const i64 a_kstride = A_KM ? lda : 1, b_kstride = B_NK ? 1 : ldb;
-
+  const SddCopies<T, B, BM, BN, BK, Tile::THREADS, Tile::A_LD, Tile::B_LD, A_KM, B_NK> copies(
+      a, lda, bm, ldb, inner, r, cols, cnt, tid);
   auto load = [&](int stage, int kt) {
     T* sA = smem + stage * Tile::STAGE_ELEMS;
-    T* sB = sA + Tile::A_ELEMS;
-    const int k0 = kt * BK;
-    const i64 ka = (i64)k0 * a_kstride, kb = (i64)k0 * b_kstride;
-#pragma unroll
-    for (int it = 0; it < A_IT; ++it) {
-      if (A_SEGS % THREADS != 0 && tid + it * THREADS >= A_SEGS) break;
-      const bool ok = ((a_ok >> it) & 1u) && k0 + a_k[it] < inner;
-      cp_async16(sA + a_dst[it], ok ? a_src[it] + ka : a, ok ? 16 : 0);
-    }
-#pragma unroll
-    for (int it = 0; it < B_IT; ++it) {
-      if (B_SEGS % THREADS != 0 && tid + it * THREADS >= B_SEGS) break;
-      const bool ok = ((b_ok >> it) & 1u) && k0 + b_k[it] < inner;
-      cp_async16(sB + b_dst[it], ok ? b_src[it] + kb : bm, ok ? 16 : 0);
-    }
+    copies.load(sA, sA + Tile::A_ELEMS, kt * BK);
   };
   cp_async_pipeline<STAGES>(ktiles, load, [&](int stage) {
     const T* sA = smem + stage * Tile::STAGE_ELEMS;
@@ -200,64 +220,45 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
       }
 }
 
-// SIMT path (float32 IEEE, float64): operands read through two strides each, so views
-// such as x.T need no copy. One CTA computes one group of G blocks (a B x G*B tile); each
-// thread owns TM x TN outputs strided across the tile.
-template <class T, int B, int G, int TM, int TN, int BK>
-__global__ void __launch_bounds__(256)
-    sdd_simt(const T* __restrict__ a, i64 sa0, i64 sa1, const T* __restrict__ bm, i64 sb0,
-             i64 sb1, int inner, const int* __restrict__ groups,
-             const int* __restrict__ indices, T* out, T alpha, T beta) {
-  constexpr int BN = G * B, TX = BN / TN, TY = 256 / TX;
-  static_assert(TX * TN == BN && TX * TY == 256 && TY * TM == B, "bad SIMT tile");
-  __shared__ T sA[BK][B + 1];
-  __shared__ T sB[BK][BN + 1];
+// CUDA-core path (float32 IEEE, float64): SddCopies' cp.async stages feeding SimtTile's
+// FMAs, in the operand layouts of the tensor-core kernel (the host copies an operand whose
+// rows cannot be streamed in 16-byte segments). One CTA computes one group of G blocks, a
+// B x G*B tile, TM x TN outputs per thread.
+template <class T, int B, int G, int TM, int TN, int BK, int STAGES, bool A_KM, bool B_NK>
+__global__ void __launch_bounds__((B / TM) * (G * B / TN))
+    sdd_simt(const T* __restrict__ a, i64 lda, const T* __restrict__ bm, i64 ldb, int inner,
+             const int* __restrict__ groups, const int* __restrict__ indices, T* out, T alpha,
+             T beta) {
+  typedef SimtTile<T, B, G * B, BK, TM, TN, A_KM, B_NK> Tile;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* smem = (T*)smem_raw;
   __shared__ int cols[G];
-  const int tid = threadIdx.x, tx = tid % TX, ty = tid / TX;
+  const int tid = threadIdx.x, tx = tid % Tile::TX, ty = tid / Tile::TX;
   const int r = groups[3 * blockIdx.x], p0 = groups[3 * blockIdx.x + 1];
   const int cnt = groups[3 * blockIdx.x + 2];
-  if (tid < G) cols[tid] = tid < cnt ? indices[p0 + tid] : 0;
+  for (int g = tid; g < G; g += Tile::THREADS) cols[g] = g < cnt ? indices[p0 + g] : 0;
   __syncthreads();
-  T acc[TM][TN];
-#pragma unroll
-  for (int i = 0; i < TM; ++i)
-#pragma unroll
-    for (int jj = 0; jj < TN; ++jj) acc[i][jj] = T(0);
 
-  for (int k0 = 0; k0 < inner; k0 += BK) {
-    for (int e = tid; e < BK * B; e += 256) {
-      // Consecutive threads take consecutive m when a's rows are contiguous (a = x.T).
-      const int kr = sa0 == 1 ? e / B : e % BK, m = sa0 == 1 ? e % B : e / BK;
-      sA[kr][m] = k0 + kr < inner ? a[((i64)r * B + m) * sa0 + (i64)(k0 + kr) * sa1] : T(0);
-    }
-    for (int e = tid; e < BK * BN; e += 256) {
-      const int kr = sb1 == 1 ? e / BN : e % BK, n = sb1 == 1 ? e % BN : e / BK;
-      const int g = n / B;
-      T v = T(0);
-      if (k0 + kr < inner && g < cnt)
-        v = bm[(i64)(k0 + kr) * sb0 + ((i64)cols[g] * B + n % B) * sb1];
-      sB[kr][n] = v;
-    }
-    __syncthreads();
-#pragma unroll 4
-    for (int kk = 0; kk < BK; ++kk) {
-      T av[TM], bv[TN];
-#pragma unroll
-      for (int i = 0; i < TM; ++i) av[i] = sA[kk][ty + i * TY];
-#pragma unroll
-      for (int jj = 0; jj < TN; ++jj) bv[jj] = sB[kk][tx + jj * TX];
-#pragma unroll
-      for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int jj = 0; jj < TN; ++jj) acc[i][jj] = fma(av[i], bv[jj], acc[i][jj]);
-    }
-    __syncthreads();
-  }
+  T acc[TM][TN];
+  Tile::zero(acc);
+  const SddCopies<T, B, B, G * B, BK, Tile::THREADS, Tile::A_LD, Tile::B_LD, A_KM, B_NK> copies(
+      a, lda, bm, ldb, inner, r, cols, cnt, tid);
+  cp_async_pipeline<STAGES>(
+      (inner + BK - 1) / BK,
+      [&](int stage, int kt) {
+        T* sA = smem + stage * Tile::STAGE_ELEMS;
+        copies.load(sA, sA + Tile::A_ELEMS, kt * BK);
+      },
+      [&](int stage) {
+        const T* sA = smem + stage * Tile::STAGE_ELEMS;
+        Tile::compute(sA, sA + Tile::A_ELEMS, acc, tx, ty);
+      });
+
 #pragma unroll
   for (int i = 0; i < TM; ++i)
 #pragma unroll
     for (int jj = 0; jj < TN; ++jj) {
-      const int m = ty + i * TY, n = tx + jj * TX, g = n / B;
+      const int m = Tile::row(ty, i), n = Tile::col(tx, jj), g = n / B;
       if (g < cnt) {
         T* dst = out + (i64)(p0 + g) * (B * B) + m * B + n % B;
         *dst = beta != T(0) ? alpha * acc[i][jj] + beta * *dst : alpha * acc[i][jj];
