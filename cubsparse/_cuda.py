@@ -120,8 +120,8 @@ DSD_SIMT_SMALL = {8: (32, 2, 4, 16, 3), 16: (32, 4, 4, 16, 3), 32: (32, 4, 4, 32
 #   sdd on CUDA cores: (blocks per CTA, rows per thread, columns per thread, k depth,
 #   stages); threads = b / rows per thread * blocks * b / columns per thread. float64
 #   takes half-size thread tiles (SDD_SIMT_F64), which fit its registers.
-SDD_SIMT = {8: (16, 4, 8, 16, 3), 16: (8, 4, 8, 16, 3), 32: (4, 8, 8, 16, 3),
-            64: (2, 8, 8, 16, 3), 128: (1, 8, 8, 16, 3)}
+SDD_SIMT = {8: (16, 8, 4, 16, 3), 16: (8, 4, 8, 16, 3), 32: (4, 8, 4, 16, 3),
+            64: (1, 8, 8, 16, 3), 128: (1, 8, 8, 16, 3)}
 SDD_SIMT_F64 = {8: (16, 4, 4, 16, 3), 16: (8, 4, 4, 16, 3), 32: (2, 4, 4, 16, 3),
                 64: (1, 4, 4, 16, 3), 128: (1, 8, 8, 16, 3)}
 
@@ -667,9 +667,12 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
         step = _MAX_GRID_Y * cfg.rows_per_cta
         row_tiles = -(-n // cfg.rows_per_cta)
         group = cfg.group  # output blocks per CTA
-        # Small CTAs (the CUDA-core kernel's) take more slots per SM, up to 16 warps.
+        # Small CTAs (the CUDA-core kernel's) take more slots per SM, up to 16 warps, and
+        # segments down to one block where a block is enough work (b >= 64: a 32-row
+        # tile of b = 128 spent 0.042 ms on 32 whole lists, 0.012 on one-block segments).
         split = (_split_length(s, transpose_w, row_tiles, group,
-                               slots_per_sm=max(2, 512 // cfg.threads))
+                               4 if tc else max(1, 4096 // (b * b)),
+                               max(2, 512 // cfg.threads))
                  if splittable and n <= step else 0)
         work, blk, gidx, red, n_slots = _dsd_tables(s, transpose_w, split, group)
         width = group * b  # columns of an output tile

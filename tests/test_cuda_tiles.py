@@ -317,7 +317,7 @@ def test_simt_dsd_tiles_match_scipy(backend, monkeypatch, simt_tile, dtype, n):
 # CUDA-core sdd, for both float32 and float64
 SDD_SIMT_TILES = [
     (8, (16, 4, 8, 16, 3)),
-    (8, (4, 8, 4, 32, 2)),      # one thread row (TY = 1); a partial last group of 4
+    (8, (4, 8, 4, 16, 2)),      # one thread row (TY = 1), 8 threads; partial last groups
     (16, (8, 4, 4, 16, 3)),
     (32, (2, 4, 4, 16, 4)),
     (64, (2, 8, 8, 16, 3)),

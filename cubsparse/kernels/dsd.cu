@@ -37,6 +37,7 @@ struct DsdCopies {
   static constexpr int A_SPR = BK / VEC, A_SEGS = BM * A_SPR, A_RSTEP = THREADS / A_SPR;
   static constexpr int A_IT = (A_SEGS + THREADS - 1) / THREADS;
   static_assert(THREADS % A_SPR == 0, "a thread's X copies must share a column");
+  static_assert(A_IT <= 32, "a copy's bit in a_ok");
   // W: B[k][n] = W_p[off][n] copies B_SPR segments per k row; B[n][k] = W_p[n][off]
   // (TRANS_W) copies BK / VEC per n row. Either way a thread keeps its column.
   static constexpr int B_SPR = TRANS_W ? BK / VEC : B / VEC;
