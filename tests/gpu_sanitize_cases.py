@@ -126,13 +126,14 @@ def run() -> int:
                 xlh, dylh = _f64(xl), _f64(dyl)
                 results["x@W large"] = (cs.matmul(xl, W), xlh @ Wd)
                 results["dy@W.T large"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
-                saved = dict(_cuda.DSD_SIMT)
-                _cuda.set_tiles(simt={b: (64, 4, 8, 32, 2)})
-                try:
-                    results["x@W two runs"] = (cs.matmul(xl, W), xlh @ Wd)
-                    results["dy@W.T two runs"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
-                finally:
-                    _cuda.set_tiles(simt=saved)
+                if b >= 16:  # 64 x b tiles; b = 8 would take one thread column
+                    saved = dict(_cuda.DSD_SIMT)
+                    _cuda.set_tiles(simt={b: (64, 4, 8, 32, 2)})
+                    try:
+                        results["x@W two runs"] = (cs.matmul(xl, W), xlh @ Wd)
+                        results["dy@W.T two runs"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
+                    finally:
+                        _cuda.set_tiles(simt=saved)
             for name, (out, ref) in results.items():
                 err = np.linalg.norm(_f64(out) - ref) / max(np.linalg.norm(ref), 1e-30)
                 if not err < tol:
