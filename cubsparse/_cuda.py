@@ -632,9 +632,9 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
     n = x.shape[0]
     n_out = s.block_shape[0] if transpose_w else s.block_shape[1]
     tf32 = tf32 and dtype == np.float32
-    tc = _is_half(dtype) or tf32  # tensor-core kernel: 16-byte copies, paired stores
-    # Lists may be split (float32 partials) for the tensor-core kernels and IEEE float32.
-    splittable = tc or dtype == np.float32
+    tc = _is_half(dtype) or tf32  # a tensor-core kernel (else the CUDA-core one)
+    # Lists may be split (float32 partials) for every dtype but float64.
+    splittable = dtype != np.float64
     # The tensor-core epilogue and dsd_reduce store pairs of outputs.
     pair = 2 * dtype.itemsize if splittable else dtype.itemsize
     y = out if (out is not None and _rows_ok(out, pair)) else None
@@ -795,8 +795,8 @@ def sdd(a, b_mat, like, out_data, alpha: float, beta: float, tf32: bool = False)
             tiles, bmap = _sdd_tiles(s, *SDD_TILE[bs][:2])
             nbr, nbc = s.block_shape
             get_kernel(tcfg)((tiles.shape[0],), (tcfg.threads,),
-                             (a_src, np.int64(a_src.strides[0] // 2), b_src,
-                              np.int64(b_src.strides[0] // 2), np.int32(inner), np.int32(nbr),
+                             (a_src, np.int64(a_src.strides[0] // it), b_src,
+                              np.int64(b_src.strides[0] // it), np.int32(inner), np.int32(nbr),
                               np.int32(nbc), tiles, bmap, data, np.float32(alpha),
                               np.float32(beta)), shared_mem=tcfg.smem)
             return data

@@ -74,17 +74,18 @@ def run() -> int:
                 cs.sampled_matmul(cp.ascontiguousarray(x8.T), dy8, like=W).toarray(), ref8)
             results["sdd b col-major"] = (
                 cs.sampled_matmul(x8.T, cp.asfortranarray(dy8), like=W).toarray(), ref8)
-            if dtype in ("float16", "bfloat16"):  # split lists: partial sums + reduction
+            if dtype != "float64":  # split lists: float32 partial sums + dsd_reduce
                 with _forced(_split_length=_one_slot):
                     results["x@W split"] = (cs.matmul(x, W), xh @ Wd)
                     results["dy@W.T split"] = (cs.matmul(dy, W.T), dyh @ Wd.T)
-                # more rows than the small-N tiles take: the large-tile kernels (wgmma on
-                # Hopper for b >= 32), unsplit and split
-                xl = cp.asarray(rng.standard_normal((n + 100, cb * b))).astype(dtype)
-                dyl = cp.asarray(rng.standard_normal((n + 100, kb * b))).astype(dtype)
-                xlh, dylh = _f64(xl), _f64(dyl)
-                results["x@W large"] = (cs.matmul(xl, W), xlh @ Wd)
-                results["dy@W.T large"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
+            # more rows than the small-N tiles take: the large-tile kernels (wgmma on Hopper
+            # for half types at b >= 16; the CUDA-core kernel's large tiles)
+            xl = cp.asarray(rng.standard_normal((n + 100, cb * b))).astype(dtype)
+            dyl = cp.asarray(rng.standard_normal((n + 100, kb * b))).astype(dtype)
+            xlh, dylh = _f64(xl), _f64(dyl)
+            results["x@W large"] = (cs.matmul(xl, W), xlh @ Wd)
+            results["dy@W.T large"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
+            if dtype in ("float16", "bfloat16"):
                 with _forced(_split_length=_one_slot):
                     results["x@W large split"] = (cs.matmul(xl, W), xlh @ Wd)
                 # the small-block kernels (b = 8) whatever the layout: grouped dsd, tiled sdd
@@ -115,25 +116,14 @@ def run() -> int:
                     finally:
                         _cuda.WGMMA_DSD_UNION.clear()
                         _cuda.set_tiles(wgmma_union=saved)
-            if dtype in ("float32", "float64"):  # the CUDA-core dsd
-                if dtype == "float32":  # split lists (float64's never are)
-                    with _forced(_split_length=_one_slot):
-                        results["x@W split"] = (cs.matmul(x, W), xh @ Wd)
-                        results["dy@W.T split"] = (cs.matmul(dy, W.T), dyh @ Wd.T)
-                # the large-N tiles (n > SMALL_ROWS) and one with two runs of columns
-                xl = cp.asarray(rng.standard_normal((n + 100, cb * b))).astype(dtype)
-                dyl = cp.asarray(rng.standard_normal((n + 100, kb * b))).astype(dtype)
-                xlh, dylh = _f64(xl), _f64(dyl)
-                results["x@W large"] = (cs.matmul(xl, W), xlh @ Wd)
-                results["dy@W.T large"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
-                if b >= 16:  # 64 x b tiles; b = 8 would take one thread column
-                    saved = dict(_cuda.DSD_SIMT)
-                    _cuda.set_tiles(simt={b: (64, 4, 8, 32, 2)})
-                    try:
-                        results["x@W two runs"] = (cs.matmul(xl, W), xlh @ Wd)
-                        results["dy@W.T two runs"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
-                    finally:
-                        _cuda.set_tiles(simt=saved)
+            elif b >= 16:  # CUDA-core dsd: two runs of columns per thread (b = 8: one column)
+                saved = dict(_cuda.DSD_SIMT)
+                _cuda.set_tiles(simt={b: (64, 4, 8, 32, 2)})
+                try:
+                    results["x@W two runs"] = (cs.matmul(xl, W), xlh @ Wd)
+                    results["dy@W.T two runs"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
+                finally:
+                    _cuda.set_tiles(simt=saved)
             for name, (out, ref) in results.items():
                 err = np.linalg.norm(_f64(out) - ref) / max(np.linalg.norm(ref), 1e-30)
                 if not err < tol:
