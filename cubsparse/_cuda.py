@@ -109,6 +109,10 @@ WGMMA_SDD = {8: None, 16: (16, 2, 1, 4, True), 32: (4, 2, 1, 5, True),
 #   block grid, (block rows, block columns, k depth, warps m, warps n, stages) per tile.
 #   Taken where its operand loads are fewer than sdd's groups' (_sdd_tiled_pays).
 SDD_TILE = {8: (16, 16, 64, 2, 4, 3)}
+#   The same on CUDA cores (float32 IEEE): (block rows, block columns, k depth, stages); one
+#   thread per 8 x 8 unit of the tile's stored blocks. Taken where the tiles are full
+#   enough (SDD_TILE_SIMT_FILL, _sdd_tiled_pays).
+SDD_TILE_SIMT = {8: (16, 16, 32, 2), 16: (8, 8, 32, 2)}
 #   dsd on CUDA cores (float32 in IEEE arithmetic, float64): (rows of X per CTA, rows per
 #   thread, columns per thread, k depth per stage, stages); threads = rows / rows per
 #   thread * b / columns per thread. DSD_SIMT_SMALL for n <= SMALL_ROWS: short tiles, and
@@ -174,8 +178,15 @@ def sdd_config(dtype: np.dtype, b: int, a_km: bool = True, b_nk: bool = False,
 
 @functools.lru_cache(maxsize=None)
 def sdd_tile_config(dtype: np.dtype, b: int) -> KernelConfig | None:
-    """The tiled small-block sdd kernel (x and dy read as rows), or None where unused."""
+    """The tiled small-block sdd kernel (x and dy read as rows), or None where unused; its
+    group is the tile's block rows times block columns (see :func:`sdd_tile_shape`)."""
     name = _dtype_name(dtype)
+    if name == "float32" and SDD_TILE_SIMT.get(b) is not None:
+        tr, ts, bk, st = SDD_TILE_SIMT[b]
+        # rows padded by 16 bytes per 128 (the kernel's bank spread)
+        lds = (tr * b + tr * b // 8) + (ts * b + ts * b // 8)
+        return KernelConfig("sdd", f"sdd_tile_simt<{b},{tr},{ts},{bk},{st}>",
+                            (tr * b // 8) * (ts * b // 8), st * bk * lds * 4, 0, tr * ts)
     cfg = SDD_TILE.get(b)
     if name not in _TC_TAGS or cfg is None:
         return None
@@ -183,6 +194,13 @@ def sdd_tile_config(dtype: np.dtype, b: int) -> KernelConfig | None:
     expr = f"sdd_tile_tc<{_TC_TAGS[name]},{b},{tr},{ts},{bk},{wm},{wn},{st}>"
     smem = _tc_smem(tr * b, ts * b, bk, st, True, False)
     return KernelConfig("sdd", expr, wm * wn * 32, smem, 0, tr * ts)
+
+
+def sdd_tile_shape(dtype: np.dtype, b: int) -> tuple[int, int]:
+    """(block rows, block columns) of the tiled sdd kernel's tile for ``dtype``."""
+    if _dtype_name(dtype) == "float32":
+        return SDD_TILE_SIMT[b][:2]
+    return SDD_TILE[b][:2]
 
 
 @functools.lru_cache(maxsize=None)
@@ -269,13 +287,14 @@ def transpose_config(b: int) -> KernelConfig:
 
 def set_tiles(dsd=None, sdd=None, dsd_small=None, wgmma=None, wgmma_sdd=None,
               group=None, sdd_tile=None, wgmma_ws=None, wgmma_union=None, simt=None,
-              simt_small=None, sdd_simt=None) -> None:
+              simt_small=None, sdd_simt=None, sdd_tile_simt=None) -> None:
     """Replace tile choices (for tuning experiments); clears the config caches."""
     DSD_TC.update(dsd or {})
     SDD_SIMT.update(sdd_simt or {})
     DSD_SIMT.update(simt or {})
     DSD_SIMT_SMALL.update(simt_small or {})
     SDD_TILE.update(sdd_tile or {})
+    SDD_TILE_SIMT.update(sdd_tile_simt or {})
     DSD_GROUP.update(group or {})
     SDD_TC.update(sdd or {})
     DSD_TC_SMALL.update(dsd_small or {})
@@ -592,17 +611,32 @@ def _union_pays(structure, trans: bool, group: int) -> bool:
     return _sharing(structure, trans, group) >= UNION_MIN_SHARING
 
 
-def _sdd_tiled_pays(structure, tr: int, ts: int, group: int) -> bool:
-    """Whether the tiled sdd loads fewer operand columns than groups of ``group`` blocks of
-    one block row: (tr + ts) per non-empty tile against 1 + count per group."""
+#: The float32 tiled sdd's break-even fill (stored blocks per block of its non-empty
+#: tiles) against the group kernel (H200, N = C = K = 4096, random layout; b = 8: tiled
+#: 1.71 / 2.91 / 3.52 ms at d = 0.1 / 0.5 / 1, groups 1.01 / 4.03 / 6.19; b = 16: tiled
+#: 1.79 / 2.84 / 3.52, groups 0.54 / 2.14 / 4.06).
+SDD_TILE_SIMT_FILL = {8: 0.25, 16: 0.75}
+
+
+def _sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:
+    """Whether the tiled sdd beats groups of ``group`` blocks of one block row. Tensor
+    cores: when it loads fewer operand columns, (tr + ts) per non-empty tile against
+    1 + count per group. CUDA cores (float32), bound by FMAs rather than loads: when its
+    tiles are full enough (SDD_TILE_SIMT_FILL), since a tile's threads of absent units
+    idle."""
+    tr, ts = sdd_tile_shape(dtype, b)
+    simt = _dtype_name(dtype) == "float32"
 
     def count():
         ntiles = _block_tiles(structure, tr, ts)[0].shape[0]
+        if simt:
+            return structure.nnzb >= SDD_TILE_SIMT_FILL[b] * ntiles * tr * ts
         counts = np.diff(structure.host_indptr.astype(np.int64))
         grouped = int(((counts + group - 1) // group).sum() + counts.sum())
         return ntiles * (tr + ts) < grouped
 
-    return structure.cached(("sdd_tiled_pays", tr, ts, group), count)
+    return structure.cached(("sdd_tiled_pays", simt, tr, ts, group, SDD_TILE_SIMT_FILL.get(b)),
+                            count)
 
 
 # -- launches ----------------------------------------------------------------------------
@@ -788,11 +822,10 @@ def sdd(a, b_mat, like, out_data, alpha: float, beta: float, tf32: bool = False)
         half = _is_half(dtype)
         wcfg = (sdd_wgmma_config(dtype, bs) if half and a_km and not b_nk and _is_hopper()
                 else None)
-        tcfg = (sdd_tile_config(dtype, bs) if half and a_km and not b_nk and wcfg is None
-                else None)
-        if tcfg is not None and _sdd_tiled_pays(s, *SDD_TILE[bs][:2],
+        tcfg = sdd_tile_config(dtype, bs) if a_km and not b_nk and wcfg is None else None
+        if tcfg is not None and _sdd_tiled_pays(s, dtype, bs,
                                                  sdd_config(dtype, bs, a_km, b_nk).group):
-            tiles, bmap = _sdd_tiles(s, *SDD_TILE[bs][:2])
+            tiles, bmap = _sdd_tiles(s, *sdd_tile_shape(dtype, bs))
             nbr, nbc = s.block_shape
             get_kernel(tcfg)((tiles.shape[0],), (tcfg.threads,),
                              (a_src, np.int64(a_src.strides[0] // it), b_src,

@@ -116,7 +116,12 @@ def run() -> int:
                     finally:
                         _cuda.WGMMA_DSD_UNION.clear()
                         _cuda.set_tiles(wgmma_union=saved)
-            elif b >= 16:  # CUDA-core dsd: two runs of columns per thread (b = 8: one column)
+            if dtype == "float32" and _cuda.SDD_TILE_SIMT.get(b) is not None:
+                with _forced(_sdd_tiled_pays=_always):  # the CUDA-core tiled sdd
+                    results["sdd tiled"] = (cs.sampled_matmul(x.T, dy, like=W).toarray(),
+                                            (xh.T @ dyh) * mask)
+            if dtype not in ("float16", "bfloat16") and b >= 16:
+                # CUDA-core dsd: two runs of columns per thread (b = 8: one column)
                 saved = dict(_cuda.DSD_SIMT)
                 _cuda.set_tiles(simt={b: (64, 4, 8, 32, 2)})
                 try:

@@ -1,5 +1,6 @@
 """Kernel-choice rules of the CUDA backend that need no GPU: the split of long work lists
-at small N (``_cuda._split_length``)."""
+at small N (``_cuda._split_length``) and when the tiled weight gradient is taken
+(``_cuda._sdd_tiled_pays``)."""
 
 from __future__ import annotations
 
@@ -43,3 +44,36 @@ def test_split_follows_the_average_work_of_a_cta_slot(sms):
     assert _cuda._split_length(s, False, row_tiles=200) == 0
     # the transposed product walks block rows: 256 rows of at most 2 entries
     assert _cuda._split_length(s, True, row_tiles=1) == 0
+
+
+@pytest.mark.parametrize("b", [8, 16])
+def test_float32_tiled_sdd_follows_the_fill_of_its_tiles(b):
+    tr, ts = _cuda.sdd_tile_shape(np.float32, b)
+    fill = _cuda.SDD_TILE_SIMT_FILL[b]
+    lay = np.zeros((4 * tr, 4 * ts), dtype=bool)
+    lay[:tr, :ts] = True  # one full tile
+    full = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float32", backend="cpu")._structure
+    assert _cuda._sdd_tiled_pays(full, np.float32, b, 16)
+    # one block in each of the 16 tiles: each 1 / (tr * ts) full
+    spread = np.zeros_like(lay)
+    spread[::tr, ::ts] = True
+    s = cs.BlockSparseMatrix.from_layout(spread, b, dtype="float32", backend="cpu")._structure
+    assert not _cuda._sdd_tiled_pays(s, np.float32, b, 16)
+    # just under and at the break-even fill, in a single tile
+    k = int(np.ceil(fill * tr * ts))
+    for count, pays in ((k - 1, False), (k, True)):
+        one = np.zeros_like(lay)
+        one[:tr, :ts].flat[:count] = True
+        s = cs.BlockSparseMatrix.from_layout(one, b, dtype="float32", backend="cpu")._structure
+        assert _cuda._sdd_tiled_pays(s, np.float32, b, 16) is pays
+
+
+def test_half_type_tiled_sdd_follows_the_loads():
+    tr, ts = _cuda.sdd_tile_shape(np.float16, 8)
+    lay = np.zeros((tr, ts), dtype=bool)
+    lay[0, 0] = True  # one block: one tile loads tr + ts columns, a group 1 + 1
+    s = cs.BlockSparseMatrix.from_layout(lay, 8, dtype="float32", backend="cpu")._structure
+    assert not _cuda._sdd_tiled_pays(s, np.float16, 8, 16)
+    lay[:] = True  # a full tile: tr + ts against tr * (1 + 1) + tr * ts
+    s = cs.BlockSparseMatrix.from_layout(lay, 8, dtype="float32", backend="cpu")._structure
+    assert _cuda._sdd_tiled_pays(s, np.float16, 8, 16)

@@ -198,6 +198,42 @@ def test_tiled_small_block_sdd_matches_scipy(backend, sdd_tiled, dtype, n):
     check_sampled_matmul(backend, lay, b, dtype, n, rng)
 
 
+# (b, (block rows, block columns per tile, k depth, stages)) of the float32 tiled sdd on
+# CUDA cores (one thread per 8 x 8 unit)
+SDD_TILED_SIMT = [
+    (8, (16, 16, 32, 3)),
+    (8, (8, 16, 16, 4)),   # 128 threads; tiles taller than wide
+    (16, (8, 8, 32, 3)),   # four units per block
+    (16, (4, 8, 16, 2)),
+]
+
+
+@pytest.fixture
+def sdd_tiled_simt(request, monkeypatch):
+    b, cfg = request.param
+    yield from forced_tile(monkeypatch, b, [(_cuda.SDD_TILE_SIMT, cfg)],
+                           _sdd_tiled_pays=_always)
+
+
+@pytest.mark.parametrize("sdd_tiled_simt", SDD_TILED_SIMT, indirect=True,
+                         ids=lambda t: f"b{t[0]}-{t[1]}")
+@pytest.mark.parametrize("n", [1, 77, 300])
+def test_tiled_simt_sdd_matches_scipy(backend, sdd_tiled_simt, n):
+    """The float32 tiled sdd: partial tiles at both edges, an empty tile, a full block row
+    and column, a tile with a single block, a full tile (every unit live); alpha and
+    beta."""
+    b = sdd_tiled_simt
+    rng = np.random.default_rng(n * b + 3)
+    lay = rng.random((37, 29)) < 0.3
+    lay[:16, 16:] = False  # an empty tile
+    lay[5, :] = True
+    lay[:, 27] = True
+    lay[20:32, :16] = False
+    lay[25, 3] = True      # a tile with a single block
+    lay[32:, :16] = True   # full tiles along the bottom edge
+    check_sampled_matmul(backend, lay, b, "float32", n, rng)
+
+
 # (b, (m64 tiles per warpgroup, consumer warpgroups, stages, CTAs per SM[, slices in flight]))
 WS_TILES = [
     (32, (2, 1, 3, 3, 0)),  # one consumer warpgroup of two m64 tiles, stage freed at once
@@ -327,7 +363,9 @@ SDD_SIMT_TILES = [
 @pytest.fixture
 def sdd_simt_tile(request, monkeypatch):
     b, cfg = request.param
-    yield from forced_tile(monkeypatch, b, [(_cuda.SDD_SIMT, cfg), (_cuda.SDD_SIMT_F64, cfg)])
+    # SDD_TILE_SIMT None: the group kernel even where the tiled one would pay
+    yield from forced_tile(monkeypatch, b, [(_cuda.SDD_SIMT, cfg), (_cuda.SDD_SIMT_F64, cfg),
+                                            (_cuda.SDD_TILE_SIMT, None)])
 
 
 @pytest.mark.parametrize("sdd_simt_tile", SDD_SIMT_TILES, indirect=True,

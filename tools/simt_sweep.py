@@ -2,7 +2,8 @@
 of ``X @ W``, ``dY @ W.T`` and the weight gradient (``sdd``) at C = K = 4096, random
 layout, for N in {32, 128, 4096},
 checked against float32 dense math and timed as CUDA-graph replays, next to dense
-cupy.matmul and torch BSR (eager, median of CUDA events) in the same process. The
+cupy.matmul, torch BSR and (for sdd) cuSPARSE SDDMM through torch (eager, median of CUDA
+events) in the same process. The
 fastest correct tile per (b, N) is what goes into DSD_SIMT / DSD_SIMT_SMALL / SDD_SIMT in
 cubsparse/_cuda.py (bench/NOTES.md keeps the history).
 
@@ -40,10 +41,14 @@ LARGE = {
     128: [(64, 8, 8, 16, 3), (128, 8, 8, 16, 3), (32, 4, 8, 32, 4), (64, 4, 8, 16, 3)],
 }
 
-# the weight gradient: (blocks per CTA, rows per thread, columns per thread, k depth, stages)
+# the weight gradient: (blocks per CTA, rows per thread, columns per thread, k depth,
+# stages), or ("tile", block rows, block columns, k depth, stages) for the tiled kernel
+# (sdd_tile_simt, forced whatever _sdd_tiled_pays says)
 SDD = {
-    8: [(16, 4, 8, 16, 3), (32, 8, 8, 16, 3), (16, 8, 4, 16, 3), (8, 4, 4, 16, 3)],
-    16: [(8, 4, 8, 16, 3), (8, 8, 8, 16, 3), (4, 4, 8, 16, 3), (16, 8, 8, 16, 3)],
+    8: [(16, 8, 4, 16, 3), (16, 4, 8, 16, 3), ("tile", 16, 16, 32, 3), ("tile", 16, 16, 16, 4),
+        ("tile", 8, 16, 32, 3), ("tile", 16, 16, 32, 2), ("tile", 16, 8, 32, 4)],
+    16: [(8, 4, 8, 16, 3), (8, 8, 8, 16, 3), ("tile", 8, 8, 32, 3), ("tile", 8, 8, 16, 4),
+         ("tile", 4, 8, 32, 3), ("tile", 8, 8, 32, 2)],
     32: [(4, 8, 8, 16, 3), (2, 8, 8, 16, 3), (4, 8, 4, 16, 3), (8, 8, 8, 16, 3)],
     64: [(2, 8, 8, 16, 3), (1, 8, 8, 16, 3), (2, 8, 8, 32, 2), (4, 8, 8, 16, 3)],
     128: [(1, 8, 8, 16, 3), (1, 8, 8, 32, 2), (1, 8, 4, 16, 3)],
@@ -52,8 +57,10 @@ SDD = {
 
 def _tiles(op, b, cfg, small):
     """set_tiles keywords that force ``cfg`` for ``op``."""
+    if op == "sdd" and cfg[0] == "tile":
+        return {"sdd_tile_simt": {b: cfg[1:]}}
     if op == "sdd":
-        return {"sdd_simt": {b: cfg}}
+        return {"sdd_simt": {b: cfg}, "sdd_tile_simt": {b: None}}
     return {"simt_small": {b: cfg}} if small else {"simt": {b: cfg}}
 
 
@@ -65,8 +72,12 @@ def _compile(job):
     dtype, b, cfg, trans = job
     try:
         if trans is None:  # sdd, operands read in place (a = x.T, b = dy)
-            _cuda.set_tiles(sdd_simt={b: cfg})
-            _cuda.get_kernel(_cuda.sdd_config(dtype, b))
+            if cfg[0] == "tile":
+                _cuda.set_tiles(sdd_tile_simt={b: cfg[1:]})
+                _cuda.get_kernel(_cuda.sdd_tile_config(dtype, b))
+            else:
+                _cuda.set_tiles(sdd_simt={b: cfg})
+                _cuda.get_kernel(_cuda.sdd_config(dtype, b))
             return None
         _cuda.set_tiles(simt={b: cfg})  # the kernel's name depends on the tile only
         _cuda.get_kernel(_cuda.dsd_config(dtype, b, trans))
@@ -90,7 +101,9 @@ def main():
             if err:
                 print("compile failed:", err, flush=True)
     print(f"compiled {len(jobs)} instantiations", flush=True)
-    saved = (dict(_cuda.DSD_SIMT), dict(_cuda.DSD_SIMT_SMALL), dict(_cuda.SDD_SIMT))
+    saved = (dict(_cuda.DSD_SIMT), dict(_cuda.DSD_SIMT_SMALL), dict(_cuda.SDD_SIMT),
+             dict(_cuda.SDD_TILE_SIMT))
+    pays = _cuda._sdd_tiled_pays
     rows = []
     for b in blocks:
         for d in densities:
@@ -98,41 +111,51 @@ def main():
                 W, xs, dys = setup(b, d, dtype, n=n)
                 wd = W.toarray()
                 dense = bench(lambda: cp.matmul(xs[0], wd), reps=50)
-                torch_ms = float("nan")
+                torch_ms = sddmm_ms = float("nan")
                 try:
                     import torch
                     bsr = torch.as_tensor(wd).T.contiguous().to_sparse_bsr((b, b))
                     xt = torch.as_tensor(xs[0])
                     torch_ms = bench(lambda: bsr @ xt.T, reps=50)
+                    if "sdd" in ops:  # cuSPARSE SDDMM on W's element pattern
+                        pat = torch.as_tensor((wd != 0).astype(wd.dtype)).to_sparse_csr()
+                        dyt = torch.as_tensor(dys[0])
+                        sddmm_ms = bench(lambda: torch.sparse.sampled_addmm(
+                            pat, xt.T, dyt, beta=0.0), reps=20)
                 except Exception as exc:  # noqa: BLE001
-                    print("torch BSR refused:", str(exc)[:100])
+                    print("torch peer refused:", str(exc)[:100])
                 small = n <= _cuda.SMALL_ROWS
                 for op in ops:
                     cands = SDD[b] if op == "sdd" else SMALL[b] if small else LARGE[b]
                     for cfg in cands:
                         _cuda.set_tiles(**_tiles(op, b, cfg, small))
+                        _cuda._sdd_tiled_pays = (lambda *a: True) if cfg[0] == "tile" else pays
                         try:
                             err = verify(op, W, xs[1], dys[1])
                             t = graph_ms(lambda: OPS[op](W, xs[0], dys[0]), reps=100)
                         except Exception as exc:  # noqa: BLE001
                             print("failed", op, b, cfg, str(exc).splitlines()[0][:200])
                             err, t = float("nan"), float("nan")
-                        rows.append((b, d, n, op, cfg, t, dense, torch_ms, err))
-                        print(f"{b:4d} d={d:<4} N={n:<5d} {op} {str(cfg):20s} {t:8.4f} ms  "
-                              f"dense {dense:7.4f}  torch {torch_ms:7.4f}  err {err:.1e}",
+                        peer = sddmm_ms if op == "sdd" else torch_ms
+                        rows.append((b, d, n, op, cfg, t, dense, peer, err))
+                        print(f"{b:4d} d={d:<4} N={n:<5d} {op} {str(cfg):26s} {t:8.4f} ms  "
+                              f"dense {dense:7.4f}  peer {peer:7.4f}  err {err:.1e}",
                               flush=True)
-                    _cuda.set_tiles(simt=saved[0], simt_small=saved[1], sdd_simt=saved[2])
+                    _cuda.set_tiles(simt=saved[0], simt_small=saved[1], sdd_simt=saved[2],
+                                    sdd_tile_simt=saved[3])
+                    _cuda._sdd_tiled_pays = pays
                 del W, wd, xs, dys
     print("\nbest per (b, density, N, op); ms; eff = dense * density / best:")
-    print(f"{'b':>4} {'d':>5} {'N':>5} {'op':>4} {'best tile':20s} {'best':>8} {'first':>8} "
-          f"{'dense':>8} {'torch':>8} {'eff':>5} {'vs torch':>8}")
+    print("(peer: torch BSR for X @ W, cuSPARSE SDDMM via torch.sparse.sampled_addmm for sdd)")
+    print(f"{'b':>4} {'d':>5} {'N':>5} {'op':>4} {'best tile':26s} {'best':>8} {'first':>8} "
+          f"{'dense':>8} {'peer':>8} {'eff':>5} {'vs peer':>8}")
     for key in dict.fromkeys(r[:4] for r in rows):
         ok = [r for r in rows if r[:4] == key and r[8] < 1e-4]
         if ok:
             best = min(ok, key=lambda r: r[5])
             first = [r for r in rows if r[:4] == key][0]
             b, d, n, op = key
-            print(f"{b:4d} {d:5.2f} {n:5d} {op:>4} {str(best[4]):20s} {best[5]:8.4f} "
+            print(f"{b:4d} {d:5.2f} {n:5d} {op:>4} {str(best[4]):26s} {best[5]:8.4f} "
                   f"{first[5]:8.4f} {best[6]:8.4f} {best[7]:8.4f} {best[6] * d / best[5]:5.2f} "
                   f"{best[7] / best[5]:8.2f}")
 
