@@ -88,6 +88,12 @@ WGMMA_DSD = {8: None, 16: (4, 1, 2, 4), 32: (1, 1, 2, 5), 64: (1, 1, 2, 4), 128:
 #   Block sizes whose X @ W on the single-block wgmma kernel reads W's blocks as stored
 #   (an N-major B tile) rather than a block-transposed copy made per call.
 WGMMA_DSD_KN = {16, 32}
+#   ... and, per block size, for at most this many rows of X: the block-transpose pass
+#   reads and writes all of W, which at small N costs more than reading W as stored loses
+#   (H200, fp16, C = K = 12288, d = 0.5, X @ W ms as stored / transposed: b = 64, N = 128
+#   0.095 / 0.203, N = 1024 0.534 / 0.568, N = 2048 1.08 / 1.01; b = 128, N = 128
+#   0.110 / 0.218, N = 1024 0.583 / 0.503).
+WGMMA_DSD_KN_ROWS = {64: 1024, 128: 128}
 #   Hopper persistent, warp-specialized single-block dsd (a producer warpgroup feeding WG
 #   consumer warpgroups through mbarriers; tiles walked by a grid sized to the device):
 #   (64-row tiles per warpgroup, consumer warpgroups, stages, CTAs per SM[, slices of wgmmas
@@ -332,8 +338,8 @@ def all_configs(dtypes=None, blocksizes=None, families=None) -> list[KernelConfi
                         wcfg = wgmma_config(dt, b, union=union)
                         if wcfg is None:
                             continue
-                        out += [wcfg, wgmma_config(dt, b, True, union) if _reads_kn(wcfg)
-                                else transpose_config(b)]
+                        out += [wcfg, transpose_config(b)]
+                        out += [wgmma_config(dt, b, True, union)] if _reads_kn(wcfg) else []
                         if wcfg.group > 1:  # its split lists add up G-block-wide tiles
                             out.append(reduce_config(dt, b, False, wcfg.group))
                 elif fam == "sdd_sm90":
@@ -681,7 +687,8 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
         union = wcfg is not None and WGMMA_DSD_UNION.get(b) is not None
         if union and not _union_pays(s, transpose_w, wcfg.group):
             union, wcfg = False, wgmma_config(dtype, b, union=False)
-        kn = wcfg is not None and _reads_kn(wcfg) and b in WGMMA_DSD_KN
+        kn = (wcfg is not None and _reads_kn(wcfg)
+              and (b in WGMMA_DSD_KN or n <= WGMMA_DSD_KN_ROWS.get(b, 0)))
         if kn and not transpose_w:
             wcfg = wgmma_config(dtype, b, True, union)  # reads W's blocks as stored
         gcfg = group_config(dtype, b, transpose_w) if wcfg is None and not small else None

@@ -66,6 +66,7 @@ def check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, empty, seed=
     tol = cs._dtypes.TOLERANCE[dtype]
     for trans, kn in ((False, True), (False, False), (True, False)):
         monkeypatch.setattr(_cuda, "WGMMA_DSD_KN", {b} if kn else set())
+        monkeypatch.setattr(_cuda, "WGMMA_DSD_KN_ROWS", {b: 1 << 40} if kn else {})
         rows_in = lay.shape[1] if trans else lay.shape[0]
         x = to_backend(rng.standard_normal((n, rows_in * b)).astype(np.float32),
                        backend).astype(w.dtype)
@@ -119,6 +120,7 @@ def test_wgmma_dsd_reads_w_as_stored_or_transposed(backend, monkeypatch, kn, b):
     """X @ W on the single-block wgmma kernel, with W's blocks read as stored (N-major B
     tile) and through a block-transposed copy: both must match SciPy."""
     monkeypatch.setattr(_cuda, "WGMMA_DSD_KN", {b} if kn else set())
+    monkeypatch.setattr(_cuda, "WGMMA_DSD_KN_ROWS", {b: 1 << 40} if kn else {})
     rng = np.random.default_rng(b)
     lay = rng.random((5, 3)) < 0.6
     lay[:, 1] = False  # an empty output block column: zeros
