@@ -167,6 +167,19 @@ def test_grouped_small_block_dsd_tiles_match_scipy(backend, monkeypatch, group_t
                        seed=8)
 
 
+def tiled_sdd_layout(rng, density):
+    """A 37 x 29 block layout for the tiled sdd kernels (16 x 16 or 8 x 8 tiles): partial
+    tiles at both edges, an empty tile, a full block row and column, a tile holding a
+    single block."""
+    lay = rng.random((37, 29)) < density
+    lay[:16, 16:] = False  # an empty tile
+    lay[5, :] = True
+    lay[:, 27] = True
+    lay[20:32, :16] = False
+    lay[25, 3] = True      # a tile with a single block
+    return lay
+
+
 # (b, (block rows, block columns per tile, k depth, warps m, warps n, stages))
 SDD_TILED = [
     (8, (16, 16, 32, 2, 4, 4)),
@@ -191,13 +204,7 @@ def test_tiled_small_block_sdd_matches_scipy(backend, sdd_tiled, dtype, n):
     tiles with a single block; alpha and beta."""
     b = sdd_tiled
     rng = np.random.default_rng(n * b + 1)
-    lay = rng.random((37, 29)) < 0.2
-    lay[:16, 16:] = False  # an empty tile
-    lay[5, :] = True
-    lay[:, 27] = True
-    lay[20:32, :16] = False
-    lay[25, 3] = True      # a tile with a single block
-    check_sampled_matmul(backend, lay, b, dtype, n, rng)
+    check_sampled_matmul(backend, tiled_sdd_layout(rng, 0.2), b, dtype, n, rng)
 
 
 # (b, (block rows, block columns per tile, k depth, stages)) of the float32 tiled sdd on
@@ -226,12 +233,7 @@ def test_tiled_simt_sdd_matches_scipy(backend, sdd_tiled_simt, n):
     beta."""
     b = sdd_tiled_simt
     rng = np.random.default_rng(n * b + 3)
-    lay = rng.random((37, 29)) < 0.3
-    lay[:16, 16:] = False  # an empty tile
-    lay[5, :] = True
-    lay[:, 27] = True
-    lay[20:32, :16] = False
-    lay[25, 3] = True      # a tile with a single block
+    lay = tiled_sdd_layout(rng, 0.3)
     lay[32:, :16] = True   # full tiles along the bottom edge
     check_sampled_matmul(backend, lay, b, "float32", n, rng)
 
