@@ -35,6 +35,7 @@ class KernelConfig:
     group: int  # blocks per CTA (sdd: of one block row; wgmma dsd: adjacent output blocks)
     arch: str | None = None  # a required target such as "sm_90a"; None: the device's own
     persistent: int = 0  # CTAs per SM of a persistent kernel (grid sized to the device); 0: none
+    tma: bool = False  # takes X and W as TMA tensor maps (dsd_wgmma_tma)
 
 
 def _dtype_name(dtype) -> str:
@@ -97,9 +98,10 @@ WGMMA_DSD_KN_ROWS = {64: 1024, 128: 128}
 #   Hopper persistent, warp-specialized single-block dsd (a producer warpgroup feeding WG
 #   consumer warpgroups through mbarriers; tiles walked by a grid sized to the device):
 #   (64-row tiles per warpgroup, consumer warpgroups, stages, CTAs per SM[, slices of wgmmas
-#   a consumer keeps running, 1 by default]). Where set for a block size it replaces the
-#   single-block kernel above; None: that kernel.
-WGMMA_DSD_WS = {32: (2, 1, 3, 3, 0), 64: (2, 1, 4, 2, 0), 128: (1, 2, 4, 1, 0)}
+#   a consumer keeps running, 1 by default[, tma]]); tma: the copies by the TMA engine,
+#   issued by one thread (dsd_wgmma_tma), else by a cp.async producer warpgroup. Where set
+#   for a block size it replaces the single-block kernel above; None: that kernel.
+WGMMA_DSD_WS = {32: (2, 1, 3, 3, 0), 64: (2, 1, 4, 2, 0, True), 128: (2, 1, 3, 2, 0, True)}
 #   Hopper persistent, warp-specialized grouped dsd (dsd_wgmma_union): a tile is 64 * MW
 #   rows of X by G adjacent output blocks and walks the union of their lists, one consumer
 #   warpgroup per G / CW members: (G, MW, CW, stages, CTAs per SM). Where set (with a
@@ -231,11 +233,12 @@ def group_config(dtype: np.dtype, b: int, trans: bool) -> KernelConfig | None:
 
 @functools.lru_cache(maxsize=None)
 def wgmma_config(dtype: np.dtype, b: int, kn: bool = False,
-                 union: bool = True) -> KernelConfig | None:
+                 union: bool = True, tma: bool = True) -> KernelConfig | None:
     """The Hopper wgmma dsd kernel, or None where unused. ``kn``: X @ W, W's blocks read
     as stored ([k][n]), which every kernel but the non-persistent grouped one can do (it
     reads a block-transposed copy). ``union=False``: the kernel used where the union
-    kernel does not pay (:func:`_union_pays`)."""
+    kernel does not pay (:func:`_union_pays`). ``tma=False``: the cp.async form of a
+    persistent kernel configured for TMA (a layout without blocks has nothing to map)."""
     name = _dtype_name(dtype)
     cfg = WGMMA_DSD.get(b)
     if name not in _TC_TAGS or cfg is None:  # None: no wgmma kernel for b, union included
@@ -252,10 +255,13 @@ def wgmma_config(dtype: np.dtype, b: int, kn: bool = False,
     if cfg[0] == 1 and ws is not None:  # the persistent form of the single-block kernel
         mw, wg, st, per_sm = ws[:4]
         inflight = ws[4] if len(ws) > 4 else 1
-        expr = f"dsd_wgmma_ws<{_TC_TAGS[name]},{b},{mw},{wg},{st},{_b(kn)},{per_sm},{inflight}>"
+        tma = tma and len(ws) > 5 and bool(ws[5])
+        kernel = "dsd_wgmma_tma" if tma else "dsd_wgmma_ws"
+        expr = f"{kernel}<{_TC_TAGS[name]},{b},{mw},{wg},{st},{_b(kn)},{per_sm},{inflight}>"
         smem = st * (64 * mw * wg + b) * 128 + 1024
-        return KernelConfig("dsd_sm90", expr, (wg + 1) * 128, smem, 64 * mw * wg, 1,
-                            "sm_90a", per_sm)
+        threads = wg * 128 + (32 if tma else 128)  # a producer warp, or warpgroup
+        return KernelConfig("dsd_sm90", expr, threads, smem, 64 * mw * wg, 1, "sm_90a",
+                            per_sm, tma)
     group, mw, wg, st = cfg[:4]
     swap = len(cfg) > 4 and bool(cfg[4])
     rows = 64 * mw if swap else 64 * mw * wg  # rows of X per CTA
@@ -340,6 +346,8 @@ def all_configs(dtypes=None, blocksizes=None, families=None) -> list[KernelConfi
                             continue
                         out += [wcfg, transpose_config(b)]
                         out += [wgmma_config(dt, b, True, union)] if _reads_kn(wcfg) else []
+                        if wcfg.tma:  # and the cp.async form, for layouts without blocks
+                            out += [wgmma_config(dt, b, kn, union, False) for kn in (False, True)]
                         if wcfg.group > 1:  # its split lists add up G-block-wide tiles
                             out.append(reduce_config(dt, b, False, wcfg.group))
                 elif fam == "sdd_sm90":
@@ -691,6 +699,8 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
               and (b in WGMMA_DSD_KN or n <= WGMMA_DSD_KN_ROWS.get(b, 0)))
         if kn and not transpose_w:
             wcfg = wgmma_config(dtype, b, True, union)  # reads W's blocks as stored
+        if wcfg is not None and wcfg.tma and s.nnzb == 0:  # no blocks to map
+            wcfg = wgmma_config(dtype, b, kn and not transpose_w, union, False)
         gcfg = group_config(dtype, b, transpose_w) if wcfg is None and not small else None
         if gcfg is not None and not _group_pays(s, transpose_w, gcfg.group):
             gcfg = None
@@ -727,11 +737,18 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
             grid = (work.shape[0], -(-rows // cfg.rows_per_cta))
             if cfg.persistent:  # one 1-D grid walks every (work item, row tile)
                 grid = (min(grid[0] * grid[1], _persistent_ctas(cfg)),)
-            head = (xs, np.int64(xs.strides[0] // it), np.int32(rows))
-            head += (np.int32(n_out),) if group > 1 else ()  # grouped kernels
+            if cfg.tma:  # X and W as tensor maps (dsd_wgmma_tma)
+                wdata = cupy.ascontiguousarray(wdata)
+                wrows = wdata.shape[0] * b
+                head = _tma_maps(xs, wdata, b, cfg.rows_per_cta, kn and not transpose_w)
+                head += (np.int32(rows), np.int32(xs.shape[1]), np.int32(wrows))
+            else:
+                head = (xs, np.int64(xs.strides[0] // it), np.int32(rows))
+                head += (np.int32(n_out),) if group > 1 else ()  # grouped kernels
+                head += (wdata,)
             tables = (work, np.int32(work.shape[0])) if cfg.persistent else (work,)
             # alpha, beta: float32 but for the float64 kernel
-            args = head + (wdata, *tables, blk, gidx, ys, np.int64(ys.strides[0] // it),
+            args = head + (*tables, blk, gidx, ys, np.int64(ys.strides[0] // it),
                            _scalar(dtype, alpha), _scalar(dtype, beta),
                            ws if ws is not None else np.uint64(0), np.int64(n * width))
             fn(grid, (cfg.threads,), args, shared_mem=cfg.smem)
@@ -756,6 +773,60 @@ def _persistent_ctas(cfg: KernelConfig) -> int:
     """Grid of a persistent kernel: cfg.persistent CTAs per SM of the current device."""
     ctas = _sm_count() * cfg.persistent
     return min(ctas, PERSISTENT_GRID_LIMIT) if PERSISTENT_GRID_LIMIT else ctas
+
+
+def _tma_maps(x, wdata, b: int, rows_per_cta: int, kn: bool) -> tuple:
+    """The tensor maps of dsd_wgmma_tma: X in boxes of a tile's rows by min(b, 64)
+    columns, and the blocks (``wdata``, contiguous) as rows of b elements: boxes b rows of
+    n by the slice's k ([n][k] blocks), or with ``kn`` (blocks as W stores them, [k][n])
+    the slice's rows of k by 64-column panels of n."""
+    ek = min(b, 64)
+    xmap = _tma_map(x.data.ptr, x.shape[1], x.shape[0], x.strides[0], ek, rows_per_cta)
+    wrows = wdata.shape[0] * b
+    box = (min(b, 64), ek) if kn else (ek, b)
+    return xmap, _tma_map(wdata.data.ptr, b, wrows, 2 * b, *box)
+
+
+_TMA_WORDS = np.dtype([("v", np.uint64, (16,))])  # a CUtensorMap: 128 opaque bytes
+
+
+@functools.lru_cache(maxsize=256)
+def _tma_map(ptr: int, inner: int, outer: int, row_bytes: int, box_inner: int,
+             box_outer: int):
+    """A 2-D TMA tensor map over 16-bit elements (``outer`` rows of ``inner``, rows
+    ``row_bytes`` apart, at device address ``ptr``), copied in boxes of ``box_outer`` rows
+    of ``box_inner`` elements into shared memory in the swizzle that spans one box row
+    (32, 64 or 128 bytes); elements out of bounds land as zeros. Returned as the NumPy
+    structured scalar passed by value to the kernel. A map holds only an address and a
+    shape, so it is cached by them (a new array at a reused address gets the same map)."""
+    import ctypes
+
+    import cupy
+
+    swizzle = {32: 1, 64: 2, 128: 3}[2 * box_inner]  # CU_TENSOR_MAP_SWIZZLE_32B/64B/128B
+    buf = ctypes.create_string_buffer(128 + 64)
+    addr = (ctypes.addressof(buf) + 63) & ~63  # the driver wants 64-byte alignment
+    u64, u32 = ctypes.c_uint64, ctypes.c_uint32
+    res = _libcuda().cuTensorMapEncodeTiled(
+        ctypes.c_void_p(addr), 1, 2, ctypes.c_void_p(ptr),  # UINT16, rank 2
+        (u64 * 2)(inner, outer), (u64 * 1)(row_bytes), (u32 * 2)(box_inner, box_outer),
+        (u32 * 2)(1, 1), 0, swizzle, 2, 0)  # no interleave, L2 promotion 128 B, zero fill
+    if res != 0:
+        raise RuntimeError(
+            f"cuTensorMapEncodeTiled failed (CUresult {res}) for {outer} x {inner} elements "
+            f"at {ptr:#x}, rows {row_bytes} bytes apart, boxes {box_outer} x {box_inner}")
+    dtype = (cupy.make_aligned_dtype(_TMA_WORDS, alignment=64)
+             if hasattr(cupy, "make_aligned_dtype") else _TMA_WORDS)
+    return np.frombuffer(ctypes.string_at(addr, 128), dtype=dtype)[0]
+
+
+@functools.cache
+def _libcuda():
+    import ctypes
+
+    lib = ctypes.CDLL("libcuda.so.1")
+    lib.cuTensorMapEncodeTiled.restype = ctypes.c_int
+    return lib
 
 
 def _transposed_blocks(data):

@@ -238,7 +238,8 @@ def test_tiled_simt_sdd_matches_scipy(backend, sdd_tiled_simt, n):
     check_sampled_matmul(backend, lay, b, "float32", n, rng)
 
 
-# (b, (m64 tiles per warpgroup, consumer warpgroups, stages, CTAs per SM[, slices in flight]))
+# (b, (m64 tiles per warpgroup, consumer warpgroups, stages, CTAs per SM[, slices in flight
+# [, tma]]))
 WS_TILES = [
     (32, (2, 1, 3, 3, 0)),  # one consumer warpgroup of two m64 tiles, stage freed at once
     (32, (2, 1, 3, 3)),     # the same keeping one slice's wgmmas running
@@ -248,6 +249,15 @@ WS_TILES = [
     (64, (2, 1, 4, 2, 0)),
     (128, (1, 2, 4, 1, 0)),
     (128, (1, 2, 3, 1)),
+    # copies by TMA: two 64-byte-swizzled entries per slice at b = 32 (an odd list's last
+    # slice reads an out-of-bounds box for its second), one 128-byte tile at b = 64, two
+    # N-major panels of a block as stored at b = 128
+    (32, (2, 1, 3, 3, 0, True)),
+    (32, (1, 2, 4, 2, 1, True)),
+    (64, (2, 1, 4, 2, 0, True)),
+    (64, (2, 2, 3, 1, 1, True)),
+    (128, (1, 2, 4, 1, 0, True)),
+    (128, (2, 1, 3, 1, 1, True)),
 ]
 
 

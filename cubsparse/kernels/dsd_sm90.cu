@@ -444,6 +444,128 @@ __global__ void __launch_bounds__((WG + 1) * 128, MINB)
   }
 }
 
+// dsd_wgmma_ws with its copies made by the TMA engine. The cp.async producer warpgroup
+// spends its issue slots on 16-byte copies, and its stages arrived about 1,400 cycles
+// apart at b = 128 against about 500 cycles of MMAs each (NOTES 47); here one thread of a
+// producer warp issues a tensor copy per operand tile, and the copy engine moves the
+// bytes. Each list entry contributes a tile of X (BM rows, EK = min(B, 64) columns) and a
+// tile of its block (EK deep) per 64-deep slice, as rows of SW = 2 * EK bytes in the
+// SW-byte swizzle (the tensor maps ask for it): b = 64/128 fill one 128-byte tile per
+// slice, b = 32 two 64-byte ones. A slice's entries past the list read out-of-bounds
+// boxes, which land as zeros, so the consumers never branch around a wgmma.
+// The tensor maps: `xmap` over X (nrows x xcols), `wmap` over the blocks as rows, [n][k]
+// (K-major) or, with KN, as W stores them, [k][n], read N-major in 64-column panels.
+template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int MINB, int INFLIGHT>
+__global__ void __launch_bounds__(WG * 128 + 32, MINB)
+    dsd_wgmma_tma(const __grid_constant__ TmaMap xmap, const __grid_constant__ TmaMap wmap,
+                  int nrows, int xcols, int wrows, const int4* __restrict__ work, int nwork,
+                  const int* __restrict__ blk, const int* __restrict__ gidx, u16* y, i64 ldy,
+                  float alpha, float beta, float* ws, i64 ws_stride) {
+  constexpr int BK = 64, BM = 64 * MW * WG, CONSUMERS = WG * 128;
+  constexpr int EK = B < BK ? B : BK, EPS = BK / EK, SPE = B / EK;  // per entry / slice
+  constexpr int SW = 2 * EK, A_TILE = BM * SW, W_TILE = B * SW;
+  constexpr int A_BYTES = EPS * A_TILE, STAGE_BYTES = A_BYTES + EPS * W_TILE;
+  constexpr int PANELS = KN ? (B > 64 ? B / 64 : 1) : 1, PANEL_N = B / PANELS;
+  static_assert(B >= 32 && STAGE_BYTES % 1024 == 0, "stages keep the swizzle atoms aligned");
+  extern __shared__ unsigned char smem_raw[];
+  const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
+  __shared__ unsigned long long full[STAGES], empty[STAGES];
+  __shared__ int s_g[LIST_CAP], s_p[LIST_CAP];
+  const int tid = threadIdx.x;
+  if (tid == 0) {
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(&full[s], 1);                // the producer's arrival, with the bytes
+      mbar_init(&empty[s], CONSUMERS / 32);  // one arrival per consumer warp
+    }
+    fence_mbarrier_init();
+  }
+  __syncthreads();  // the only CTA-wide barrier
+  const int ntiles = nwork * ((nrows + BM - 1) / BM);
+  unsigned it = 0;
+
+  if (tid >= CONSUMERS) {  // the producer warp: the list by the warp, copies by lane 0
+    const int lane = tid - CONSUMERS;
+    for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+      const int4 item = work[t % nwork];
+      const int q0 = item.y, len = item.z, row0 = (t / nwork) * BM;
+      __syncwarp();  // lane 0 is done with the previous list
+      fill_work_list(s_g, s_p, gidx, blk, q0, len, lane, 32);
+      __syncwarp();
+      if (lane != 0) continue;
+      const WorkList list{s_g, s_p, gidx, blk, q0};
+      const int ktiles = (len * B + BK - 1) / BK;
+      for (int kt = 0; kt < ktiles; ++kt, ++it) {
+        const int s = it % STAGES;
+        mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // the first round passes at once
+        mbar_arrive_expect_tx(&full[s], STAGE_BYTES);
+        const unsigned sA = base + s * STAGE_BYTES, sW = sA + A_BYTES;
+        const int off = (kt % SPE) * EK;  // k offset inside the entry
+#pragma unroll
+        for (int el = 0; el < EPS; ++el) {
+          const int e = kt / SPE * EPS + el;
+          const bool live = e < len;
+          tma_load_2d(sA + el * A_TILE, &xmap, live ? list.input(e) * B + off : xcols, row0,
+                      &full[s]);
+          const int wrow = live ? list.block(e) * B : wrows;
+#pragma unroll
+          for (int p = 0; p < PANELS; ++p) {
+            if constexpr (KN)  // rows of k, PANEL_N columns of n per panel
+              tma_load_2d(sW + el * W_TILE + p * (W_TILE / PANELS), &wmap, p * PANEL_N,
+                          wrow + off, &full[s]);
+            else  // rows of n, EK columns of k
+              tma_load_2d(sW + el * W_TILE, &wmap, off, wrow, &full[s]);
+          }
+        }
+      }
+    }
+    return;
+  }
+
+  const int wg = tid / 128;  // consumer warpgroup
+  float acc[MW][B / 2];
+  for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+    const int4 item = work[t % nwork];
+    const int j = item.x, len = item.z, slot = item.w;
+    const int ktiles = (len * B + BK - 1) / BK;
+#pragma unroll
+    for (int m = 0; m < MW; ++m)
+#pragma unroll
+      for (int i = 0; i < B / 2; ++i) acc[m][i] = 0.f;
+    for (int kt = 0; kt < ktiles; ++kt, ++it) {
+      const int s = it % STAGES;
+      mbar_wait(&full[s], (it / STAGES) & 1);
+      keep_in_registers(acc);
+      wgmma_fence();
+      const unsigned sA = base + s * STAGE_BYTES, sW = sA + A_BYTES;
+#pragma unroll
+      for (int el = 0; el < EPS; ++el)
+#pragma unroll
+        for (int kk = 0; kk < EK / 16; ++kk) {  // k16 steps advance 32 bytes inside a row
+          // KN: entry el's rows of k follow entry el - 1's in the one N-major panel set
+          const unsigned long long db = KN ? MnTile<B, BK>::desc(sW, 0, el * (EK / 16) + kk)
+                                           : wgmma_desc_k<SW>(sW + el * W_TILE + kk * 32);
+#pragma unroll
+          for (int m = 0; m < MW; ++m)
+            Wgmma<Tag, B, KN ? 2 : 0>::mma(
+                acc[m], wgmma_desc_k<SW>(sA + el * A_TILE + (wg * MW + m) * 64 * SW + kk * 32),
+                db);
+        }
+      wgmma_commit();
+      wgmma_wait<INFLIGHT>();  // slice it - INFLIGHT is done: release its stage
+      keep_in_registers(acc);
+      if (kt >= INFLIGHT && (tid & 31) == 0) mbar_arrive(&empty[(it - INFLIGHT) % STAGES]);
+    }
+    if constexpr (INFLIGHT > 0) {
+      wgmma_wait<0>();
+      keep_in_registers(acc);
+      if (ktiles > 0 && (tid & 31) == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
+    }
+    single_store<Tag, B, MW>(acc, wg, tid, (t / nwork) * BM, nrows, j, slot, y, ldy, alpha,
+                             beta, ws, ws_stride);
+  }
+}
+
 // The grouped kernel made persistent and warp-specialized (b = 16-64), for the products
 // whose cost is the X slices streamed from L2: a single-block tile reads d * K columns of X
 // per b output columns, a group of G adjacent output blocks reads the union of its

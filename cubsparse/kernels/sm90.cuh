@@ -3,12 +3,18 @@
 // the tensor cores.
 #pragma once
 
-// Matrix descriptor for a K-major operand in the 128-byte swizzle: start address, stride
-// between 8-row groups (1024 bytes), swizzle mode 1 in bits 62-63; the leading offset is
-// unused in this mode (1 by convention).
-__device__ __forceinline__ unsigned long long wgmma_desc_sw128(unsigned addr) {
+// Matrix descriptor for a K-major operand stored as rows of SW bytes (128, 64 or 32) in the
+// matching swizzle: start address, stride between 8-row groups (8 * SW bytes), swizzle
+// mode in bits 62-63; the leading offset is unused in these modes (1 by convention).
+template <int SW>
+__device__ __forceinline__ unsigned long long wgmma_desc_k(unsigned addr) {
+  constexpr unsigned long long mode = SW == 128 ? 1 : SW == 64 ? 2 : 3;
+  static_assert(SW == 128 || SW == 64 || SW == 32, "swizzle spans 32, 64 or 128 bytes");
   return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) |
-         ((unsigned long long)(1024 >> 4) << 32) | (1ull << 62);
+         ((unsigned long long)((8 * SW) >> 4) << 32) | (mode << 62);
+}
+__device__ __forceinline__ unsigned long long wgmma_desc_sw128(unsigned addr) {
+  return wgmma_desc_k<128>(addr);
 }
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() {
@@ -53,6 +59,34 @@ __device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned pari
 __device__ __forceinline__ void cp_async_mbar_arrive(unsigned long long* bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar))
                : "memory");
+}
+
+// Makes initialized mbarriers visible to the TMA engine (the async proxy) before use.
+__device__ __forceinline__ void fence_mbarrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+// An arrival that also expects `bytes` more of TMA copies to land in the current phase.
+__device__ __forceinline__ void mbar_arrive_expect_tx(unsigned long long* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)),
+               "r"(bytes)
+               : "memory");
+}
+
+// A TMA tensor map (CUtensorMap, 128 opaque bytes) encoded by the host with
+// cuTensorMapEncodeTiled and passed by value as a __grid_constant__ kernel parameter.
+struct alignas(64) TmaMap {
+  unsigned long long v[16];
+};
+// The TMA copy of `map`'s box at element coordinates (c0 innermost, c1) into shared memory
+// at `dst`, in the map's swizzle; it completes the whole box's bytes on `bar`, elements
+// out of bounds (a box may lie wholly outside) landing as zeros.
+__device__ __forceinline__ void tma_load_2d(unsigned dst, const TmaMap* map, int c0, int c1,
+                                            unsigned long long* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, "
+      "{%2, %3}], [%4];\n" ::"r"(dst),
+      "l"(map), "r"(c0), "r"(c1), "r"(smem_addr(bar))
+      : "memory");
 }
 
 // Stops the compiler from moving accumulator reads or writes across an asynchronous MMA.
