@@ -98,10 +98,20 @@ WGMMA_DSD_KN_ROWS = {64: 1024, 128: 128}
 #   Hopper persistent, warp-specialized single-block dsd (a producer warpgroup feeding WG
 #   consumer warpgroups through mbarriers; tiles walked by a grid sized to the device):
 #   (64-row tiles per warpgroup, consumer warpgroups, stages, CTAs per SM[, slices of wgmmas
-#   a consumer keeps running, 1 by default[, tma]]); tma: the copies by the TMA engine,
-#   issued by one thread (dsd_wgmma_tma), else by a cp.async producer warpgroup. Where set
-#   for a block size it replaces the single-block kernel above; None: that kernel.
+#   a consumer keeps running, 1 by default[, tma[, rows]]]); tma: the copies by the TMA
+#   engine, issued by one thread (dsd_wgmma_tma), else by a cp.async producer warpgroup;
+#   rows (b = 64, 128; 64-row tiles 1, warpgroups b / 64): the transposed product, tiles of
+#   that many rows of X as wgmma's N. Where set for a block size it replaces the
+#   single-block kernel above; None: that kernel.
 WGMMA_DSD_WS = {32: (2, 1, 3, 3, 0), 64: (2, 1, 4, 2, 0, True), 128: (2, 1, 3, 2, 0, True)}
+#   ... and where there are enough tiles of X's rows as wgmma's N (_rows_n_pays), the
+#   transposed product on 256-row tiles, in the same format (H200, fp16, d = 0.25,
+#   X @ W / dY @ W.T ms against the tiles above: b = 128, N = C = K = 4096 0.081 / 0.073
+#   vs 0.088 / 0.077, N = 16384 0.254 / 0.246 vs 0.272 / 0.264; b = 64, N = 16384
+#   0.314 / 0.303 vs 0.350 / 0.339; at N = 512 fewer tiles than CTAs made them slower).
+WGMMA_DSD_XN = {64: (1, 1, 2, 2, 0, True, 256), 128: (1, 2, 4, 1, 1, True, 256)}
+#   Row tiles x output blocks per persistent CTA below which those tiles are not used.
+XN_MIN_WAVES = 2
 #   Hopper persistent, warp-specialized grouped dsd (dsd_wgmma_union): a tile is 64 * MW
 #   rows of X by G adjacent output blocks and walks the union of their lists, one consumer
 #   warpgroup per G / CW members: (G, MW, CW, stages, CTAs per SM). Where set (with a
@@ -233,12 +243,13 @@ def group_config(dtype: np.dtype, b: int, trans: bool) -> KernelConfig | None:
 
 @functools.lru_cache(maxsize=None)
 def wgmma_config(dtype: np.dtype, b: int, kn: bool = False,
-                 union: bool = True, tma: bool = True) -> KernelConfig | None:
+                 union: bool = True, tma: bool = True, rows_n: bool = False) -> KernelConfig | None:
     """The Hopper wgmma dsd kernel, or None where unused. ``kn``: X @ W, W's blocks read
     as stored ([k][n]), which every kernel but the non-persistent grouped one can do (it
     reads a block-transposed copy). ``union=False``: the kernel used where the union
     kernel does not pay (:func:`_union_pays`). ``tma=False``: the cp.async form of a
-    persistent kernel configured for TMA (a layout without blocks has nothing to map)."""
+    persistent kernel configured for TMA (a layout without blocks has nothing to map).
+    ``rows_n``: the WGMMA_DSD_XN tile, where one is set for b."""
     name = _dtype_name(dtype)
     cfg = WGMMA_DSD.get(b)
     if name not in _TC_TAGS or cfg is None:  # None: no wgmma kernel for b, union included
@@ -251,17 +262,18 @@ def wgmma_config(dtype: np.dtype, b: int, kn: bool = False,
         smem = st * (64 * mw + group * b) * 128 + 1024
         return KernelConfig("dsd_sm90", expr, (cw + 1) * 128, smem, 64 * mw, group,
                             "sm_90a", per_sm)
-    ws = WGMMA_DSD_WS.get(b)
+    ws = (rows_n and WGMMA_DSD_XN.get(b)) or WGMMA_DSD_WS.get(b)
     if cfg[0] == 1 and ws is not None:  # the persistent form of the single-block kernel
         mw, wg, st, per_sm = ws[:4]
         inflight = ws[4] if len(ws) > 4 else 1
         tma = tma and len(ws) > 5 and bool(ws[5])
-        kernel = "dsd_wgmma_tma" if tma else "dsd_wgmma_ws"
-        expr = f"{kernel}<{_TC_TAGS[name]},{b},{mw},{wg},{st},{_b(kn)},{per_sm},{inflight}>"
-        smem = st * (64 * mw * wg + b) * 128 + 1024
+        xn = ws[6] if tma and len(ws) > 6 else 0
+        rows = xn or 64 * mw * wg  # rows of X per tile
+        expr = f"{_TC_TAGS[name]},{b},{mw},{wg},{st},{_b(kn)},{per_sm},{inflight}"
+        expr = f"dsd_wgmma_tma<{expr},{xn}>" if tma else f"dsd_wgmma_ws<{expr}>"
+        smem = st * (rows + b) * 128 + 1024
         threads = wg * 128 + (32 if tma else 128)  # a producer warp, or warpgroup
-        return KernelConfig("dsd_sm90", expr, threads, smem, 64 * mw * wg, 1, "sm_90a",
-                            per_sm, tma)
+        return KernelConfig("dsd_sm90", expr, threads, smem, rows, 1, "sm_90a", per_sm, tma)
     group, mw, wg, st = cfg[:4]
     swap = len(cfg) > 4 and bool(cfg[4])
     rows = 64 * mw if swap else 64 * mw * wg  # rows of X per CTA
@@ -299,7 +311,7 @@ def transpose_config(b: int) -> KernelConfig:
 
 def set_tiles(dsd=None, sdd=None, dsd_small=None, wgmma=None, wgmma_sdd=None,
               group=None, sdd_tile=None, wgmma_ws=None, wgmma_union=None, simt=None,
-              simt_small=None, sdd_simt=None, sdd_tile_simt=None) -> None:
+              simt_small=None, sdd_simt=None, sdd_tile_simt=None, wgmma_xn=None) -> None:
     """Replace tile choices (for tuning experiments); clears the config caches."""
     DSD_TC.update(dsd or {})
     SDD_SIMT.update(sdd_simt or {})
@@ -312,6 +324,7 @@ def set_tiles(dsd=None, sdd=None, dsd_small=None, wgmma=None, wgmma_sdd=None,
     DSD_TC_SMALL.update(dsd_small or {})
     WGMMA_DSD.update(wgmma or {})
     WGMMA_DSD_WS.update(wgmma_ws or {})
+    WGMMA_DSD_XN.update(wgmma_xn or {})
     WGMMA_DSD_UNION.update(wgmma_union or {})
     WGMMA_SDD.update(wgmma_sdd or {})
     for f in (dsd_config, sdd_config, group_config, wgmma_config, sdd_wgmma_config,
@@ -348,6 +361,8 @@ def all_configs(dtypes=None, blocksizes=None, families=None) -> list[KernelConfi
                         out += [wgmma_config(dt, b, True, union)] if _reads_kn(wcfg) else []
                         if wcfg.tma:  # and the cp.async form, for layouts without blocks
                             out += [wgmma_config(dt, b, kn, union, False) for kn in (False, True)]
+                        if not union and WGMMA_DSD_XN.get(b) is not None:
+                            out += [wgmma_config(dt, b, kn, False, True, True) for kn in (False, True)]
                         if wcfg.group > 1:  # its split lists add up G-block-wide tiles
                             out.append(reduce_config(dt, b, False, wcfg.group))
                 elif fam == "sdd_sm90":
@@ -699,6 +714,10 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
               and (b in WGMMA_DSD_KN or n <= WGMMA_DSD_KN_ROWS.get(b, 0)))
         if kn and not transpose_w:
             wcfg = wgmma_config(dtype, b, True, union)  # reads W's blocks as stored
+        if wcfg is not None and wcfg.persistent and WGMMA_DSD_XN.get(b) is not None:
+            xcfg = wgmma_config(dtype, b, kn and not transpose_w, union, True, True)
+            if _rows_n_pays(xcfg, n, n_out):
+                wcfg = xcfg
         if wcfg is not None and wcfg.tma and s.nnzb == 0:  # no blocks to map
             wcfg = wgmma_config(dtype, b, kn and not transpose_w, union, False)
         gcfg = group_config(dtype, b, transpose_w) if wcfg is None and not small else None
@@ -751,6 +770,8 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
             args = head + (*tables, blk, gidx, ys, np.int64(ys.strides[0] // it),
                            _scalar(dtype, alpha), _scalar(dtype, beta),
                            ws if ws is not None else np.uint64(0), np.int64(n * width))
+            if cfg.tma:  # the counter its CTAs take tiles from
+                args += (cupy.zeros(1, np.int32),)
             fn(grid, (cfg.threads,), args, shared_mem=cfg.smem)
         if n_slots:
             # float32 partials of IEEE float32 lists add up in the float32-storage (TF32
@@ -767,6 +788,13 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
 
 
 PERSISTENT_GRID_LIMIT = None  # tests: cap a persistent kernel's grid (CTAs walk more tiles)
+
+
+def _rows_n_pays(cfg: KernelConfig, n: int, n_out: int) -> bool:
+    """Whether the persistent tile ``cfg`` has at least XN_MIN_WAVES tiles per CTA for ``n``
+    rows of X and ``n_out`` output blocks (before any list is split): with fewer, the
+    taller tiles leave CTAs idle."""
+    return -(-n // cfg.rows_per_cta) * n_out >= XN_MIN_WAVES * _persistent_ctas(cfg)
 
 
 def _persistent_ctas(cfg: KernelConfig) -> int:

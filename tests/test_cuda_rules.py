@@ -1,6 +1,7 @@
 """Kernel-choice rules of the CUDA backend that need no GPU: the split of long work lists
-at small N (``_cuda._split_length``) and when the tiled weight gradient is taken
-(``_cuda._sdd_tiled_pays``)."""
+at small N (``_cuda._split_length``), when the tiled weight gradient is taken
+(``_cuda._sdd_tiled_pays``) and when the persistent dsd takes X's rows as wgmma's N
+(``_cuda._rows_n_pays``)."""
 
 from __future__ import annotations
 
@@ -77,3 +78,21 @@ def test_half_type_tiled_sdd_follows_the_loads():
     lay[:] = True  # a full tile: tr + ts against tr * (1 + 1) + tr * ts
     s = cs.BlockSparseMatrix.from_layout(lay, 8, dtype="float32", backend="cpu")._structure
     assert _cuda._sdd_tiled_pays(s, np.float16, 8, 16)
+
+
+@pytest.mark.parametrize("b", [64, 128])
+def test_rows_as_n_tiles_need_two_per_cta(sms, b):
+    cfg = _cuda.wgmma_config("float16", b, rows_n=True)
+    assert cfg.rows_per_cta == 256 and cfg.tma and "256>" in cfg.name
+    ctas = 132 * cfg.persistent
+    n_out = 4096 // b
+    # N = 512: 2 row tiles per output block, fewer tiles than two per CTA
+    assert not _cuda._rows_n_pays(cfg, 512, n_out)
+    assert _cuda._rows_n_pays(cfg, 4096, n_out)
+    # the boundary: exactly XN_MIN_WAVES tiles per CTA
+    rows = -(-_cuda.XN_MIN_WAVES * ctas // n_out) * 256
+    assert _cuda._rows_n_pays(cfg, rows, n_out)
+    assert not _cuda._rows_n_pays(cfg, rows - 256, n_out)
+    # without an XN tile for b, rows_n gives the plain persistent tile
+    plain = _cuda.wgmma_config("float16", b)
+    assert plain.rows_per_cta != 256 or "dsd_wgmma_ws" in plain.name

@@ -258,15 +258,21 @@ WS_TILES = [
     (64, (2, 2, 3, 1, 1, True)),
     (128, (1, 2, 4, 1, 0, True)),
     (128, (2, 1, 3, 1, 1, True)),
+    # X's rows as wgmma's N: 256-row tiles (two partial at n = 300), 128-row ones
+    (64, (1, 1, 4, 1, 0, True, 256)),
+    (64, (1, 1, 3, 2, 1, True, 128)),
+    (128, (1, 2, 4, 1, 0, True, 256)),
 ]
 
 
 @pytest.fixture
 def ws_tile(request, monkeypatch):
     b, cfg = request.param
-    # WGMMA_DSD (1, ...): a single-block tile, which the persistent kernel replaces
+    # WGMMA_DSD (1, ...): a single-block tile, which the persistent kernel replaces; no
+    # rows-as-N tile to take its place
     yield from forced_tile(monkeypatch, b, [(_cuda.WGMMA_DSD_WS, cfg),
-                                            (_cuda.WGMMA_DSD, (1, 1, 2, 4))])
+                                            (_cuda.WGMMA_DSD, (1, 1, 2, 4)),
+                                            (_cuda.WGMMA_DSD_XN, None)])
 
 
 @pytest.mark.parametrize("ws_tile", WS_TILES, indirect=True, ids=lambda t: f"b{t[0]}-{t[1]}")
@@ -287,6 +293,30 @@ def test_persistent_dsd_tiles_match_scipy(backend, monkeypatch, ws_tile, dtype, 
     lay[:, 4] = True    # a full one
     lay[3, :] = False   # an empty output block column of dY @ W.T
     check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: 2, True: 3})
+
+
+@pytest.mark.parametrize("b", [64, 128])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_rows_as_n_tiles_taken_by_default(backend, monkeypatch, b, dtype):
+    """The default choice of the rows-as-N persistent tile (a grid of two CTAs makes
+    enough tiles per CTA at n = 600): X @ W with W read as stored and transposed, and
+    dY @ W.T, against SciPy, with an empty output block each; then a layout without
+    blocks, which falls back to the cp.async kernel (zeros over a poisoned output)."""
+    monkeypatch.setattr(_cuda, "PERSISTENT_GRID_LIMIT", 2)
+    n = 600
+    xcfg = _cuda.wgmma_config(dtype, b, rows_n=True)
+    assert _cuda._rows_n_pays(xcfg, n, 5)
+    rng = np.random.default_rng(b + 17)
+    lay = rng.random((7, 5)) < 0.5
+    lay[:, 1] = False   # an empty output block of X @ W
+    lay[4, :] = False   # and of dY @ W.T
+    lay[0, 0] = True
+    check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: 1, True: 4})
+    empty = cs.BlockSparseMatrix.from_layout(np.zeros((7, 5), bool), b, dtype=dtype,
+                                             backend=backend)
+    x = to_backend(rng.standard_normal((n, 7 * b)).astype(np.float32), backend).astype(empty.dtype)
+    got = to_numpy(cs.matmul(x, empty, out=poison((n, 5 * b), dtype, backend)).astype("float64"))
+    assert np.all(got == 0)
 
 
 # (b, (members per group, m64 tiles, consumer warpgroups, stages, CTAs per SM))
