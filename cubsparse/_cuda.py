@@ -715,9 +715,11 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
         if kn and not transpose_w:
             wcfg = wgmma_config(dtype, b, True, union)  # reads W's blocks as stored
         if wcfg is not None and wcfg.persistent and WGMMA_DSD_XN.get(b) is not None:
-            xcfg = wgmma_config(dtype, b, kn and not transpose_w, union, True, True)
+            # X's rows as wgmma's N: the block is the M-major A operand of X @ W, 64 columns
+            # (one swizzle atom) per warpgroup, so W is always read as stored
+            xcfg = wgmma_config(dtype, b, not transpose_w, union, True, True)
             if _rows_n_pays(xcfg, n, n_out):
-                wcfg = xcfg
+                wcfg, kn = xcfg, True
         if wcfg is not None and wcfg.tma and s.nnzb == 0:  # no blocks to map
             wcfg = wgmma_config(dtype, b, kn and not transpose_w, union, False)
         gcfg = group_config(dtype, b, transpose_w) if wcfg is None and not small else None
