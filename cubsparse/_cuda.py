@@ -243,13 +243,12 @@ def group_config(dtype: np.dtype, b: int, trans: bool) -> KernelConfig | None:
 
 @functools.lru_cache(maxsize=None)
 def wgmma_config(dtype: np.dtype, b: int, kn: bool = False,
-                 union: bool = True, tma: bool = True, rows_n: bool = False) -> KernelConfig | None:
+                 union: bool = True, rows_n: bool = False) -> KernelConfig | None:
     """The Hopper wgmma dsd kernel, or None where unused. ``kn``: X @ W, W's blocks read
     as stored ([k][n]), which every kernel but the non-persistent grouped one can do (it
     reads a block-transposed copy). ``union=False``: the kernel used where the union
-    kernel does not pay (:func:`_union_pays`). ``tma=False``: the cp.async form of a
-    persistent kernel configured for TMA (a layout without blocks has nothing to map).
-    ``rows_n``: the WGMMA_DSD_XN tile, where one is set for b."""
+    kernel does not pay (:func:`_union_pays`). ``rows_n``: the WGMMA_DSD_XN tile, where
+    one is set for b."""
     name = _dtype_name(dtype)
     cfg = WGMMA_DSD.get(b)
     if name not in _TC_TAGS or cfg is None:  # None: no wgmma kernel for b, union included
@@ -266,7 +265,7 @@ def wgmma_config(dtype: np.dtype, b: int, kn: bool = False,
     if cfg[0] == 1 and ws is not None:  # the persistent form of the single-block kernel
         mw, wg, st, per_sm = ws[:4]
         inflight = ws[4] if len(ws) > 4 else 1
-        tma = tma and len(ws) > 5 and bool(ws[5])
+        tma = len(ws) > 5 and bool(ws[5])
         xn = ws[6] if tma and len(ws) > 6 else 0
         rows = xn or 64 * mw * wg  # rows of X per tile
         expr = f"{_TC_TAGS[name]},{b},{mw},{wg},{st},{_b(kn)},{per_sm},{inflight}"
@@ -359,10 +358,8 @@ def all_configs(dtypes=None, blocksizes=None, families=None) -> list[KernelConfi
                             continue
                         out += [wcfg, transpose_config(b)]
                         out += [wgmma_config(dt, b, True, union)] if _reads_kn(wcfg) else []
-                        if wcfg.tma:  # and the cp.async form, for layouts without blocks
-                            out += [wgmma_config(dt, b, kn, union, False) for kn in (False, True)]
                         if not union and WGMMA_DSD_XN.get(b) is not None:
-                            out += [wgmma_config(dt, b, kn, False, True, True) for kn in (False, True)]
+                            out += [wgmma_config(dt, b, kn, False, True) for kn in (False, True)]
                         if wcfg.group > 1:  # its split lists add up G-block-wide tiles
                             out.append(reduce_config(dt, b, False, wcfg.group))
                 elif fam == "sdd_sm90":
@@ -717,11 +714,9 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
         if wcfg is not None and wcfg.persistent and WGMMA_DSD_XN.get(b) is not None:
             # X's rows as wgmma's N: the block is the M-major A operand of X @ W, 64 columns
             # (one swizzle atom) per warpgroup, so W is always read as stored
-            xcfg = wgmma_config(dtype, b, not transpose_w, union, True, True)
+            xcfg = wgmma_config(dtype, b, not transpose_w, union, True)
             if _rows_n_pays(xcfg, n, n_out):
                 wcfg, kn = xcfg, True
-        if wcfg is not None and wcfg.tma and s.nnzb == 0:  # no blocks to map
-            wcfg = wgmma_config(dtype, b, kn and not transpose_w, union, False)
         gcfg = group_config(dtype, b, transpose_w) if wcfg is None and not small else None
         if gcfg is not None and not _group_pays(s, transpose_w, gcfg.group):
             gcfg = None
@@ -759,7 +754,9 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
             if cfg.persistent:  # one 1-D grid walks every (work item, row tile)
                 grid = (min(grid[0] * grid[1], _persistent_ctas(cfg)),)
             if cfg.tma:  # X and W as tensor maps (dsd_wgmma_tma)
-                wdata = cupy.ascontiguousarray(wdata)
+                # a layout without blocks maps a stand-in block (its empty lists read none)
+                wdata = cupy.ascontiguousarray(wdata) if wdata.shape[0] else cupy.zeros(
+                    (1, b, b), wdata.dtype)
                 wrows = wdata.shape[0] * b
                 head = _tma_maps(xs, wdata, b, cfg.rows_per_cta, kn and not transpose_w)
                 head += (np.int32(rows), np.int32(xs.shape[1]), np.int32(wrows))

@@ -301,7 +301,7 @@ def test_rows_as_n_tiles_taken_by_default(backend, monkeypatch, b, dtype):
     """The default choice of the rows-as-N persistent tile (a grid of two CTAs makes
     enough tiles per CTA at n = 600): X @ W with W read as stored and transposed, and
     dY @ W.T, against SciPy, with an empty output block each; then a layout without
-    blocks, which falls back to the cp.async kernel (zeros over a poisoned output)."""
+    blocks, whose tensor map points at a stand-in block (zeros over a poisoned output)."""
     monkeypatch.setattr(_cuda, "PERSISTENT_GRID_LIMIT", 2)
     n = 600
     xcfg = _cuda.wgmma_config(dtype, b, rows_n=True)
