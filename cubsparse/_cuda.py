@@ -731,6 +731,9 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
             # For X @ W give them each block transposed (one pass over the non-zeros).
             wdata = _transposed_blocks(wdata) if wcfg is not None else \
                 cupy.ascontiguousarray(wdata.transpose(0, 2, 1))
+        if cfg.tma:  # contiguous blocks; a layout without any maps a stand-in block
+            wdata = (cupy.ascontiguousarray(wdata) if wdata.shape[0]
+                     else cupy.zeros((1, b, b), wdata.dtype))  # its empty lists read none
         step = _MAX_GRID_Y * cfg.rows_per_cta
         row_tiles = -(-n // cfg.rows_per_cta)
         group = cfg.group  # output blocks per CTA
@@ -754,12 +757,7 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
             if cfg.persistent:  # one 1-D grid walks every (work item, row tile)
                 grid = (min(grid[0] * grid[1], _persistent_ctas(cfg)),)
             if cfg.tma:  # X and W as tensor maps (dsd_wgmma_tma)
-                # a layout without blocks maps a stand-in block (its empty lists read none)
-                wdata = cupy.ascontiguousarray(wdata) if wdata.shape[0] else cupy.zeros(
-                    (1, b, b), wdata.dtype)
-                wrows = wdata.shape[0] * b
-                head = _tma_maps(xs, wdata, b, cfg.rows_per_cta, kn and not transpose_w)
-                head += (np.int32(rows), np.int32(xs.shape[1]), np.int32(wrows))
+                head = _tma_args(xs, wdata, b, cfg.rows_per_cta, kn and not transpose_w)
             else:
                 head = (xs, np.int64(xs.strides[0] // it), np.int32(rows))
                 head += (np.int32(n_out),) if group > 1 else ()  # grouped kernels
@@ -802,16 +800,18 @@ def _persistent_ctas(cfg: KernelConfig) -> int:
     return min(ctas, PERSISTENT_GRID_LIMIT) if PERSISTENT_GRID_LIMIT else ctas
 
 
-def _tma_maps(x, wdata, b: int, rows_per_cta: int, kn: bool) -> tuple:
-    """The tensor maps of dsd_wgmma_tma: X in boxes of a tile's rows by min(b, 64)
-    columns, and the blocks (``wdata``, contiguous) as rows of b elements: boxes b rows of
-    n by the slice's k ([n][k] blocks), or with ``kn`` (blocks as W stores them, [k][n])
-    the slice's rows of k by 64-column panels of n."""
+def _tma_args(x, wdata, b: int, rows_per_cta: int, kn: bool) -> tuple:
+    """The leading arguments of dsd_wgmma_tma: the tensor maps and the bounds they cover.
+    X in boxes of a tile's rows by min(b, 64) columns; the blocks (``wdata``, contiguous)
+    as rows of b elements, in boxes of b rows of n by the slice's k ([n][k] blocks) or,
+    with ``kn`` (blocks as W stores them, [k][n]), the slice's rows of k by 64-column
+    panels of n."""
     ek = min(b, 64)
     xmap = _tma_map(x.data.ptr, x.shape[1], x.shape[0], x.strides[0], ek, rows_per_cta)
     wrows = wdata.shape[0] * b
     box = (min(b, 64), ek) if kn else (ek, b)
-    return xmap, _tma_map(wdata.data.ptr, b, wrows, 2 * b, *box)
+    wmap = _tma_map(wdata.data.ptr, b, wrows, 2 * b, *box)
+    return xmap, wmap, np.int32(x.shape[0]), np.int32(x.shape[1]), np.int32(wrows)
 
 
 _TMA_WORDS = np.dtype([("v", np.uint64, (16,))])  # a CUtensorMap: 128 opaque bytes

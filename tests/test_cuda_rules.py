@@ -81,7 +81,7 @@ def test_half_type_tiled_sdd_follows_the_loads():
 
 
 @pytest.mark.parametrize("b", [64, 128])
-def test_rows_as_n_tiles_need_two_per_cta(sms, b):
+def test_rows_as_n_tiles_need_two_per_cta(sms, monkeypatch, b):
     cfg = _cuda.wgmma_config("float16", b, rows_n=True)
     assert cfg.rows_per_cta == 256 and cfg.tma and "256>" in cfg.name
     ctas = 132 * cfg.persistent
@@ -95,4 +95,11 @@ def test_rows_as_n_tiles_need_two_per_cta(sms, b):
     assert not _cuda._rows_n_pays(cfg, rows - 256, n_out)
     # without an XN tile for b, rows_n gives the plain persistent tile
     plain = _cuda.wgmma_config("float16", b)
-    assert plain.rows_per_cta != 256 or "dsd_wgmma_ws" in plain.name
+    assert "256>" not in plain.name
+    monkeypatch.setitem(_cuda.WGMMA_DSD_XN, b, None)
+    _cuda.set_tiles()  # clears the config caches
+    try:
+        assert _cuda.wgmma_config("float16", b, rows_n=True) == plain
+    finally:
+        monkeypatch.undo()
+        _cuda.set_tiles()

@@ -417,28 +417,10 @@ __global__ void __launch_bounds__((WG + 1) * 128, MINB)
     const int4 item = work[t % nwork];
     const int j = item.x, len = item.z, slot = item.w;
     const int ktiles = (len * B + 63) / 64;
-#pragma unroll
-    for (int m = 0; m < MW; ++m)
-#pragma unroll
-      for (int i = 0; i < B / 2; ++i) acc[m][i] = 0.f;
-    for (int kt = 0; kt < ktiles; ++kt, ++it) {
-      const int s = it % STAGES;
-      mbar_wait(&full[s], (it / STAGES) & 1);
-      fence_proxy_async();  // the landed cp.async data -> visible to the tensor cores
-      keep_in_registers(acc);
-      wgmma_fence();
+    consume_tile<STAGES, INFLIGHT, true>(ktiles, it, acc, full, empty, tid, [&](int s) {
       const unsigned sA = base + s * STAGE_BYTES;
       single_mma<Tag, B, MW, KN>(acc, sA, sA + A_BYTES, wg);
-      wgmma_commit();
-      wgmma_wait<INFLIGHT>();  // slice it - INFLIGHT is done: release its stage
-      keep_in_registers(acc);
-      if (kt >= INFLIGHT && (tid & 31) == 0) mbar_arrive(&empty[(it - INFLIGHT) % STAGES]);
-    }
-    if constexpr (INFLIGHT > 0) {
-      wgmma_wait<0>();
-      keep_in_registers(acc);
-      if (ktiles > 0 && (tid & 31) == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
-    }
+    });
     single_store<Tag, B, MW>(acc, wg, tid, (t / nwork) * BM, nrows, j, slot, y, ldy, alpha,
                              beta, ws, ws_stride);
   }
@@ -620,15 +602,7 @@ __global__ void __launch_bounds__(WG * 128 + 32, MINB)
     const int4 item = work[t % nwork];
     const int j = item.x, len = item.z, slot = item.w;
     const int ktiles = (len * B + BK - 1) / BK;
-#pragma unroll
-    for (int m = 0; m < AM; ++m)
-#pragma unroll
-      for (int i = 0; i < AN; ++i) acc[m][i] = 0.f;
-    for (int kt = 0; kt < ktiles; ++kt, ++it) {
-      const int s = it % STAGES;
-      mbar_wait(&full[s], (it / STAGES) & 1);
-      keep_in_registers(acc);
-      wgmma_fence();
+    consume_tile<STAGES, INFLIGHT, false>(ktiles, it, acc, full, empty, tid, [&](int s) {
       const unsigned sA = base + s * STAGE_BYTES, sW = sA + A_BYTES;
       if constexpr (XN > 0) {  // A: columns 64 wg.. of the block (M-major as stored if KN)
 #pragma unroll
@@ -639,29 +613,20 @@ __global__ void __launch_bounds__(WG * 128 + 32, MINB)
               wgmma_desc_k<128>(sA + kk * 32));
       } else {
 #pragma unroll
-      for (int el = 0; el < EPS; ++el)
+        for (int el = 0; el < EPS; ++el)
 #pragma unroll
-        for (int kk = 0; kk < EK / 16; ++kk) {  // k16 steps advance 32 bytes inside a row
-          // KN: entry el's rows of k follow entry el - 1's in the one N-major panel set
-          const unsigned long long db = KN ? MnTile<B, BK>::desc(sW, 0, el * (EK / 16) + kk)
-                                           : wgmma_desc_k<SW>(sW + el * W_TILE + kk * 32);
+          for (int kk = 0; kk < EK / 16; ++kk) {  // k16 steps advance 32 bytes inside a row
+            // KN: entry el's rows of k follow entry el - 1's in the one N-major panel set
+            const unsigned long long db = KN ? MnTile<B, BK>::desc(sW, 0, el * (EK / 16) + kk)
+                                             : wgmma_desc_k<SW>(sW + el * W_TILE + kk * 32);
 #pragma unroll
-          for (int m = 0; m < MW; ++m)
-            Wgmma<Tag, B, KN ? 2 : 0>::mma(
-                acc[m], wgmma_desc_k<SW>(sA + el * A_TILE + (wg * MW + m) * 64 * SW + kk * 32),
-                db);
-        }
+            for (int m = 0; m < AM; ++m)
+              Wgmma<Tag, B, KN ? 2 : 0>::mma(
+                  acc[m], wgmma_desc_k<SW>(sA + el * A_TILE + (wg * MW + m) * 64 * SW + kk * 32),
+                  db);
+          }
       }
-      wgmma_commit();
-      wgmma_wait<INFLIGHT>();  // slice it - INFLIGHT is done: release its stage
-      keep_in_registers(acc);
-      if (kt >= INFLIGHT && (tid & 31) == 0) mbar_arrive(&empty[(it - INFLIGHT) % STAGES]);
-    }
-    if constexpr (INFLIGHT > 0) {
-      wgmma_wait<0>();
-      keep_in_registers(acc);
-      if (ktiles > 0 && (tid & 31) == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
-    }
+    });
     if constexpr (XN > 0)
       rows_n_store<Tag, B, XN>(acc[0], wg, tid, (t / nwork) * BM, nrows, j, slot, y, ldy,
                                alpha, beta, ws, ws_stride);

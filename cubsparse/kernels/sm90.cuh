@@ -167,6 +167,40 @@ __device__ __forceinline__ void wgmma_pipeline(int ktiles, float (&acc)[R][C], L
   keep_in_registers(acc);
 }
 
+// One consumer warpgroup's pass over a tile of a persistent kernel: ktiles slices of the
+// STAGES-deep ring, `it` counting the slices this thread has taken. Each slice: wait for
+// its stage (`full`), issue its wgmmas (mma(stage)) as one group, and release the stage on
+// `empty` (one arrival per warp) once the group of INFLIGHT slices earlier is done. The
+// accumulators start at zero. CP_ASYNC: the stages were filled by cp.async, whose data
+// needs the async-proxy fence before the tensor cores read it (TMA copies write through
+// that proxy already).
+template <int STAGES, int INFLIGHT, bool CP_ASYNC, int R, int C, class Mma>
+__device__ __forceinline__ void consume_tile(int ktiles, unsigned& it, float (&acc)[R][C],
+                                             unsigned long long* full,
+                                             unsigned long long* empty, int tid, Mma mma) {
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int i = 0; i < C; ++i) acc[r][i] = 0.f;
+  for (int kt = 0; kt < ktiles; ++kt, ++it) {
+    const int s = it % STAGES;
+    mbar_wait(&full[s], (it / STAGES) & 1);
+    if constexpr (CP_ASYNC) fence_proxy_async();
+    keep_in_registers(acc);
+    wgmma_fence();
+    mma(s);
+    wgmma_commit();
+    wgmma_wait<INFLIGHT>();  // slice it - INFLIGHT is done: release its stage
+    keep_in_registers(acc);
+    if (kt >= INFLIGHT && (tid & 31) == 0) mbar_arrive(&empty[(it - INFLIGHT) % STAGES]);
+  }
+  if constexpr (INFLIGHT > 0) {
+    wgmma_wait<0>();
+    keep_in_registers(acc);
+    if (ktiles > 0 && (tid & 31) == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
+  }
+}
+
 // Transposes an m64nN accumulator pair for a store along the rows: the pair (v0, v1) is
 // (row r, columns c, c + 1), and rows r, r + 1 sit in lanes l, l ^ 4. Trading one value
 // gives the lane of the even row (s0, s1) = (column c, rows r..r + 1) and the other lane
