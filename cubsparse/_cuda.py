@@ -85,7 +85,10 @@ DSD_GROUP = {8: (16, 128, 4, 2, 4, 4)}
 #   block per CTA runs dsd_wgmma_single; a group of them dsd_wgmma, which with swap=True
 #   computes the transposed product (W's blocks as the m64 operand, G = warpgroups * 64 / b;
 #   opt-in: absent blocks are multiplied as zeros).
-WGMMA_DSD = {8: None, 16: (4, 1, 2, 4), 32: (1, 1, 2, 5), 64: (1, 1, 2, 4), 128: (1, 1, 2, 4)}
+#   b = 16: one block per CTA (where the union kernel does not pay) beat a group of four
+#   (H200, fp16, C = K = 4096, X @ W / dY @ W.T ms single / group: N = 128, d = 0.02
+#   0.0086 / 0.0086 vs 0.0133 / 0.0106; N = 4096, d = 0.05 0.135 / 0.142 vs 0.155 / 0.148).
+WGMMA_DSD = {8: None, 16: (1, 1, 2, 4), 32: (1, 1, 2, 5), 64: (1, 1, 2, 4), 128: (1, 1, 2, 4)}
 #   Block sizes whose X @ W on the single-block wgmma kernel reads W's blocks as stored
 #   (an N-major B tile) rather than a block-transposed copy made per call.
 WGMMA_DSD_KN = {16, 32}
@@ -104,14 +107,18 @@ WGMMA_DSD_KN_ROWS = {64: 1024, 128: 128}
 #   that many rows of X as wgmma's N. Where set for a block size it replaces the
 #   single-block kernel above; None: that kernel.
 WGMMA_DSD_WS = {32: (2, 1, 3, 3, 0), 64: (2, 1, 4, 2, 0, True), 128: (2, 1, 3, 2, 0, True)}
-#   ... and where there are enough tiles of X's rows as wgmma's N (_rows_n_pays), the
-#   transposed product on 256-row tiles, in the same format (H200, fp16, d = 0.25,
-#   X @ W / dY @ W.T ms against the tiles above: b = 128, N = C = K = 4096 0.081 / 0.073
-#   vs 0.088 / 0.077, N = 16384 0.254 / 0.246 vs 0.272 / 0.264; b = 64, N = 16384
-#   0.314 / 0.303 vs 0.350 / 0.339; at N = 512 fewer tiles than CTAs made them slower).
-WGMMA_DSD_XN = {64: (1, 1, 2, 2, 0, True, 256), 128: (1, 2, 4, 1, 1, True, 256)}
+#   ... and where every CTA gets enough of them (_tall_pays), tiles of more rows of X, in
+#   the same format. The L2 -> SM stream bounds these kernels (NOTES 55): a tile re-reads
+#   its block column's W blocks, so taller tiles read W fewer times. b = 64, 128: the
+#   transposed product on 256-row tiles (H200, fp16, d = 0.25, X @ W / dY @ W.T ms against
+#   the tiles above: b = 128, N = C = K = 4096 0.081 / 0.073 vs 0.088 / 0.077, N = 16384
+#   0.254 / 0.246 vs 0.272 / 0.264; b = 64, N = 16384 0.314 / 0.303 vs 0.350 / 0.339);
+#   b = 32: 256-row tiles by TMA (4096^3 0.161 / 0.161 vs 0.174 / 0.165). At N = 512 fewer
+#   tiles than CTAs made them slower.
+WGMMA_DSD_TALL = {32: (4, 1, 2, 2, 0, True), 64: (1, 1, 2, 2, 0, True, 256),
+                  128: (1, 2, 4, 1, 1, True, 256)}
 #   Row tiles x output blocks per persistent CTA below which those tiles are not used.
-XN_MIN_WAVES = 2
+TALL_MIN_WAVES = 2
 #   Hopper persistent, warp-specialized grouped dsd (dsd_wgmma_union): a tile is 64 * MW
 #   rows of X by G adjacent output blocks and walks the union of their lists, one consumer
 #   warpgroup per G / CW members: (G, MW, CW, stages, CTAs per SM). Where set (with a
@@ -243,11 +250,11 @@ def group_config(dtype: np.dtype, b: int, trans: bool) -> KernelConfig | None:
 
 @functools.lru_cache(maxsize=None)
 def wgmma_config(dtype: np.dtype, b: int, kn: bool = False,
-                 union: bool = True, rows_n: bool = False) -> KernelConfig | None:
+                 union: bool = True, tall: bool = False) -> KernelConfig | None:
     """The Hopper wgmma dsd kernel, or None where unused. ``kn``: X @ W, W's blocks read
     as stored ([k][n]), which every kernel but the non-persistent grouped one can do (it
     reads a block-transposed copy). ``union=False``: the kernel used where the union
-    kernel does not pay (:func:`_union_pays`). ``rows_n``: the WGMMA_DSD_XN tile, where
+    kernel does not pay (:func:`_union_pays`). ``tall``: the WGMMA_DSD_TALL tile, where
     one is set for b."""
     name = _dtype_name(dtype)
     cfg = WGMMA_DSD.get(b)
@@ -261,7 +268,7 @@ def wgmma_config(dtype: np.dtype, b: int, kn: bool = False,
         smem = st * (64 * mw + group * b) * 128 + 1024
         return KernelConfig("dsd_sm90", expr, (cw + 1) * 128, smem, 64 * mw, group,
                             "sm_90a", per_sm)
-    ws = (rows_n and WGMMA_DSD_XN.get(b)) or WGMMA_DSD_WS.get(b)
+    ws = (tall and WGMMA_DSD_TALL.get(b)) or WGMMA_DSD_WS.get(b)
     if cfg[0] == 1 and ws is not None:  # the persistent form of the single-block kernel
         mw, wg, st, per_sm = ws[:4]
         inflight = ws[4] if len(ws) > 4 else 1
@@ -310,7 +317,7 @@ def transpose_config(b: int) -> KernelConfig:
 
 def set_tiles(dsd=None, sdd=None, dsd_small=None, wgmma=None, wgmma_sdd=None,
               group=None, sdd_tile=None, wgmma_ws=None, wgmma_union=None, simt=None,
-              simt_small=None, sdd_simt=None, sdd_tile_simt=None, wgmma_xn=None) -> None:
+              simt_small=None, sdd_simt=None, sdd_tile_simt=None, wgmma_tall=None) -> None:
     """Replace tile choices (for tuning experiments); clears the config caches."""
     DSD_TC.update(dsd or {})
     SDD_SIMT.update(sdd_simt or {})
@@ -323,7 +330,7 @@ def set_tiles(dsd=None, sdd=None, dsd_small=None, wgmma=None, wgmma_sdd=None,
     DSD_TC_SMALL.update(dsd_small or {})
     WGMMA_DSD.update(wgmma or {})
     WGMMA_DSD_WS.update(wgmma_ws or {})
-    WGMMA_DSD_XN.update(wgmma_xn or {})
+    WGMMA_DSD_TALL.update(wgmma_tall or {})
     WGMMA_DSD_UNION.update(wgmma_union or {})
     WGMMA_SDD.update(wgmma_sdd or {})
     for f in (dsd_config, sdd_config, group_config, wgmma_config, sdd_wgmma_config,
@@ -358,7 +365,7 @@ def all_configs(dtypes=None, blocksizes=None, families=None) -> list[KernelConfi
                             continue
                         out += [wcfg, transpose_config(b)]
                         out += [wgmma_config(dt, b, True, union)] if _reads_kn(wcfg) else []
-                        if not union and WGMMA_DSD_XN.get(b) is not None:
+                        if not union and WGMMA_DSD_TALL.get(b) is not None:
                             out += [wgmma_config(dt, b, kn, False, True) for kn in (False, True)]
                         if wcfg.group > 1:  # its split lists add up G-block-wide tiles
                             out.append(reduce_config(dt, b, False, wcfg.group))
@@ -623,8 +630,13 @@ def _sharing(structure, trans: bool, group: int) -> float:
 #: (H200, b = 8, G = 16: 1.4 at d = 0.05 lost, 4 at d = 0.25 won by 1.5x).
 GROUP_MIN_SHARING = 2.0
 #: The same for the union wgmma dsd against its fallback (H200, b = 16, G = 16 against
-#: the grouped wgmma kernel: about 2 at d = 0.1 lost, 4 at d = 0.25 won).
+#: the grouped wgmma kernel: about 2 at d = 0.1 lost, 4 at d = 0.25 won) ...
 UNION_MIN_SHARING = 3.0
+#: ... and below this many rows of X, where its few tiles (one per G output blocks and
+#: 128 rows) leave SMs idle, twice that (H200, fp16, b = 16, C = K = 4096, d = 0.25,
+#: X @ W ms union / single-block wgmma: N = 128 0.037 / 0.020, 512 0.071 / 0.064, 1024
+#: 0.117 / 0.122, 2048 0.188 / 0.238; N = 128, C = K = 8192, d = 0.5: 0.089 / 0.122).
+UNION_MIN_ROWS = 2048
 
 
 def _group_pays(structure, trans: bool, group: int) -> bool:
@@ -632,9 +644,11 @@ def _group_pays(structure, trans: bool, group: int) -> bool:
     return _sharing(structure, trans, group) >= GROUP_MIN_SHARING
 
 
-def _union_pays(structure, trans: bool, group: int) -> bool:
-    """Whether the union wgmma dsd's X slices feed enough members (_sharing)."""
-    return _sharing(structure, trans, group) >= UNION_MIN_SHARING
+def _union_pays(structure, trans: bool, group: int, n: int) -> bool:
+    """Whether the union wgmma dsd's X slices feed enough members (_sharing) for ``n``
+    rows of X."""
+    need = UNION_MIN_SHARING * (1 if n >= UNION_MIN_ROWS else 2)
+    return _sharing(structure, trans, group) >= need
 
 
 #: The float32 tiled sdd's break-even fill (stored blocks per block of its non-empty
@@ -705,17 +719,18 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
         small = n <= SMALL_ROWS
         wcfg = wgmma_config(dtype, b) if _is_half(dtype) and not small and _is_hopper() else None
         union = wcfg is not None and WGMMA_DSD_UNION.get(b) is not None
-        if union and not _union_pays(s, transpose_w, wcfg.group):
+        if union and not _union_pays(s, transpose_w, wcfg.group, n):
             union, wcfg = False, wgmma_config(dtype, b, union=False)
         kn = (wcfg is not None and _reads_kn(wcfg)
               and (b in WGMMA_DSD_KN or n <= WGMMA_DSD_KN_ROWS.get(b, 0)))
         if kn and not transpose_w:
             wcfg = wgmma_config(dtype, b, True, union)  # reads W's blocks as stored
-        if wcfg is not None and wcfg.persistent and WGMMA_DSD_XN.get(b) is not None:
-            # X's rows as wgmma's N: the block is the M-major A operand of X @ W, 64 columns
-            # (one swizzle atom) per warpgroup, so W is always read as stored
+        if wcfg is not None and wcfg.persistent and WGMMA_DSD_TALL.get(b) is not None:
+            # Tall tiles read W as stored: at b = 64, 128 (X's rows as wgmma's N) the block is
+            # the M-major A operand of X @ W, 64 columns (one swizzle atom) per warpgroup;
+            # b = 32 reads it as stored anyway (WGMMA_DSD_KN)
             xcfg = wgmma_config(dtype, b, not transpose_w, union, True)
-            if _rows_n_pays(xcfg, n, n_out):
+            if _tall_pays(xcfg, n, n_out):
                 wcfg, kn = xcfg, True
         gcfg = group_config(dtype, b, transpose_w) if wcfg is None and not small else None
         if gcfg is not None and not _group_pays(s, transpose_w, gcfg.group):
@@ -787,11 +802,11 @@ def dsd(x, w, transpose_w: bool, out, alpha: float, beta: float, tf32: bool = Fa
 PERSISTENT_GRID_LIMIT = None  # tests: cap a persistent kernel's grid (CTAs walk more tiles)
 
 
-def _rows_n_pays(cfg: KernelConfig, n: int, n_out: int) -> bool:
-    """Whether the persistent tile ``cfg`` has at least XN_MIN_WAVES tiles per CTA for ``n``
+def _tall_pays(cfg: KernelConfig, n: int, n_out: int) -> bool:
+    """Whether the persistent tile ``cfg`` has at least TALL_MIN_WAVES tiles per CTA for ``n``
     rows of X and ``n_out`` output blocks (before any list is split): with fewer, the
     taller tiles leave CTAs idle."""
-    return -(-n // cfg.rows_per_cta) * n_out >= XN_MIN_WAVES * _persistent_ctas(cfg)
+    return -(-n // cfg.rows_per_cta) * n_out >= TALL_MIN_WAVES * _persistent_ctas(cfg)
 
 
 def _persistent_ctas(cfg: KernelConfig) -> int:

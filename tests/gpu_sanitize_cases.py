@@ -98,18 +98,20 @@ def run() -> int:
                 # defaults, its grid capped at two CTAs so each walks several tiles
                 # (cp.async producer), and its TMA forms: X's rows as wgmma's M or N
                 if b >= 32:
-                    saved, saved_xn = dict(_cuda.WGMMA_DSD_WS), dict(_cuda.WGMMA_DSD_XN)
+                    saved, saved_tall = dict(_cuda.WGMMA_DSD_WS), dict(_cuda.WGMMA_DSD_TALL)
                     tiles = {"persistent": (1, 2, 4, 1), "tma": (2, 1, 3, 2, 0, True)}
                     if b >= 64:
                         tiles["rows-n"] = (1, b // 64, 3, 1, 1, True, 256)
+                    else:  # b = 32's tall tile: 256 rows as four m64 tiles
+                        tiles["tall"] = (4, 1, 2, 2, 0, True)
                     try:
                         for label, tile in tiles.items():
-                            _cuda.set_tiles(wgmma_ws={b: tile}, wgmma_xn={b: None})
+                            _cuda.set_tiles(wgmma_ws={b: tile}, wgmma_tall={b: None})
                             with _forced(PERSISTENT_GRID_LIMIT=2):
                                 results[f"x@W {label}"] = (cs.matmul(xl, W), xlh @ Wd)
                                 results[f"dy@W.T {label}"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
                     finally:
-                        _cuda.set_tiles(wgmma_ws=saved, wgmma_xn=saved_xn)
+                        _cuda.set_tiles(wgmma_ws=saved, wgmma_tall=saved_tall)
                 # the union dsd (Hopper, b = 16-64) whatever the layout, two CTAs
                 if 16 <= b <= 64:
                     saved = dict(_cuda.WGMMA_DSD_UNION)

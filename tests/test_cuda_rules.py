@@ -1,7 +1,7 @@
 """Kernel-choice rules of the CUDA backend that need no GPU: the split of long work lists
 at small N (``_cuda._split_length``), when the tiled weight gradient is taken
-(``_cuda._sdd_tiled_pays``) and when the persistent dsd takes X's rows as wgmma's N
-(``_cuda._rows_n_pays``)."""
+(``_cuda._sdd_tiled_pays``) and when the persistent dsd takes its tall tiles
+(``_cuda._tall_pays``)."""
 
 from __future__ import annotations
 
@@ -80,26 +80,42 @@ def test_half_type_tiled_sdd_follows_the_loads():
     assert _cuda._sdd_tiled_pays(s, np.float16, 8, 16)
 
 
-@pytest.mark.parametrize("b", [64, 128])
-def test_rows_as_n_tiles_need_two_per_cta(sms, monkeypatch, b):
-    cfg = _cuda.wgmma_config("float16", b, rows_n=True)
-    assert cfg.rows_per_cta == 256 and cfg.tma and "256>" in cfg.name
+@pytest.mark.parametrize("b", [32, 64, 128])
+def test_tall_tiles_need_two_per_cta(sms, monkeypatch, b):
+    cfg = _cuda.wgmma_config("float16", b, tall=True)
+    assert cfg.rows_per_cta == 256 and cfg.tma
     ctas = 132 * cfg.persistent
     n_out = 4096 // b
     # N = 512: 2 row tiles per output block, fewer tiles than two per CTA
-    assert not _cuda._rows_n_pays(cfg, 512, n_out)
-    assert _cuda._rows_n_pays(cfg, 4096, n_out)
-    # the boundary: exactly XN_MIN_WAVES tiles per CTA
-    rows = -(-_cuda.XN_MIN_WAVES * ctas // n_out) * 256
-    assert _cuda._rows_n_pays(cfg, rows, n_out)
-    assert not _cuda._rows_n_pays(cfg, rows - 256, n_out)
-    # without an XN tile for b, rows_n gives the plain persistent tile
+    assert not _cuda._tall_pays(cfg, 512, n_out)
+    assert _cuda._tall_pays(cfg, 4096, n_out)
+    # the boundary: exactly TALL_MIN_WAVES tiles per CTA
+    rows = -(-_cuda.TALL_MIN_WAVES * ctas // n_out) * 256
+    assert _cuda._tall_pays(cfg, rows, n_out)
+    assert not _cuda._tall_pays(cfg, rows - 256, n_out)
+    # without a tall tile for b, tall=True gives the plain persistent tile
     plain = _cuda.wgmma_config("float16", b)
-    assert "256>" not in plain.name
-    monkeypatch.setitem(_cuda.WGMMA_DSD_XN, b, None)
+    assert plain.rows_per_cta < 256
+    monkeypatch.setitem(_cuda.WGMMA_DSD_TALL, b, None)
     _cuda.set_tiles()  # clears the config caches
     try:
-        assert _cuda.wgmma_config("float16", b, rows_n=True) == plain
+        assert _cuda.wgmma_config("float16", b, tall=True) == plain
     finally:
         monkeypatch.undo()
         _cuda.set_tiles()
+
+
+def test_union_needs_more_sharing_at_few_rows():
+    """The union dsd shares each X slice among the G output blocks of a group; below
+    UNION_MIN_ROWS rows of X its few tiles need twice the sharing to pay."""
+    g = 16
+    lay = np.zeros((8, g), bool)
+    lay[:, :4] = True  # every entry of the group's union list feeds 4 members
+    s = cs.BlockSparseMatrix.from_layout(lay, 16, dtype="float32", backend="cpu")._structure
+    assert _cuda._sharing(s, False, g) == 4
+    assert _cuda.UNION_MIN_SHARING <= 4 < 2 * _cuda.UNION_MIN_SHARING
+    assert _cuda._union_pays(s, False, g, _cuda.UNION_MIN_ROWS)
+    assert not _cuda._union_pays(s, False, g, _cuda.UNION_MIN_ROWS - 1)
+    lay[:, :] = True  # 16 members per entry: pays at any N
+    s = cs.BlockSparseMatrix.from_layout(lay, 16, dtype="float32", backend="cpu")._structure
+    assert _cuda._union_pays(s, False, g, 128)

@@ -115,7 +115,7 @@ def test_wgmma_sdd_tiles_match_scipy(backend, sdd_tile, dtype, n):
 
 
 @pytest.mark.parametrize("kn", [True, False])
-@pytest.mark.parametrize("b", [32, 64, 128])
+@pytest.mark.parametrize("b", [16, 32, 64, 128])
 def test_wgmma_dsd_reads_w_as_stored_or_transposed(backend, monkeypatch, kn, b):
     """X @ W on the single-block wgmma kernel, with W's blocks read as stored (N-major B
     tile) and through a block-transposed copy: both must match SciPy."""
@@ -253,6 +253,7 @@ WS_TILES = [
     # slice reads an out-of-bounds box for its second), one 128-byte tile at b = 64, two
     # N-major panels of a block as stored at b = 128
     (32, (2, 1, 3, 3, 0, True)),
+    (32, (4, 1, 2, 2, 0, True)),  # b = 32's tall tile: four m64 tiles, 256 rows
     (32, (1, 2, 4, 2, 1, True)),
     (64, (2, 1, 4, 2, 0, True)),
     (64, (2, 2, 3, 1, 1, True)),
@@ -269,10 +270,10 @@ WS_TILES = [
 def ws_tile(request, monkeypatch):
     b, cfg = request.param
     # WGMMA_DSD (1, ...): a single-block tile, which the persistent kernel replaces; no
-    # rows-as-N tile to take its place
+    # tall tile to take its place
     yield from forced_tile(monkeypatch, b, [(_cuda.WGMMA_DSD_WS, cfg),
                                             (_cuda.WGMMA_DSD, (1, 1, 2, 4)),
-                                            (_cuda.WGMMA_DSD_XN, None)])
+                                            (_cuda.WGMMA_DSD_TALL, None)])
 
 
 @pytest.mark.parametrize("ws_tile", WS_TILES, indirect=True, ids=lambda t: f"b{t[0]}-{t[1]}")
@@ -295,17 +296,17 @@ def test_persistent_dsd_tiles_match_scipy(backend, monkeypatch, ws_tile, dtype, 
     check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: 2, True: 3})
 
 
-@pytest.mark.parametrize("b", [64, 128])
+@pytest.mark.parametrize("b", [32, 64, 128])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_rows_as_n_tiles_taken_by_default(backend, monkeypatch, b, dtype):
-    """The default choice of the rows-as-N persistent tile (a grid of two CTAs makes
-    enough tiles per CTA at n = 600): X @ W with W read as stored and transposed, and
-    dY @ W.T, against SciPy, with an empty output block each; then a layout without
+def test_tall_tiles_taken_by_default(backend, monkeypatch, b, dtype):
+    """The default choice of the tall persistent tile (a grid of two CTAs makes enough
+    tiles per CTA at n = 600; X's rows as wgmma's N at b = 64, 128): X @ W with W read as
+    stored and transposed, and dY @ W.T, against SciPy, with an empty output block each; then a layout without
     blocks, whose tensor map points at a stand-in block (zeros over a poisoned output)."""
     monkeypatch.setattr(_cuda, "PERSISTENT_GRID_LIMIT", 2)
     n = 600
-    xcfg = _cuda.wgmma_config(dtype, b, rows_n=True)
-    assert _cuda._rows_n_pays(xcfg, n, 5)
+    xcfg = _cuda.wgmma_config(dtype, b, tall=True)
+    assert _cuda._tall_pays(xcfg, n, 5)
     rng = np.random.default_rng(b + 17)
     lay = rng.random((7, 5)) < 0.5
     lay[:, 1] = False   # an empty output block of X @ W
