@@ -113,9 +113,11 @@ WGMMA_DSD_WS = {32: (2, 1, 3, 3, 0), 64: (2, 1, 4, 2, 0, True), 128: (2, 1, 3, 2
 #   transposed product on 256-row tiles (H200, fp16, d = 0.25, X @ W / dY @ W.T ms against
 #   the tiles above: b = 128, N = C = K = 4096 0.081 / 0.073 vs 0.088 / 0.077, N = 16384
 #   0.254 / 0.246 vs 0.272 / 0.264; b = 64, N = 16384 0.314 / 0.303 vs 0.350 / 0.339);
-#   b = 32: 256-row tiles by TMA (4096^3 0.161 / 0.161 vs 0.174 / 0.165). At N = 512 fewer
-#   tiles than CTAs made them slower.
-WGMMA_DSD_TALL = {32: (4, 1, 2, 2, 0, True), 64: (1, 1, 2, 2, 0, True, 256),
+#   b = 32: 512-row tiles by TMA, two consumer warpgroups of four m64 tiles (4096^3
+#   0.155 / 0.154 vs 0.174 / 0.165; 256-row tiles 0.161 / 0.161; N = 4096, C = K = 12288,
+#   d = 0.1: 0.516 / 0.516 vs 0.646 / 0.702). At N = 512 fewer tiles than CTAs made the
+#   tall tiles slower.
+WGMMA_DSD_TALL = {32: (4, 2, 3, 1, 0, True), 64: (1, 1, 2, 2, 0, True, 256),
                   128: (1, 2, 4, 1, 1, True, 256)}
 #   Row tiles x output blocks per persistent CTA below which those tiles are not used.
 TALL_MIN_WAVES = 2
@@ -822,7 +824,8 @@ def _tma_args(x, wdata, b: int, rows_per_cta: int, kn: bool) -> tuple:
     with ``kn`` (blocks as W stores them, [k][n]), the slice's rows of k by 64-column
     panels of n."""
     ek = min(b, 64)
-    xmap = _tma_map(x.data.ptr, x.shape[1], x.shape[0], x.strides[0], ek, rows_per_cta)
+    # boxes of at most 256 rows (the TMA limit): a taller tile takes several
+    xmap = _tma_map(x.data.ptr, x.shape[1], x.shape[0], x.strides[0], ek, min(rows_per_cta, 256))
     wrows = wdata.shape[0] * b
     box = (min(b, 64), ek) if kn else (ek, b)
     wmap = _tma_map(wdata.data.ptr, b, wrows, 2 * b, *box)

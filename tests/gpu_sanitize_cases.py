@@ -102,8 +102,8 @@ def run() -> int:
                     tiles = {"persistent": (1, 2, 4, 1), "tma": (2, 1, 3, 2, 0, True)}
                     if b >= 64:
                         tiles["rows-n"] = (1, b // 64, 3, 1, 1, True, 256)
-                    else:  # b = 32's tall tile: 256 rows as four m64 tiles
-                        tiles["tall"] = (4, 1, 2, 2, 0, True)
+                    else:  # b = 32's tall tile: 512 rows, X in two TMA boxes
+                        tiles["tall"] = (4, 2, 3, 1, 0, True)
                     try:
                         for label, tile in tiles.items():
                             _cuda.set_tiles(wgmma_ws={b: tile}, wgmma_tall={b: None})

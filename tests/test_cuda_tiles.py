@@ -253,7 +253,8 @@ WS_TILES = [
     # slice reads an out-of-bounds box for its second), one 128-byte tile at b = 64, two
     # N-major panels of a block as stored at b = 128
     (32, (2, 1, 3, 3, 0, True)),
-    (32, (4, 1, 2, 2, 0, True)),  # b = 32's tall tile: four m64 tiles, 256 rows
+    (32, (4, 1, 2, 2, 0, True)),  # four m64 tiles, 256 rows
+    (32, (4, 2, 3, 1, 0, True)),  # b = 32's tall tile: 512 rows, X in two boxes per entry
     (32, (1, 2, 4, 2, 1, True)),
     (64, (2, 1, 4, 2, 0, True)),
     (64, (2, 2, 3, 1, 1, True)),

@@ -509,7 +509,8 @@ struct TileQueue {
 // bytes. Each list entry contributes a tile of X (BM rows, EK = min(B, 64) columns) and a
 // tile of its block (EK deep) per 64-deep slice, as rows of SW = 2 * EK bytes in the
 // SW-byte swizzle (the tensor maps ask for it): b = 64/128 fill one 128-byte tile per
-// slice, b = 32 two 64-byte ones. A slice's entries past the list read out-of-bounds
+// slice, b = 32 two 64-byte ones (X's in boxes of at most 256 rows, the TMA limit, so a
+// 512-row tile takes two). A slice's entries past the list read out-of-bounds
 // boxes, which land as zeros, so the consumers never branch around a wgmma.
 // The tensor maps: `xmap` over X (nrows x xcols), `wmap` over the blocks as rows, [n][k]
 // (K-major) or, with KN, as W stores them, [k][n], read N-major in 64-column panels.
@@ -529,7 +530,7 @@ __global__ void __launch_bounds__(WG * 128 + 32, MINB)
                   float alpha, float beta, float* ws, i64 ws_stride, int* next_tile) {
   constexpr int BK = 64, BM = XN ? XN : 64 * MW * WG, CONSUMERS = WG * 128;
   constexpr int EK = B < BK ? B : BK, EPS = BK / EK, SPE = B / EK;  // per entry / slice
-  constexpr int SW = 2 * EK, A_TILE = BM * SW, W_TILE = B * SW;
+  constexpr int SW = 2 * EK, A_TILE = BM * SW, W_TILE = B * SW, XBOX = BM < 256 ? BM : 256;
   constexpr int A_BYTES = EPS * A_TILE, STAGE_BYTES = A_BYTES + EPS * W_TILE;
   constexpr int PANELS = KN ? (B > 64 ? B / 64 : 1) : 1, PANEL_N = B / PANELS;
   static_assert(B >= 32 && STAGE_BYTES % 1024 == 0, "stages keep the swizzle atoms aligned");
@@ -578,8 +579,10 @@ __global__ void __launch_bounds__(WG * 128 + 32, MINB)
         for (int el = 0; el < EPS; ++el) {
           const int e = kt / SPE * EPS + el;
           const bool live = e < len;
-          tma_load_2d(sA + el * A_TILE, &xmap, live ? list.input(e) * B + off : xcols, row0,
-                      &full[s]);
+#pragma unroll
+          for (int h = 0; h < BM / XBOX; ++h)  // a box spans at most 256 rows
+            tma_load_2d(sA + el * A_TILE + h * XBOX * SW, &xmap,
+                        live ? list.input(e) * B + off : xcols, row0 + h * XBOX, &full[s]);
           const int wrow = live ? list.block(e) * B : wrows;
 #pragma unroll
           for (int p = 0; p < PANELS; ++p) {
