@@ -3,11 +3,12 @@
 kernels' X tiles (scattered columns, several stages, one copying thread per CTA), from a
 32 MB matrix that stays in L2; then dense 4096^3 fp16 cupy.matmul for scale.
 
-    PYTHONPATH=. python bench/l2_bandwidth.py     # Hopper (sm_90a), about 10 s
+    python -m bench.l2_bandwidth     # Hopper (sm_90a), about 10 s
 """
 import cupy as cp
 import numpy as np
 
+from bench.timing import CupyClock
 from cubsparse import _cuda
 
 SRC = _cuda.source("dsd_sm90") + r'''
@@ -48,41 +49,52 @@ __global__ void tma_read(const __grid_constant__ TmaMap map, int ncb, int nrb, i
   }
 }
 '''
+# TMA boxes: (columns, rows, stages)
 CFGS = [(32, 128, 8), (32, 256, 6), (64, 128, 6), (64, 256, 4), (64, 64, 8)]
-names = [f"tma_read<{c},{r},{s}>" for c, r, s in CFGS]
-mod = cp.RawModule(code=SRC, options=("--std=c++17", "-arch=sm_90a"), name_expressions=names)
-nsm = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
-print("GPU:", cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "SMs", nsm)
-out = cp.zeros(4, cp.int32)
 
-def time(f, reps=20):
-    f(); cp.cuda.Device().synchronize()
-    ts = []
-    for _ in range(reps):
-        a, b = cp.cuda.Event(), cp.cuda.Event()
-        a.record(); f(); b.record(); b.synchronize()
-        ts.append(cp.cuda.get_elapsed_time(a, b))
-    return float(np.median(ts))
 
-buf = cp.random.randint(0, 2**31, size=(32 << 20) // 4, dtype=cp.int32)
-n4 = buf.size // 4
-k = mod.get_function("ldcg_read")
-for per_sm, thr in [(4, 256), (8, 256), (2, 1024)]:
-    reps = 20
-    ms = time(lambda: k((nsm * per_sm,), (thr,), (buf, np.int64(n4), np.int32(reps), out)))
-    print(f"ldcg  {per_sm} x {thr} threads/SM: {buf.nbytes * reps / ms / 1e9:7.2f} TB/s")
-x = cp.random.standard_normal((4096, 4096), dtype=cp.float32).astype(cp.float16)
-for (c, r, s), name in zip(CFGS, names):
-    f = mod.get_function(name)
-    smem = s * c * 2 * r + 1024
-    f.max_dynamic_shared_size_bytes = smem
-    m = _cuda._tma_map(x.data.ptr, 4096, 4096, 8192, c, r)
-    ncb, nrb = 4096 // c, 4096 // r
-    ntiles = ncb * nrb * 8
-    per_sm = max(1, min(8, 220 * 1024 // (smem + 2048)))
-    for cps in sorted({1, 2, per_sm}):
-        ms = time(lambda: f((nsm * cps,), (32,), (m, np.int32(ncb), np.int32(nrb), np.int32(ntiles), out), shared_mem=smem))
-        print(f"tma box {r:3d} rows x {2*c:3d} B, {s} stages, {cps} CTAs/SM: {ntiles * c * 2 * r / ms / 1e9:7.2f} TB/s")
-a = x; bmat = cp.random.standard_normal((4096, 4096), dtype=cp.float32).astype(cp.float16)
-ms = time(lambda: cp.matmul(a, bmat), 50)
-print(f"dense 4096^3 fp16 cupy.matmul {ms:.4f} ms = {2*4096**3/ms/1e9:.0f} TFLOP/s")
+def median_ms(f, reps=20):
+    """Median of ``reps`` CUDA-event timings of ``f`` after one warm-up call."""
+    clock = CupyClock()
+    f()
+    clock.sync()
+    return float(np.median([clock.elapsed(f) for _ in range(reps)]))
+
+
+def main():
+    names = [f"tma_read<{c},{r},{s}>" for c, r, s in CFGS]
+    mod = cp.RawModule(code=SRC, options=("--std=c++17", "-arch=sm_90a"), name_expressions=names)
+    props = cp.cuda.runtime.getDeviceProperties(0)
+    nsm = props["multiProcessorCount"]
+    print("GPU:", props["name"].decode(), "SMs", nsm)
+    out = cp.zeros(4, cp.int32)  # written only if the XOR of all loads hits a magic value
+
+    buf = cp.random.randint(0, 2**31, size=(32 << 20) // 4, dtype=cp.int32)
+    k, reps = mod.get_function("ldcg_read"), 20
+    for per_sm, thr in [(4, 256), (8, 256), (2, 1024)]:
+        ms = median_ms(lambda: k((nsm * per_sm,), (thr,),
+                                 (buf, np.int64(buf.size // 4), np.int32(reps), out)))
+        print(f"ldcg  {per_sm} x {thr} threads/SM: {buf.nbytes * reps / ms / 1e9:7.2f} TB/s")
+
+    x = cp.random.standard_normal((4096, 4096), dtype=cp.float32).astype(cp.float16)
+    for (c, r, s), name in zip(CFGS, names):
+        f = mod.get_function(name)
+        smem = s * c * 2 * r + 1024
+        f.max_dynamic_shared_size_bytes = smem
+        tmap = _cuda._tma_map(x.data.ptr, 4096, 4096, 8192, c, r)
+        ncb, nrb = 4096 // c, 4096 // r
+        ntiles = ncb * nrb * 8
+        per_sm = max(1, min(8, 220 * 1024 // (smem + 2048)))
+        for cps in sorted({1, 2, per_sm}):
+            ms = median_ms(lambda: f((nsm * cps,), (32,), (tmap, np.int32(ncb), np.int32(nrb),
+                                                           np.int32(ntiles), out), shared_mem=smem))
+            print(f"tma box {r:3d} rows x {2 * c:3d} B, {s} stages, {cps} CTAs/SM: "
+                  f"{ntiles * c * 2 * r / ms / 1e9:7.2f} TB/s")
+
+    y = cp.random.standard_normal((4096, 4096), dtype=cp.float32).astype(cp.float16)
+    ms = median_ms(lambda: cp.matmul(x, y), 50)
+    print(f"dense 4096^3 fp16 cupy.matmul {ms:.4f} ms = {2 * 4096**3 / ms / 1e9:.0f} TFLOP/s")
+
+
+if __name__ == "__main__":
+    main()

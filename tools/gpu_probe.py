@@ -137,6 +137,16 @@ def verify(op, W, x, dy):
     return float(cp.linalg.norm(out.astype(cp.float32) - ref) / cp.linalg.norm(ref))
 
 
+
+def checked_ms(op, W, xs, dys, reps, label):
+    """(relative error, CUDA-graph ms) of ``op`` with the current tiles, checked on one
+    input set and timed on another; (nan, nan) with a printed line if the tile fails."""
+    try:
+        return verify(op, W, xs[1], dys[1]), graph_ms(lambda: OPS[op](W, xs[0], dys[0]), reps=reps)
+    except Exception as exc:  # noqa: BLE001 - a failing candidate tile is a result
+        print("failed", label, str(exc).splitlines()[0][:200])
+        return float("nan"), float("nan")
+
 def peers(b, density, W, xs, dtype="float16"):
     Wd = W.toarray()
     out = {"dense": bench(lambda p=cycler(xs): cp.matmul(p(), Wd))}

@@ -22,7 +22,7 @@ import sys
 import cupy as cp
 
 from cubsparse import _cuda
-from gpu_probe import OPS, bench, graph_ms, setup, verify
+from gpu_probe import bench, checked_ms, setup
 
 # (rows per CTA, rows per thread, columns per thread, k depth, stages); the current
 # choice of the table that N picks is tried first.
@@ -130,12 +130,7 @@ def main():
                     for cfg in cands:
                         _cuda.set_tiles(**_tiles(op, b, cfg, small))
                         _cuda._sdd_tiled_pays = (lambda *a: True) if cfg[0] == "tile" else pays
-                        try:
-                            err = verify(op, W, xs[1], dys[1])
-                            t = graph_ms(lambda: OPS[op](W, xs[0], dys[0]), reps=100)
-                        except Exception as exc:  # noqa: BLE001
-                            print("failed", op, b, cfg, str(exc).splitlines()[0][:200])
-                            err, t = float("nan"), float("nan")
+                        err, t = checked_ms(op, W, xs, dys, 100, f"{op} {b} {cfg}")
                         peer = sddmm_ms if op == "sdd" else torch_ms
                         rows.append((b, d, n, op, cfg, t, dense, peer, err))
                         print(f"{b:4d} d={d:<4} N={n:<5d} {op} {str(cfg):26s} {t:8.4f} ms  "

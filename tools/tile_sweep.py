@@ -18,7 +18,7 @@ import sys
 import cupy as cp
 
 from cubsparse import _cuda
-from gpu_probe import OPS, bench, graph_ms, setup, verify
+from gpu_probe import OPS, bench, checked_ms, setup
 
 # dsd: (rows per CTA, warps m, warps n, k depth, stages); sdd: (blocks per CTA, warps m,
 # warps n, k depth, stages). The current choice is listed first.
@@ -156,12 +156,7 @@ def main():
                     _cuda.set_tiles(wgmma_sdd={b: cfg[1:]})
                 else:
                     _cuda.set_tiles(**({"sdd": {b: cfg}} if op == "sdd" else {"dsd": {b: cfg}}))
-                try:
-                    err = verify(op, W, xs[1], dys[1])
-                    t = graph_ms(lambda: OPS[op](W, xs[0], dys[0]), reps=50)
-                except Exception as exc:  # noqa: BLE001
-                    print("failed", op, b, cfg, str(exc).splitlines()[0][:200])
-                    err, t = float("nan"), float("nan")
+                err, t = checked_ms(op, W, xs, dys, 50, f"{op} {b} {cfg}")
                 rows.append((b, op, cfg, t, dense, err))
                 print(f"{b:4d} {op} {str(cfg):22s} {t:7.4f} ms  eff {dense * density / t:5.2f}  err {err:.1e}",
                       flush=True)
