@@ -60,9 +60,12 @@ WGMMA = {
 # current wgmma tile).
 WS = {
     32: [(2, 1, 3, 3, 0), (2, 1, 2, 4, 0), (2, 1, 3, 3), (2, 1, 4, 2, 0), (2, 1, 5, 2, 0),
-         (1, 1, 4, 3, 0), (4, 1, 3, 1, 0), (4, 1, 2, 2, 0), (2, 2, 2, 2, 0)],
-    64: [(2, 1, 4, 2, 0), (2, 1, 2, 4, 0), (2, 1, 4, 2), (2, 1, 3, 2, 0), (1, 1, 4, 3, 0)],
-    128: [(1, 2, 4, 1, 0), (1, 2, 4, 1), (1, 2, 5, 1, 0), (2, 1, 4, 1, 0), (1, 1, 3, 2, 0)],
+         (1, 1, 4, 3, 0), (4, 1, 3, 1, 0), (4, 1, 2, 2, 0), (2, 2, 2, 2, 0),
+         (4, 1, 2, 2, 0, 1), (4, 2, 3, 1, 0, 1)],  # TMA: 256- and 512-row (tall) tiles
+    64: [(2, 1, 4, 2, 0, 1), (2, 1, 4, 2, 0), (2, 1, 2, 4, 0), (2, 1, 3, 2, 0),
+         (1, 1, 2, 2, 0, 1, 256), (1, 1, 4, 2, 0, 1, 128)],  # TMA; X's rows as wgmma's N
+    128: [(2, 1, 3, 2, 0, 1), (1, 2, 4, 1, 0), (1, 2, 5, 1, 0), (1, 2, 4, 1, 0, 1),
+          (1, 2, 4, 1, 1, 1, 256), (1, 2, 3, 2, 0, 1, 128)],
 }
 # Hopper persistent union dsd: (members per group, m64 tiles, consumer warpgroups, stages,
 # CTAs per SM), W's blocks read as stored for X @ W (--union: only these and the current
@@ -111,7 +114,7 @@ def main():
     saved = (dict(_cuda.DSD_TC), dict(_cuda.SDD_TC), dict(_cuda.WGMMA_DSD), dict(_cuda.WGMMA_SDD),
              dict(_cuda.DSD_GROUP), dict(_cuda.SDD_TILE), _cuda._sdd_tiled_pays, _cuda._group_pays,
              dict(_cuda.WGMMA_DSD_WS), dict(_cuda.WGMMA_DSD_UNION), set(_cuda.WGMMA_DSD_KN),
-             _cuda._union_pays)
+             _cuda._union_pays, dict(_cuda.WGMMA_DSD_TALL))
     for b in blocks:
         W, xs, dys = setup(b, density)
         dense = bench(lambda: cp.matmul(xs[0], xs[1]), reps=50)
@@ -135,9 +138,11 @@ def main():
                        [("wgmma",) + saved[2][b]] if saved[2].get(b) else [])
                 cands = now + [c for c in cands if c[0] == "union"]
             for cfg in cands:
-                # the single-block mma.sync kernels unless named
+                # the single-block mma.sync kernels unless named (and no tall tile taking
+                # the place of a named persistent one)
                 _cuda.set_tiles(wgmma={b: None}, wgmma_sdd={b: None}, group={b: None},
-                                sdd_tile={b: None}, wgmma_ws={b: None}, wgmma_union={b: None})
+                                sdd_tile={b: None}, wgmma_ws={b: None}, wgmma_union={b: None},
+                                wgmma_tall={b: None})
                 _cuda._sdd_tiled_pays = lambda *args: cfg[0] == "tile"
                 _cuda._group_pays = lambda *args: cfg[0] == "group"
                 _cuda._union_pays = lambda *args: cfg[0] == "union"
@@ -164,7 +169,8 @@ def main():
             _cuda.SDD_TC.update(saved[1])
             _cuda.set_tiles(wgmma={b: saved[2][b]}, wgmma_sdd={b: saved[3][b]},
                             wgmma_ws={b: saved[8].get(b)}, wgmma_union={b: saved[9].get(b)},
-                            group={b: saved[4].get(b)}, sdd_tile={b: saved[5].get(b)})
+                            group={b: saved[4].get(b)}, sdd_tile={b: saved[5].get(b)},
+                            wgmma_tall={b: saved[12].get(b)})
             _cuda._sdd_tiled_pays, _cuda._group_pays = saved[6], saved[7]
             _cuda._union_pays, _cuda.WGMMA_DSD_KN = saved[11], saved[10]
     print("\nbest per (b, op), dense ms in the same run:")
