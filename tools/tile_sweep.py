@@ -55,9 +55,9 @@ WGMMA = {
     64: [(1, 1, 2, 4), (1, 1, 2, 5), (1, 1, 1, 6), (1, 2, 1, 4)],
     128: [(1, 1, 2, 4), (1, 1, 2, 3)],
 }
-# Hopper persistent warp-specialized dsd: (64-row tiles per warpgroup, consumer
-# warpgroups, stages, CTAs per SM), tried after the wgmma tiles (--ws: only these and the
-# current wgmma tile).
+# Hopper persistent warp-specialized dsd, in WGMMA_DSD_WS's format (64-row tiles per
+# warpgroup, consumer warpgroups, stages, CTAs per SM[, slices in flight[, tma[, rows]]]),
+# tried after the wgmma tiles (--ws: only these and the current wgmma tile).
 WS = {
     32: [(2, 1, 3, 3, 0), (2, 1, 2, 4, 0), (2, 1, 3, 3), (2, 1, 4, 2, 0), (2, 1, 5, 2, 0),
          (1, 1, 4, 3, 0), (4, 1, 3, 1, 0), (4, 1, 2, 2, 0), (2, 2, 2, 2, 0),
