@@ -15,18 +15,28 @@ import numpy as np
 class Structure:
     """The sparsity structure of a block-sparse matrix (immutable).
 
+    The structure takes ownership of the arrays it is given: the caller passes arrays
+    nobody else holds (``BlockSparseMatrix`` copies a user's arrays before it gets here).
+    Every table below is derived from them once and cached, so a later write to them
+    would leave the caches, the kernels' copies and ``toarray`` disagreeing; the NumPy
+    arrays are therefore made read-only here, and the CuPy ones are never handed out
+    (``BlockSparseMatrix.indices`` returns a copy on the CUDA backend).
+
     Parameters
     ----------
     indices, indptr : array
-        SciPy-BSR block column indices and block row pointers, NumPy or CuPy, int32.
+        SciPy-BSR block column indices and block row pointers, NumPy or CuPy, int32,
+        C-contiguous. For NumPy they are usually the host arrays themselves.
     block_shape : tuple of int
         ``(rows, cols)`` counted in blocks.
     host_indices, host_indptr : numpy.ndarray
-        Host copies of the two arrays; ops read them to build index tables without
-        synchronising with the device.
+        Host copies of the two arrays (int32); ops read them to build index tables
+        without synchronising with the device.
     """
 
     def __init__(self, indices, indptr, block_shape, host_indices, host_indptr):
+        for array in (indices, indptr, host_indices, host_indptr):
+            _freeze(array)
         self.indices = indices
         self.indptr = indptr
         self.block_shape = (int(block_shape[0]), int(block_shape[1]))
@@ -118,7 +128,7 @@ class Structure:
         out.setflags(write=False)
         return out
 
-    def same_as(self, other: "Structure") -> bool:
+    def same_as(self, other: Structure) -> bool:
         """True when ``other`` describes the same layout (no device synchronisation)."""
         return other is self or (
             other.block_shape == self.block_shape
@@ -126,11 +136,11 @@ class Structure:
             and np.array_equal(other.host_indices, self.host_indices)
         )
 
-    def transposed(self) -> "Structure":
+    def transposed(self) -> Structure:
         """The structure of the transpose (cached, and pointing back at this one)."""
 
         def build():
-            perm, t_indptr, t_indices = self.transpose
+            _, t_indptr, t_indices = self.transpose
             xp = _module_of(self.indices)
             t = Structure(
                 xp.asarray(t_indices), xp.asarray(t_indptr),
@@ -140,6 +150,12 @@ class Structure:
             return t
 
         return self.cached("transposed", build)
+
+
+def _freeze(array) -> None:
+    """Make a NumPy array read-only; CuPy arrays have no such flag and are left as they are."""
+    if isinstance(array, np.ndarray):
+        array.setflags(write=False)
 
 
 def _module_of(array):

@@ -34,6 +34,15 @@ def to_host(array) -> np.ndarray:
     return array if isinstance(array, np.ndarray) else array.get()
 
 
+def _may_share_memory(a, b) -> bool:
+    """Whether two arrays of one backend may overlap in memory (a cheap bounds test)."""
+    if isinstance(a, np.ndarray):
+        return bool(np.may_share_memory(a, b))
+    import cupy
+
+    return bool(cupy.may_share_memory(a, b))
+
+
 def _check_backend(backend: str) -> str:
     if backend not in _BACKENDS:
         raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
@@ -61,7 +70,8 @@ def _check_shape(shape, blocksize: int) -> tuple[int, int]:
     return m, n
 
 
-def _index_array(name: str, array, backend: str, xp):
+def _index_array(name: str, array, backend: str):
+    """Check an index array's module, rank and kind; its values are checked later."""
     if backend_of(array) != backend:
         raise TypeError(
             f"{name} must be a {'NumPy' if backend == 'cpu' else 'CuPy'} array like data "
@@ -71,11 +81,40 @@ def _index_array(name: str, array, backend: str, xp):
         raise ValueError(f"{name} must be 1-D, got shape {array.shape}")
     if array.dtype.kind not in "iu":
         raise TypeError(f"{name} must hold integers, got dtype {array.dtype}")
-    # The kernels index with int32; a layout with 2**31 blocks would not fit in memory anyway.
-    return array.astype(xp.int32, copy=False)
+    return array
+
+
+_INT32 = np.iinfo(np.int32)
+
+
+def _check_fits_int32(name: str, host) -> None:
+    """Refuse values that a cast to int32 (what the kernels index with) would wrap.
+
+    Runs on the host copy in the caller's dtype, before any cast, whatever ``check`` says:
+    a wrapped index is silent data corruption, not a validation detail. Costs one min/max
+    pass, and nothing for int32 arrays, which cannot wrap.
+    """
+    if host.dtype == np.int32 or host.size == 0:
+        return
+    lo, hi = int(host.min()), int(host.max())  # Python ints: exact for uint64 too
+    if lo < _INT32.min or hi > _INT32.max:
+        wide = host > _INT32.max
+        if host.dtype.kind == "i":
+            wide |= host < _INT32.min
+        p = int(np.argmax(wide))
+        raise ValueError(
+            f"{name} must fit in int32, the index type of the kernels: expected values in "
+            f"[{_INT32.min}, {_INT32.max}], got values in [{lo}, {hi}] "
+            f"(first offending entry: {name}[{p}] = {int(host[p])})"
+        )
 
 
 def _validate_structure(host_indices, host_indptr, block_shape, nnzb) -> None:
+    """Raise ``ValueError`` unless the arrays are a valid, canonical BSR layout.
+
+    Works on the arrays in any integer dtype, so that it sees the caller's real values:
+    it only compares them (no subtraction, which would wrap for unsigned dtypes).
+    """
     rows, cols = block_shape
     if host_indptr.shape[0] != rows + 1:
         raise ValueError(
@@ -90,31 +129,52 @@ def _validate_structure(host_indices, host_indptr, block_shape, nnzb) -> None:
             f"indptr must start at 0 and end at nnzb = {nnzb}, "
             f"got {int(host_indptr[0])} and {int(host_indptr[-1])}"
         )
-    steps = np.diff(host_indptr)
-    if (steps < 0).any():
-        r = int(np.argmax(steps < 0))
-        raise ValueError(f"indptr must be non-decreasing, but indptr[{r + 1}] < indptr[{r}]")
+    down = host_indptr[1:] < host_indptr[:-1]
+    if down.any():
+        r = int(np.argmax(down))
+        raise ValueError(
+            f"indptr must be non-decreasing, but indptr[{r + 1}] < indptr[{r}] "
+            f"({int(host_indptr[r + 1])} < {int(host_indptr[r])})"
+        )
     if nnzb:
         lo, hi = int(host_indices.min()), int(host_indices.max())
         if lo < 0 or hi >= cols:
+            p = int(np.argmax((host_indices < 0) | (host_indices >= cols)))
             raise ValueError(
-                f"indices must lie in [0, {cols}) (N // blocksize), got values in [{lo}, {hi}]"
+                f"indices must lie in [0, {cols}) (N // blocksize), got values in [{lo}, {hi}] "
+                f"(first offending entry: indices[{p}] = {int(host_indices[p])})"
             )
         # Within each row the column indices must strictly increase: compare neighbours,
         # ignoring pairs that straddle a row boundary.
-        inc = np.diff(host_indices.astype(np.int64))
+        not_up = host_indices[1:] <= host_indices[:-1]
         same_row = np.ones(max(nnzb - 1, 0), dtype=bool)
         starts = host_indptr[1:-1]
         same_row[starts[(starts > 0) & (starts < nnzb)] - 1] = False
-        bad = same_row & (inc <= 0)
+        bad = same_row & not_up
         if bad.any():
             p = int(np.argmax(bad))
-            what = "duplicate" if inc[p] == 0 else "unsorted"
+            what = "duplicate" if host_indices[p] == host_indices[p + 1] else "unsorted"
             raise ValueError(
                 f"indices must be sorted and unique within each block row; {what} entries at "
                 f"positions {p} and {p + 1} (columns {int(host_indices[p])}, "
                 f"{int(host_indices[p + 1])}); call scipy's sum_duplicates()/sort_indices() first"
             )
+
+
+def _private_index_arrays(name: str, array, host, xp):
+    """``(device, host)`` int32 copies of a caller's index array that nobody else holds.
+
+    ``host`` is ``to_host(array)``: for NumPy the caller's own array, so it is copied
+    (cast and copy in one pass); for CuPy it is already a fresh download, and the device
+    array is copied on the device. Either way one copy per array, and a later write to the
+    caller's arrays cannot reach the matrix.
+    """
+    _check_fits_int32(name, host)
+    if xp is np:
+        own = host.astype(np.int32, order="C", copy=True)
+        return own, own
+    own_host = host.astype(np.int32, order="C", copy=False)
+    return array.astype(xp.int32, order="C", copy=True), own_host
 
 
 class BlockSparseMatrix:
@@ -130,11 +190,19 @@ class BlockSparseMatrix:
     shape : tuple of int
         ``(M, N)``, both multiples of ``b``.
     check : bool, optional
-        Validate the index arrays (default). This copies ``indices`` and ``indptr`` to the
-        host once, which for CuPy arrays is one synchronisation.
+        Validate the index arrays (default), on the caller's values before they are cast
+        to int32. With ``check=False`` (trusted input) the O(nnzb) validation is skipped,
+        but values that do not fit in int32 are still refused, since the cast would wrap
+        them silently; :meth:`check_format` validates later.
 
     Notes
     -----
+    ``indices`` and ``indptr`` are copied (to int32, and to the host once, which for CuPy
+    arrays is one synchronisation): the layout is immutable once built, and a later write
+    to the caller's arrays does not reach the matrix. ``data`` is used as given when it is
+    C-contiguous and has a supported dtype (no copy), so writing to it changes the
+    matrix's values, as writing to ``W.data`` does.
+
     Block sizes 8, 16, 32, 64 and 128 and dtypes float16, bfloat16 (through
     ``ml_dtypes``), float32 and float64 are supported. Metadata is read-only; ops return
     new matrices unless ``out=`` is given. ``W.T`` is a view sharing ``W``'s values.
@@ -175,15 +243,21 @@ class BlockSparseMatrix:
             raise TypeError(f"data must be a NumPy or CuPy array, got {type(data).__name__}")
         xp = array_module(backend)
         if data.ndim != 3 or data.shape[1] != data.shape[2]:
-            raise ValueError(f"data must have shape (nnzb, b, b) with square blocks, got {data.shape}")
+            raise ValueError(
+                f"data must have shape (nnzb, b, b) with square blocks, got {data.shape}"
+            )
         b = _dtypes.check_blocksize(data.shape[1])
         dtype = _dtypes.as_dtype(data.dtype)
         m, n = _check_shape(shape, b)
-        indices = _index_array("indices", indices, backend, xp)
-        indptr = _index_array("indptr", indptr, backend, xp)
+        indices = _index_array("indices", indices, backend)
+        indptr = _index_array("indptr", indptr, backend)
+        # Validate the caller's values in their own dtype, before the cast to int32 could
+        # wrap them (2**32 would become 0); then take private copies (see Structure).
         host_indices, host_indptr = to_host(indices), to_host(indptr)
         if check:
             _validate_structure(host_indices, host_indptr, (m // b, n // b), data.shape[0])
+        indices, host_indices = _private_index_arrays("indices", indices, host_indices, xp)
+        indptr, host_indptr = _private_index_arrays("indptr", indptr, host_indptr, xp)
         structure = Structure(indices, indptr, (m // b, n // b), host_indices, host_indptr)
         self._init(xp.ascontiguousarray(data, dtype=dtype), structure, b)
 
@@ -195,7 +269,7 @@ class BlockSparseMatrix:
         self._base = base  # the matrix this one is the transpose of, or None
 
     @classmethod
-    def _from_parts(cls, data, structure: Structure, blocksize: int) -> "BlockSparseMatrix":
+    def _from_parts(cls, data, structure: Structure, blocksize: int) -> BlockSparseMatrix:
         """Wrap trusted parts: no validation, no copy."""
         self = cls.__new__(cls)
         self._init(data, structure, blocksize)
@@ -205,7 +279,7 @@ class BlockSparseMatrix:
     def from_layout(
         cls, layout, blocksize: int, dtype="float32", init="normal", seed=None,
         backend: str = "cpu",
-    ) -> "BlockSparseMatrix":
+    ) -> BlockSparseMatrix:
         """Make a matrix whose non-zero blocks are the True entries of ``layout``.
 
         Parameters
@@ -269,7 +343,7 @@ class BlockSparseMatrix:
         return cls._from_parts(values, structure, b)
 
     @classmethod
-    def from_dense(cls, a, blocksize: int, layout=None) -> "BlockSparseMatrix":
+    def from_dense(cls, a, blocksize: int, layout=None) -> BlockSparseMatrix:
         """Cut a dense 2-D NumPy or CuPy array into blocks.
 
         Parameters
@@ -315,11 +389,15 @@ class BlockSparseMatrix:
         np.cumsum(np.count_nonzero(layout, axis=1), out=indptr[1:])
         indices = cols.astype(np.int32)
         data = xp.ascontiguousarray(blocks[xp.asarray(rows), xp.asarray(indices)], dtype=dtype)
-        structure = Structure(xp.asarray(indices), xp.asarray(indptr), layout.shape, indices, indptr)
+        structure = Structure(
+            xp.asarray(indices), xp.asarray(indptr), layout.shape, indices, indptr
+        )
         return cls._from_parts(data, structure, b)
 
     @classmethod
-    def from_scipy(cls, s, blocksize: int | None = None, backend: str = "cpu") -> "BlockSparseMatrix":
+    def from_scipy(
+        cls, s, blocksize: int | None = None, backend: str = "cpu"
+    ) -> BlockSparseMatrix:
         """Convert a SciPy sparse matrix or array.
 
         Parameters
@@ -364,7 +442,9 @@ class BlockSparseMatrix:
         xp = array_module(backend)
         indices = s.indices.astype(np.int32)
         indptr = s.indptr.astype(np.int32)
-        structure = Structure(xp.asarray(indices), xp.asarray(indptr), (m // b, n // b), indices, indptr)
+        structure = Structure(
+            xp.asarray(indices), xp.asarray(indptr), (m // b, n // b), indices, indptr
+        )
         return cls._from_parts(xp.asarray(np.ascontiguousarray(s.data, dtype=dtype)), structure, b)
 
     # -- read-only metadata -------------------------------------------------------------
@@ -412,11 +492,36 @@ class BlockSparseMatrix:
 
     @property
     def data(self):
-        """The blocks, shape ``(nnzb, b, b)``.
+        """The blocks, shape ``(nnzb, b, b)``; assignable, the storage is kept.
+
+        ``W.data`` is the matrix's own storage: writing into it (``W.data[...] = v``,
+        ``W.data -= lr * g``) changes ``W``. Assigning ``W.data = v`` requires an array of
+        exactly ``W.data``'s shape, dtype and backend (else ``ValueError``/``TypeError``,
+        raised before anything changes) and copies ``v`` into the existing storage, so that
+        buffers that kernels or captured CUDA graphs hold stay valid; assigning the storage
+        itself, as the augmented assignment ``W.data -= ...`` does after updating it in
+        place, is a no-op.
 
         For a transposed view this is a new array holding the transposed blocks in the
-        transpose's order (the view itself stores nothing); use ``W.T.base.data`` for the
-        shared values.
+        transpose's order (the view itself stores nothing), so it cannot be assigned
+        (``AttributeError``): use ``W.T.base.data`` or the base matrix for the shared
+        values.
+
+        Examples
+        --------
+        >>> import numpy as np, cubsparse
+        >>> W = cubsparse.BlockSparseMatrix.from_layout(np.eye(2, dtype=bool), 8, init="ones")
+        >>> storage = W.data
+        >>> W.data -= 0.1 * W.data                     # an SGD-style step, in place
+        >>> W.data[0, 0, 0], W.data is storage
+        (np.float32(0.9), True)
+        >>> W.data = np.zeros_like(storage)            # copied into the same storage
+        >>> float(storage.sum()), W.data is storage
+        (0.0, True)
+        >>> W.T.data -= 1.0
+        Traceback (most recent call last):
+            ...
+        AttributeError: a transposed view stores no values: ... assign to W.T.base.data ...
         """
         if self._base is None:
             return self._data
@@ -425,21 +530,75 @@ class BlockSparseMatrix:
         )
         return self._data[perm].transpose(0, 2, 1)
 
+    @data.setter
+    def data(self, value):
+        if self._base is not None:
+            raise AttributeError(
+                "a transposed view stores no values: W.T.data is a new array, so assigning "
+                "to it would change nothing; assign to W.T.base.data (the base matrix's "
+                "values, in their own order and orientation) instead"
+            )
+        storage = self._data
+        if value is storage:
+            # `W.data -= g` already updated the storage in place; Python then assigns the
+            # result back to the attribute.
+            return
+        kind = "NumPy" if self.backend == "cpu" else "CuPy"
+        if backend_of(value) != self.backend:
+            raise TypeError(
+                f"W.data must be assigned a {kind} array (the matrix is on the {self.backend} "
+                f"backend), got {type(value).__name__}"
+            )
+        if tuple(value.shape) != storage.shape:
+            raise ValueError(
+                f"W.data must be assigned an array of shape {storage.shape} (nnzb, b, b), "
+                f"got shape {tuple(value.shape)}"
+            )
+        if value.dtype != storage.dtype:
+            raise TypeError(
+                f"W.data must be assigned an array of dtype {storage.dtype}, got dtype "
+                f"{value.dtype}; cast it first, or use astype() for a matrix of another dtype"
+            )
+        if self.backend == "cuda":
+            if value.device.id != storage.device.id:
+                raise ValueError(
+                    f"W.data must be assigned an array on the matrix's device "
+                    f"{storage.device.id}, got one on device {value.device.id}"
+                )
+            # NumPy copes with a source that overlaps the destination (W.data = W.data[::-1]);
+            # CuPy's element-wise copy does not promise to, so such a source is copied first.
+            if _may_share_memory(value, storage):
+                value = value.copy()
+        storage[...] = value
+
     @property
     def indices(self):
-        return self._structure.indices if self._base is None else self._structure.transposed().indices
+        """Block column index of each block, int32, shape ``(nnzb,)``; never writable.
+
+        The layout is immutable once built. On the CPU backend this is a read-only NumPy
+        array; on the CUDA backend a new CuPy array on every access (CuPy arrays cannot
+        be made read-only), so writing to it cannot change the matrix either.
+        """
+        s = self._structure if self._base is None else self._structure.transposed()
+        return s.indices if self.backend == "cpu" else s.indices.copy()
 
     @property
     def indptr(self):
-        return self._structure.indptr if self._base is None else self._structure.transposed().indptr
+        """Block row pointers, int32, shape ``(M // b + 1,)``; never writable.
+
+        Read-only NumPy array on the CPU backend, a new CuPy array on every access on the
+        CUDA backend, as for :attr:`indices`.
+        """
+        s = self._structure if self._base is None else self._structure.transposed()
+        return s.indptr if self.backend == "cpu" else s.indptr.copy()
 
     @property
-    def base(self) -> "BlockSparseMatrix | None":
+    def base(self) -> BlockSparseMatrix | None:
         """For a transposed view, the matrix it is the transpose of; otherwise None."""
         return self._base
 
     @property
-    def T(self) -> "BlockSparseMatrix":
+    def T(self) -> BlockSparseMatrix:
         """The transpose, a view sharing this matrix's values (no copy)."""
         if self._base is not None:
             return self._base
@@ -491,7 +650,7 @@ class BlockSparseMatrix:
             blocksize=(self._blocksize, self._blocksize),
         )
 
-    def _materialized(self) -> "BlockSparseMatrix":
+    def _materialized(self) -> BlockSparseMatrix:
         """A transposed view as a matrix of its own (copies the values)."""
         if self._base is None:
             return self
@@ -500,19 +659,21 @@ class BlockSparseMatrix:
             self._structure.transposed(), self._blocksize,
         )
 
-    def astype(self, dtype, copy: bool = True) -> "BlockSparseMatrix":
+    def astype(self, dtype, copy: bool = True) -> BlockSparseMatrix:
         """The same matrix with values cast to ``dtype`` (layout shared, not copied)."""
         dtype = _dtypes.as_dtype(dtype)
         if dtype == self.dtype and not copy:
             return self
-        out = BlockSparseMatrix._from_parts(self._data.astype(dtype), self._structure, self._blocksize)
+        out = BlockSparseMatrix._from_parts(
+            self._data.astype(dtype), self._structure, self._blocksize
+        )
         return out if self._base is None else out.T
 
-    def copy(self) -> "BlockSparseMatrix":
+    def copy(self) -> BlockSparseMatrix:
         """A copy of the values; the (immutable) layout is shared."""
         return self.astype(self.dtype, copy=True)
 
-    def to(self, backend: str) -> "BlockSparseMatrix":
+    def to(self, backend: str) -> BlockSparseMatrix:
         """A copy on ``backend`` (``"cpu"`` or ``"cuda"``); ``self`` if already there."""
         backend = _check_backend(backend)
         if backend == self.backend:
@@ -529,12 +690,23 @@ class BlockSparseMatrix:
         return out if self._base is None else out.T
 
     def check_format(self, full: bool = True) -> None:
-        """Re-validate the index arrays (O(nnzb) when ``full``); raises ``ValueError``."""
+        """Re-validate the index arrays (O(nnzb) when ``full``); raises ``ValueError``.
+
+        Validates the host copies the index tables are built from and, on the CUDA
+        backend, checks that the device copies the kernels read still equal them (one
+        synchronisation). Useful after ``check=False`` construction: the layout cannot be
+        changed through the public API afterwards.
+        """
         s = self._structure
         if full:
-            _validate_structure(
-                to_host(s.indices), to_host(s.indptr), s.block_shape, self._data.shape[0]
-            )
+            _validate_structure(s.host_indices, s.host_indptr, s.block_shape, self._data.shape[0])
+            for name, dev, host in (("indices", s.indices, s.host_indices),
+                                    ("indptr", s.indptr, s.host_indptr)):
+                if dev is not host and not np.array_equal(to_host(dev), host):
+                    raise ValueError(
+                        f"the device copy of {name} differs from its host copy: the layout "
+                        "was overwritten in device memory (it is immutable once built)"
+                    )
 
     # -- protocols --------------------------------------------------------------------------
     def __array__(self, dtype=None, copy=None):
@@ -573,7 +745,9 @@ def _as_layout(layout) -> np.ndarray:
         layout = layout.get()
     layout = np.asarray(layout)
     if layout.ndim != 2:
-        raise ValueError(f"layout must be a 2-D array of bools, got {layout.ndim}-D shape {layout.shape}")
+        raise ValueError(
+            f"layout must be a 2-D array of bools, got {layout.ndim}-D shape {layout.shape}"
+        )
     if layout.dtype != bool:
         if layout.dtype.kind not in "iu" or not np.isin(layout, (0, 1)).all():
             raise TypeError(f"layout must hold bools (or 0/1 integers), got dtype {layout.dtype}")

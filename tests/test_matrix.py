@@ -393,3 +393,8 @@ def test_constructor_accepts_int64_indices(backend):
     )
     assert np.array_equal(W.layout, [[False, True], [True, False]])
     assert re.search("float32", repr(W))
+    # Stored as int32, the kernels' index type (values beyond it are refused:
+    # tests/test_matrix_safety.py).
+    assert W.indices.dtype == np.int32
+    assert W.indptr.dtype == np.int32
+    assert W._structure.host_indices.dtype == np.int32

@@ -133,7 +133,7 @@ def test_indptr_not_starting_at_zero(backend):
 def test_indptr_decreasing(backend):
     with pytest.raises(
         ValueError,
-        match=r"indptr must be non-decreasing, but indptr\[2\] < indptr\[1\]",
+        match=r"indptr must be non-decreasing, but indptr\[2\] < indptr\[1\] \(1 < 3\)",
     ):
         cs.BlockSparseMatrix(
             parts(backend, data_shape=(2, B, B), indices=(0, 1), indptr=(0, 3, 1, 2)),
@@ -141,9 +141,12 @@ def test_indptr_decreasing(backend):
         )
 
 
-@pytest.mark.parametrize("indices", [(0, 2), (-1, 0), (5, 1)])
-def test_indices_out_of_range(backend, indices):
-    with pytest.raises(ValueError, match=r"indices must lie in \[0, 2\) .*got values in \["):
+@pytest.mark.parametrize(("indices", "first"), [((0, 2), 1), ((-1, 0), 0), ((5, 1), 0)])
+def test_indices_out_of_range(backend, indices, first):
+    lo, hi = min(indices), max(indices)
+    msg = (rf"indices must lie in \[0, 2\) \(N // blocksize\), got values in \[{lo}, {hi}\] "
+           rf"\(first offending entry: indices\[{first}\] = {indices[first]}\)")
+    with pytest.raises(ValueError, match=msg):
         cs.BlockSparseMatrix(parts(backend, indices=indices, indptr=(0, 1, 2)), shape=(16, 16))
 
 
@@ -191,12 +194,22 @@ def test_check_false_skips_validation_until_check_format(backend):
         W.check_format(full=True)
 
 
-def test_check_format_detects_corruption(backend):
+def test_layout_cannot_be_corrupted_through_indices(backend):
     W = matrix(backend, layout=((True, True), (False, True)))  # indices [0, 1, 1]
     W.check_format(full=True)
-    W.indices[...] = W.indices[::-1].copy()  # [1, 1, 0]: the arrays are the user's to corrupt
+    if backend == "cpu":  # read-only NumPy arrays
+        with pytest.raises(ValueError, match="read-only"):
+            W.indices[...] = W.indices[::-1].copy()
+    else:  # a CuPy copy: writing it leaves W alone
+        ind = W.indices
+        ind[...] = ind[::-1].copy()
+    assert W.indices.tolist() == [0, 1, 1]
+    W.check_format(full=True)
+    # check_format still catches a layout that was never valid (check=False).
+    bad = cs.BlockSparseMatrix(parts(backend, indices=(1, 1), indptr=(0, 2, 2)), shape=(16, 16),
+                               check=False)
     with pytest.raises(ValueError, match=r"sorted and unique.*duplicate"):
-        W.check_format(full=True)
+        bad.check_format(full=True)
 
 
 # -- layouts ----------------------------------------------------------------------------------
