@@ -2,10 +2,17 @@
 
 ``python -m bench.report results.json [more.json ...] > docs/performance.md``
 
-The report has a header (GPU, driver, library versions, measured ceilings), one table of
-the PERFORMANCE.md targets with the worst and median value reached in each regime, the
-same per op, the "faster than every peer" tally, correctness flags, refusals, skipped
-cases, a detail table per regime, and the plots (regenerated next to the results).
+The report names the GPU and the commit the results were measured at, then has a header
+per results file (GPU, commit, driver, library versions, measured ceilings), one table of
+the project's performance targets with the worst and median value reached in each
+regime, the same per op, the "faster than every peer" tally, correctness flags,
+refusals, skipped cases, a detail table per regime, and the plots (regenerated next to
+the results).
+
+The commit cited for a file is the one the file records (``meta["commit"]``), else the
+one given with ``--commit``, else the last commit that changed the file if git tracks it
+(results committed after their run), else ``git rev-parse --short HEAD`` (fresh results
+of this checkout).
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import argparse
 import math
 import os
 import statistics
+import subprocess
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
@@ -25,7 +33,7 @@ from .cases import DTYPE_SHORT, OPS
 HALF = ("float16", "bfloat16")
 
 
-# -- the targets of PERFORMANCE.md ------------------------------------------------------
+# -- the project's performance targets ---------------------------------------------------
 
 class Target:
     """One line of the targets table: which rows it covers, which metric, which bound."""
@@ -258,7 +266,29 @@ def _detail_table(rows: list[dict]) -> str:
     return _md_table(headers, body)
 
 
-def _header(results: list[dict]) -> str:
+def _commit_of(res: dict, default: str | None) -> str | None:
+    return res.get("meta", {}).get("commit") or default
+
+
+def _where(results: list[dict], commit: str | None) -> str:
+    """The sentence above the tables: "Measured on <GPU> at commit <hash>."."""
+    gpus = list(dict.fromkeys(m.get("gpu") for m in (r.get("meta", {}) for r in results)
+                              if m.get("gpu")))
+    commits = list(dict.fromkeys(c for c in (_commit_of(r, commit) for r in results) if c))
+    text = "Measured on " + (" and ".join(gpus) if gpus else "an unrecorded device")
+    if len(commits) == 1:
+        text += f" at commit {commits[0]}"
+    elif 1 < len(commits) <= 4:
+        text += " at commits " + ", ".join(commits[:-1]) + f" and {commits[-1]}"
+    elif commits:
+        ends = [_commit_of(results[i], commit) or "-" for i in (0, -1)]
+        text += f" at {len(commits)} commits, {ends[0]} (first file) to {ends[1]} (last)"
+    if len(results) > 1 and (len(gpus) > 1 or len(commits) > 1):
+        text += "; each file's GPU and commit are in its table below"
+    return text + "."
+
+
+def _header(results: list[dict], commit: str | None = None) -> str:
     out = []
     for res in results:
         m = res.get("meta", {})
@@ -269,7 +299,8 @@ def _header(results: list[dict]) -> str:
             f"{k} {_f(dense[k].get('tflops'), '{:.3g}')} ({dense[k].get('lib')})"
             for k in ("float16", "bfloat16", "float32", "tf32") if isinstance(dense.get(k), dict))
         out.append(_md_table(["", ""], [
-            ["GPU", m.get("gpu")], ["driver", m.get("driver")], ["CUDA", m.get("cuda")],
+            ["GPU", m.get("gpu")], ["commit", _commit_of(res, commit) or "-"],
+            ["driver", m.get("driver")], ["CUDA", m.get("cuda")],
             ["CuPy", m.get("cupy")], ["torch", m.get("torch")], ["triton", m.get("triton")],
             ["cubsparse", m.get("cubsparse")],
             ["NumPy / SciPy", f"{m.get('numpy')} / {m.get('scipy')}"],
@@ -285,12 +316,15 @@ def _header(results: list[dict]) -> str:
 
 
 def render(results: list[dict] | dict, plots_dir: str | None = None,
-           md_dir: str | None = None, details: str = "auto") -> str:
+           md_dir: str | None = None, details: str = "auto",
+           commit: str | None = None) -> str:
     """The Markdown report of one or more results dicts (rows are merged).
 
     ``plots_dir``: where to (re)draw the figures; None skips plots. ``md_dir``: the
     directory the Markdown will live in, so image links are relative to it.
     ``details``: "auto" (detail tables when there are at most 400 rows), "yes", "no".
+    ``commit``: the commit cited for results whose ``meta`` records none
+    (:func:`resolve_commits` fills it in per file).
     """
     if isinstance(results, dict):
         results = [results]
@@ -300,11 +334,12 @@ def render(results: list[dict] | dict, plots_dir: str | None = None,
     again = (f" {replaced} rows of earlier files were measured again in later ones; the "
              "later measurement is the one shown." if replaced else "")
     parts = ["# cubsparse performance", "",
-             "Generated by `python -m bench.report` from "
-             f"{len(results)} result file(s); definitions in `docs/benchmarks.md`, targets "
-             "in PERFORMANCE.md. Efficiency = dense cuBLAS time x density / sparse time "
-             "(same N, C, K, dtype, same process); bandwidth efficiency = minimum bytes / "
-             f"time / measured copy bandwidth.{again}", "", _header(results)]
+             f"{_where(results, commit)} Generated by `python -m bench.report` from "
+             f"{len(results)} result file(s); definitions in `docs/benchmarks.md`, the "
+             "project's targets under Targets. Efficiency = dense cuBLAS time x density / "
+             "sparse time (same N, C, K, dtype, same process); bandwidth efficiency = "
+             f"minimum bytes / time / measured copy bandwidth.{again}", "",
+             _header(results, commit)]
     parts += ["## Targets", "", "Worst and median over every measured row of each regime "
               "(all three ops, all densities and layouts). 'rows' counts rows with a value "
               "out of rows in the regime; a row without a value had no cubsparse (or no "
@@ -376,6 +411,46 @@ def supersede(results: list[dict]) -> tuple[list[dict], int]:
     return out, dropped
 
 
+def _git(args: list[str], cwd: str | os.PathLike | None = None) -> str | None:
+    """``git ARGS`` run in ``cwd``: its stripped output, or None (no git, not a checkout,
+    an error or no output)."""
+    try:
+        p = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
+                           timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    out = p.stdout.strip()
+    return out if p.returncode == 0 and out else None
+
+
+def head_commit() -> str | None:
+    """``git rev-parse --short HEAD`` of the working directory, or None."""
+    return _git(["rev-parse", "--short", "HEAD"])
+
+
+def file_commit(path: str | os.PathLike) -> str | None:
+    """The short hash of the last commit that changed ``path``; None if git does not
+    track it."""
+    p = Path(path).resolve()
+    return _git(["log", "-1", "--format=%h", "--", p.name], cwd=p.parent)
+
+
+def resolve_commits(results: list[dict], paths: list[str], commit: str | None = None) -> None:
+    """Record in each results dict's ``meta["commit"]`` the commit to cite: the one the
+    file records, else ``commit``, else the last commit that changed the file, else HEAD."""
+    head = None
+    for res, path in zip(results, paths, strict=True):
+        meta = res.setdefault("meta", {})
+        if meta.get("commit"):
+            continue
+        found = commit or file_commit(path)
+        if found is None:
+            head = head or head_commit()
+            found = head
+        if found:
+            meta["commit"] = found
+
+
 def borrow_copy_bandwidth(results: list[dict]) -> int:
     """Give rows of a run made with --no-ceilings the copy bandwidth another run measured on
     the same GPU, so that their bandwidth efficiency can be computed; each borrowing run's
@@ -386,7 +461,8 @@ def borrow_copy_bandwidth(results: list[dict]) -> int:
     for res in results:
         copy = (res.get("meta", {}).get("ceilings") or {}).get("copy") or {}
         if copy.get("GBps"):
-            measured.setdefault(res["meta"].get("gpu"), (copy["GBps"], res["meta"].get("timestamp")))
+            measured.setdefault(res["meta"].get("gpu"),
+                                (copy["GBps"], res["meta"].get("timestamp")))
     filled = 0
     for res in results:
         meta = res.get("meta", {})
@@ -419,10 +495,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="per-row tables (auto: at most 400 rows)")
     ap.add_argument("--summary", action="store_true",
                     help="print the fixed-width run summary instead of Markdown")
+    ap.add_argument("--commit", default=None,
+                    help="commit the results were measured at, cited for files that record "
+                         "none (default: per file, the last commit that changed it if git "
+                         "tracks it, else git rev-parse --short HEAD)")
     args = ap.parse_args(argv)
     from .runner import load_results
 
     results = [load_results(p) for p in args.results]
+    if not args.summary:
+        resolve_commits(results, args.results, args.commit)
     borrow_copy_bandwidth(results)
     if args.summary:
         print(summary_table([r for res in results for r in res.get("rows", [])]))

@@ -1,7 +1,8 @@
 """cubsparse: block-sparse matrices and the three products of block-sparse layers.
 
 Public names: :class:`BlockSparseMatrix`, :func:`matmul`, :func:`sampled_matmul`,
-:func:`warmup`, :mod:`layouts`.
+:func:`matmul_plan`, :func:`sampled_matmul_plan`, :func:`warmup`, :func:`get_options`,
+:func:`set_options`, :func:`options`, :mod:`layouts`.
 """
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ from __future__ import annotations
 from . import layouts
 from ._dtypes import BLOCK_SIZES, SUPPORTED_DTYPES
 from ._matrix import BlockSparseMatrix
-from ._ops import matmul, sampled_matmul
+from ._ops import matmul, matmul_plan, sampled_matmul, sampled_matmul_plan
+from ._options import get_options, options, set_options
 from ._warmup import cuda_available, warmup
 
 __version__ = "0.1.0"
@@ -19,9 +21,14 @@ __all__ = [
     "SUPPORTED_DTYPES",
     "BlockSparseMatrix",
     "cuda_available",
+    "get_options",
     "layouts",
     "matmul",
+    "matmul_plan",
+    "options",
     "sampled_matmul",
+    "sampled_matmul_plan",
+    "set_options",
     "warmup",
     "__version__",
 ]

@@ -6,32 +6,11 @@ import numbers
 
 import numpy as np
 
-from . import _dtypes
+from . import _dtypes, _ops
+from ._arrays import SparseOperand, array_module, backend_of, to_host
 from ._index import Structure
 
 _BACKENDS = ("cpu", "cuda")
-
-
-# -- array-module helpers ----------------------------------------------------------------
-def backend_of(array) -> str | None:
-    """``"cpu"`` for a NumPy array, ``"cuda"`` for a CuPy array, ``None`` otherwise."""
-    if isinstance(array, np.ndarray):
-        return "cpu"
-    if type(array).__module__.startswith("cupy") and hasattr(array, "device"):
-        return "cuda"
-    return None
-
-
-def array_module(backend: str):
-    if backend == "cpu":
-        return np
-    import cupy
-
-    return cupy
-
-
-def to_host(array) -> np.ndarray:
-    return array if isinstance(array, np.ndarray) else array.get()
 
 
 def _may_share_memory(a, b) -> bool:
@@ -177,7 +156,7 @@ def _private_index_arrays(name: str, array, host, xp):
     return array.astype(xp.int32, order="C", copy=True), own_host
 
 
-class BlockSparseMatrix:
+class BlockSparseMatrix(SparseOperand):
     """A matrix of square non-zero blocks, stored like SciPy's BSR format.
 
     Parameters
@@ -715,18 +694,14 @@ class BlockSparseMatrix:
         )
 
     def __matmul__(self, other):
-        from ._ops import matmul
-
-        if isinstance(other, BlockSparseMatrix) or backend_of(other) is None:
+        if isinstance(other, SparseOperand) or backend_of(other) is None:
             return NotImplemented
-        return matmul(self, other)
+        return _ops.matmul(self, other)
 
     def __rmatmul__(self, other):
-        from ._ops import matmul
-
         if backend_of(other) is None:
             return NotImplemented
-        return matmul(other, self)
+        return _ops.matmul(other, self)
 
     def __len__(self):
         return self.shape[0]

@@ -16,8 +16,7 @@ import os
 
 import numpy as np
 
-from . import _dtypes
-from ._matrix import BlockSparseMatrix, array_module, backend_of
+from ._arrays import SparseOperand, array_module, backend_of
 
 
 def _backend_module(backend: str):
@@ -30,26 +29,27 @@ def _backend_module(backend: str):
     return _cuda
 
 
-def _check_dense(name: str, array, backend: str, dtype):
+def _check_dense(name: str, array, backend: str, dtype, sparse: str = "the sparse operand"):
     kind = backend_of(array)
     if kind is None:
         raise TypeError(f"{name} must be a NumPy or CuPy array, got {type(array).__name__}")
     if kind != backend:
         raise TypeError(
-            f"{name} is a {'NumPy' if kind == 'cpu' else 'CuPy'} array but the sparse operand "
+            f"{name} is a {'NumPy' if kind == 'cpu' else 'CuPy'} array but {sparse} "
             f"lives on the {backend} backend; move one with W.to({kind!r}) or "
             f"{'cupy.asarray' if backend == 'cuda' else '.get()'}"
         )
     if array.dtype != dtype:
         raise TypeError(
-            f"{name} has dtype {array.dtype} but the sparse operand has dtype {dtype}; "
+            f"{name} has dtype {array.dtype} but {sparse} has dtype {dtype}; "
             "convert one with astype()"
         )
 
 
 def _check_scalars(alpha, beta, out):
     for name, v in (("alpha", alpha), ("beta", beta)):
-        if not isinstance(v, numbers.Real) or isinstance(v, bool):
+        if type(v) is not float and type(v) is not int and (
+                not isinstance(v, numbers.Real) or isinstance(v, bool)):
             raise TypeError(f"{name} must be a real number, got {v!r}")
     if beta != 0 and out is None:
         raise ValueError(f"beta = {beta} accumulates into out, so out must be given")
@@ -58,8 +58,8 @@ def _check_scalars(alpha, beta, out):
 def _use_tf32(tf32, dtype) -> bool:
     """TF32 applies to float32 only; unset, it follows CuPy's ``CUPY_TF32=1`` convention."""
     if tf32 is None:
-        tf32 = os.environ.get("CUPY_TF32", "0") == "1"
-    elif not isinstance(tf32, (bool, np.bool_)):
+        return dtype == np.float32 and os.environ.get("CUPY_TF32", "0") == "1"
+    if not isinstance(tf32, (bool, np.bool_)):
         raise TypeError(f"tf32 must be True, False or None, got {tf32!r}")
     return bool(tf32) and dtype == np.float32
 
@@ -122,56 +122,100 @@ def matmul(a, b, out=None, alpha: float = 1.0, beta: float = 0.0, *, tf32: bool 
     >>> bool(np.allclose(g, y))
     True
     """
-    a_sparse = isinstance(a, BlockSparseMatrix)
-    b_sparse = isinstance(b, BlockSparseMatrix)
-    if a_sparse == b_sparse:
-        raise TypeError(
-            "matmul needs exactly one BlockSparseMatrix and one dense array, got "
-            f"{type(a).__name__} and {type(b).__name__}"
-        )
-    _check_scalars(alpha, beta, out)
-    w = b if b_sparse else a
-    dense = a if b_sparse else b
-    backend, dtype = w.backend, w.dtype
-    _check_dense("the dense operand", dense, backend, dtype)
-    base = w if w.base is None else w.base
-    m, n = w.shape
-    impl = _backend_module(backend)
+    w, dense, b_sparse, out_shape = _matmul_operands(a, b, out, alpha, beta)
+    backend, dtype = w.backend, w._data.dtype
+    base = w if w._base is None else w._base
     tf32 = _use_tf32(tf32, dtype)
-
+    impl = _backend_module(backend)
+    m, n = w.shape
     if b_sparse:  # dense (..., m) @ w -> (..., n)
-        if dense.ndim < 1 or dense.shape[-1] != m:
-            raise ValueError(
-                f"matmul: the dense operand's last dimension must equal the sparse operand's "
-                f"rows ({m}), got shape {tuple(dense.shape)}"
-            )
-        out_shape = tuple(dense.shape[:-1]) + (n,)
-        _check_out(out, out_shape, backend, dtype)
+        if dense.ndim == 2 and out is None:  # the common case, without reshapes
+            return impl.dsd(dense, base, w._base is not None, None, float(alpha),
+                            float(beta), tf32)
         x2 = dense.reshape(-1, m)
         out2 = None if out is None else _as_2d_view(out, n)
         if out2 is None and out is not None and beta != 0:
             out2 = out.reshape(-1, n)  # a copy holding the values to accumulate into
-        res = impl.dsd(x2, base, w.base is not None, out2, float(alpha), float(beta), tf32)
+        res = impl.dsd(x2, base, w._base is not None, out2, float(alpha), float(beta), tf32)
         return _finish(res, out, out2, out_shape)
 
-    # w @ dense (m, ...) : computed as (dense.T @ w.T).T
-    if dense.ndim not in (1, 2) or dense.shape[0] != n:
-        raise ValueError(
-            f"matmul: the dense operand must have shape ({n},) or ({n}, k) to match the "
-            f"sparse operand's {n} columns, got shape {tuple(dense.shape)}"
-        )
+    # w @ dense (n, ...) : computed as (dense.T @ w.T).T
     vector = dense.ndim == 1
     d2 = dense.reshape(n, 1) if vector else dense
-    out_shape = (m,) if vector else (m, d2.shape[1])
-    _check_out(out, out_shape, backend, dtype)
     out2 = None if out is None else out.reshape(m, -1).T
-    res = impl.dsd(d2.T, base, w.base is None, out2, float(alpha), float(beta), tf32)
+    res = impl.dsd(d2.T, base, w._base is None, out2, float(alpha), float(beta), tf32)
     res = res.T
     if out is not None:
         if res.base is not out and not _same_memory(res, out):
             out.reshape(m, -1)[...] = res
         return out
     return res.reshape(out_shape) if vector else array_module(backend).ascontiguousarray(res)
+
+
+def _matmul_operands(a, b, out, alpha, beta):
+    """Check matmul's operands: (the sparse one, the dense one, whether the sparse one is
+    on the right, the result's shape)."""
+    b_sparse = isinstance(b, SparseOperand)
+    if isinstance(a, SparseOperand) == b_sparse:
+        raise TypeError(
+            "matmul needs exactly one BlockSparseMatrix and one dense array, got "
+            f"{type(a).__name__} and {type(b).__name__}"
+        )
+    _check_scalars(alpha, beta, out)
+    w, dense = (b, a) if b_sparse else (a, b)
+    backend, dtype = w.backend, w._data.dtype
+    _check_dense("the dense operand", dense, backend, dtype)
+    m, n = w.shape
+    if b_sparse:
+        if dense.ndim < 1 or dense.shape[-1] != m:
+            raise ValueError(
+                f"matmul: the dense operand's last dimension must equal the sparse operand's "
+                f"rows ({m}), got shape {tuple(dense.shape)}"
+            )
+        out_shape = (*dense.shape[:-1], n)
+    else:
+        if dense.ndim not in (1, 2) or dense.shape[0] != n:
+            raise ValueError(
+                f"matmul: the dense operand must have shape ({n},) or ({n}, k) to match the "
+                f"sparse operand's {n} columns, got shape {tuple(dense.shape)}"
+            )
+        out_shape = (m,) if dense.ndim == 1 else (m, dense.shape[1])
+    _check_out(out, out_shape, backend, dtype)
+    return w, dense, b_sparse, out_shape
+
+
+def matmul_plan(a, b, *, tf32: bool | None = None):
+    """How ``matmul(a, b)`` would run: the kernel, its tiles and grid, or the dense path.
+
+    Takes the operands :func:`matmul` takes (nothing is computed) and returns the plan the
+    CUDA backend builds for them, made once per layout, rows of the dense operand and
+    dtype and reused by every call. Its ``str()`` is one readable line; its fields
+    (``kernel``, ``path``, ``split``, ``grid`` ...) are for tools. The CPU backend has one
+    plan, NumPy.
+
+    Examples
+    --------
+    >>> import numpy as np, cubsparse
+    >>> W = cubsparse.BlockSparseMatrix.from_layout(np.eye(4, dtype=bool), 16)
+    >>> print(cubsparse.matmul_plan(np.ones((8, 64), np.float32), W))
+    X @ W, 8 rows, float32, b = 16: NumPy (CPU backend)
+    """
+    w, dense, b_sparse, _ = _matmul_operands(a, b, None, 1.0, 0.0)
+    base = w if w._base is None else w._base
+    trans = (w._base is not None) == b_sparse
+    rows = int(np.prod(dense.shape[:-1])) if b_sparse else (
+        1 if dense.ndim == 1 else dense.shape[1])
+    if w.backend == "cpu":
+        return CpuPlan(f"X @ W{'.T' if trans else ''}, {rows} rows, {w.dtype.name}, "
+                       f"b = {w.blocksize}")
+    return _backend_module("cuda").dsd_plan(rows, base, trans, _use_tf32(tf32, w._data.dtype))
+
+
+class CpuPlan(str):
+    """The CPU backend's plan: NumPy, described in one line."""
+
+    def __new__(cls, what: str):
+        return super().__new__(cls, f"{what}: NumPy (CPU backend)")
 
 
 def _as_2d_view(out, cols):
@@ -241,16 +285,26 @@ def sampled_matmul(
     >>> bool(np.allclose(dW.toarray(), dense, atol=1e-4))
     True
     """
-    if not isinstance(like, BlockSparseMatrix):
+    base, a, b = _sampled_operands(a, b, like, out, alpha, beta)
+    out_data = None if out is None else out._data
+    dtype = like._data.dtype
+    data = _backend_module(like.backend).sdd(a, b, base, out_data, float(alpha), float(beta),
+                                             _use_tf32(tf32, dtype))
+    if out is not None:
+        return out
+    res = type(base)._from_parts(data, base._structure, base.blocksize)
+    return res if like._base is None else res.T
+
+
+def _sampled_operands(a, b, like, out, alpha, beta):
+    """Check sampled_matmul's operands: (the untransposed matrix, a, b), with a and b
+    swapped and transposed when ``like`` is a transposed view."""
+    if not isinstance(like, SparseOperand):
         raise TypeError(f"like must be a BlockSparseMatrix, got {type(like).__name__}")
     _check_scalars(alpha, beta, out)
-    backend = like.backend
-    for name, arr in (("a", a), ("b", b)):
-        if backend_of(arr) is None:
-            raise TypeError(f"{name} must be a NumPy or CuPy array, got {type(arr).__name__}")
-    _check_dense("a", a, backend, a.dtype)  # a's own dtype: this checks its backend only
-    dtype = _dtypes.as_dtype(a.dtype)  # the result's dtype; b must match it
-    _check_dense("b", b, backend, dtype)
+    backend, dtype = like.backend, like._data.dtype
+    for name, arr in (("a", a), ("b", b)):  # each named: the message says which is off
+        _check_dense(name, arr, backend, dtype, "like")
     if a.ndim != 2 or b.ndim != 2:
         raise ValueError(f"a and b must be 2-D, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
     m, n = like.shape
@@ -260,7 +314,7 @@ def sampled_matmul(
             f"dimensions, got a {tuple(a.shape)} and b {tuple(b.shape)}"
         )
     if out is not None:
-        if not isinstance(out, BlockSparseMatrix):
+        if not isinstance(out, SparseOperand):
             raise TypeError(f"out must be a BlockSparseMatrix, got {type(out).__name__}")
         if out.dtype != dtype or out.backend != backend:
             raise TypeError(
@@ -269,14 +323,24 @@ def sampled_matmul(
             )
         if (out.base is None) != (like.base is None) or not out._structure.same_as(like._structure):
             raise ValueError("out must have like's layout (and be transposed exactly when like is)")
+    if like._base is not None:  # (a @ b)[blocks of W.T] == ((b.T @ a.T)[blocks of W]).T
+        return like._base, b.T, a.T
+    return like, a, b
 
-    base = like if like.base is None else like.base
-    if like.base is not None:  # (a @ b)[blocks of W.T] == ((b.T @ a.T)[blocks of W]).T
-        a, b = b.T, a.T
-    impl = _backend_module(backend)
-    out_data = None if out is None else out._data
-    data = impl.sdd(a, b, base, out_data, float(alpha), float(beta), _use_tf32(tf32, a.dtype))
-    if out is not None:
-        return out
-    res = BlockSparseMatrix._from_parts(data, base._structure, base.blocksize)
-    return res if like.base is None else res.T
+
+def sampled_matmul_plan(a, b, like, *, tf32: bool | None = None):
+    """How ``sampled_matmul(a, b, like=like)`` would run (see :func:`matmul_plan`).
+
+    Examples
+    --------
+    >>> import numpy as np, cubsparse
+    >>> W = cubsparse.BlockSparseMatrix.from_layout(np.eye(2, dtype=bool), 8)
+    >>> x = np.ones((5, 16), np.float32)
+    >>> print(cubsparse.sampled_matmul_plan(x.T, x, like=W))
+    sampled A @ B, 5 inner, float32, b = 8: NumPy (CPU backend)
+    """
+    base, a, b = _sampled_operands(a, b, like, None, 1.0, 0.0)
+    if like.backend == "cpu":
+        return CpuPlan(f"sampled A @ B, {a.shape[1]} inner, {like.dtype.name}, "
+                       f"b = {like.blocksize}")
+    return _backend_module("cuda").sdd_plan(a, b, base, _use_tf32(tf32, like._data.dtype))

@@ -8,36 +8,14 @@ the sanitizer with wrong numbers still fails. Exits non-zero on any mismatch.
 
 from __future__ import annotations
 
-import contextlib
 import sys
 
 import cupy as cp
 import numpy as np
 
 import cubsparse as cs
-from cubsparse import _cuda, _dtypes
-
-
-@contextlib.contextmanager
-def _forced(**choices):
-    """Replace attributes of cubsparse._cuda (kernel-choice rules, settings) for the block's
-    duration."""
-    saved = {name: getattr(_cuda, name) for name in choices}
-    for name, fn in choices.items():
-        setattr(_cuda, name, fn)
-    try:
-        yield
-    finally:
-        for name, fn in saved.items():
-            setattr(_cuda, name, fn)
-
-
-def _one_slot(*args, **kwargs):
-    return 1  # split every list into one-entry segments
-
-
-def _always(*args):
-    return True
+from cubsparse import _dtypes
+from cubsparse._cuda import configs, plans, tiles
 
 
 def _f64(a):
@@ -45,6 +23,11 @@ def _f64(a):
 
 
 def run() -> int:
+    with plans.override(dense=False):  # the sparse kernels, whatever the cost model says
+        return _run()
+
+
+def _run() -> int:
     rng = np.random.default_rng(7)
     bad = 0
     for dtype in [d.name for d in _dtypes.SUPPORTED_DTYPES]:
@@ -75,7 +58,7 @@ def run() -> int:
             results["sdd b col-major"] = (
                 cs.sampled_matmul(x8.T, cp.asfortranarray(dy8), like=W).toarray(), ref8)
             if dtype != "float64":  # split lists: float32 partial sums + dsd_reduce
-                with _forced(_split_length=_one_slot):
+                with plans.override(split=1):
                     results["x@W split"] = (cs.matmul(x, W), xh @ Wd)
                     results["dy@W.T split"] = (cs.matmul(dy, W.T), dyh @ Wd.T)
             # more rows than the small-N tiles take: the large-tile kernels (wgmma on Hopper
@@ -86,10 +69,10 @@ def run() -> int:
             results["x@W large"] = (cs.matmul(xl, W), xlh @ Wd)
             results["dy@W.T large"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
             if dtype in ("float16", "bfloat16"):
-                with _forced(_split_length=_one_slot):
+                with plans.override(split=1):
                     results["x@W large split"] = (cs.matmul(xl, W), xlh @ Wd)
                 # the small-block kernels (b = 8) whatever the layout: grouped dsd, tiled sdd
-                with _forced(_group_pays=_always, _sdd_tiled_pays=_always):
+                with plans.override(group=True, sdd_tiled=True):
                     results["x@W large grouped"] = (cs.matmul(xl, W), xlh @ Wd)
                     results["dy@W.T large grouped"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
                     results["sdd tiled"] = (cs.sampled_matmul(x.T, dy, like=W).toarray(),
@@ -98,44 +81,49 @@ def run() -> int:
                 # defaults, its grid capped at two CTAs so each walks several tiles
                 # (cp.async producer), and its TMA forms: X's rows as wgmma's M or N
                 if b >= 32:
-                    saved, saved_tall = dict(_cuda.WGMMA_DSD_WS), dict(_cuda.WGMMA_DSD_TALL)
-                    tiles = {"persistent": (1, 2, 4, 1), "tma": (2, 1, 3, 2, 0, True)}
+                    saved, saved_tall = dict(tiles.WGMMA_DSD_WS), dict(tiles.WGMMA_DSD_TALL)
+                    forms = {"persistent": (1, 2, 4, 1), "tma": (2, 1, 3, 2, 0, True)}
                     if b >= 64:
-                        tiles["rows-n"] = (1, b // 64, 3, 1, 1, True, 256)
+                        forms["rows-n"] = (1, b // 64, 3, 1, 1, True, 256)
                     else:  # b = 32's tall tile: 512 rows, X in two TMA boxes
-                        tiles["tall"] = (4, 2, 3, 1, 0, True)
+                        forms["tall"] = (4, 2, 3, 1, 0, True)
                     try:
-                        for label, tile in tiles.items():
-                            _cuda.set_tiles(wgmma_ws={b: tile}, wgmma_tall={b: None})
-                            with _forced(PERSISTENT_GRID_LIMIT=2):
+                        for label, tile in forms.items():
+                            configs.set_tiles(wgmma_ws={b: tile}, wgmma_tall={b: None})
+                            with plans.override(grid_limit=2):
                                 results[f"x@W {label}"] = (cs.matmul(xl, W), xlh @ Wd)
                                 results[f"dy@W.T {label}"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
                     finally:
-                        _cuda.set_tiles(wgmma_ws=saved, wgmma_tall=saved_tall)
+                        configs.set_tiles(wgmma_ws=saved, wgmma_tall=saved_tall)
                 # the union dsd (Hopper, b = 16-64) whatever the layout, two CTAs
                 if 16 <= b <= 64:
-                    saved = dict(_cuda.WGMMA_DSD_UNION)
-                    _cuda.set_tiles(wgmma_union={b: (4, 1, 2, 3, 1)})
+                    saved = dict(tiles.WGMMA_DSD_UNION)
+                    configs.set_tiles(wgmma_union={b: (4, 1, 2, 3, 1)})
                     try:
-                        with _forced(PERSISTENT_GRID_LIMIT=2, _union_pays=_always):
+                        with plans.override(grid_limit=2, union=True):
                             results["x@W union"] = (cs.matmul(xl, W), xlh @ Wd)
                             results["dy@W.T union"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
                     finally:
-                        _cuda.WGMMA_DSD_UNION.clear()
-                        _cuda.set_tiles(wgmma_union=saved)
-            if dtype == "float32" and _cuda.SDD_TILE_SIMT.get(b) is not None:
-                with _forced(_sdd_tiled_pays=_always):  # the CUDA-core tiled sdd
+                        tiles.WGMMA_DSD_UNION.clear()
+                        configs.set_tiles(wgmma_union=saved)
+            if dtype == "float32" and tiles.SDD_TILE_SIMT.get(b) is not None:
+                with plans.override(sdd_tiled=True):  # the CUDA-core tiled sdd
                     results["sdd tiled"] = (cs.sampled_matmul(x.T, dy, like=W).toarray(),
                                             (xh.T @ dyh) * mask)
             if dtype not in ("float16", "bfloat16") and b >= 16:
                 # CUDA-core dsd: two runs of columns per thread (b = 8: one column)
-                saved = dict(_cuda.DSD_SIMT)
-                _cuda.set_tiles(simt={b: (64, 4, 8, 32, 2)})
+                saved = dict(tiles.DSD_SIMT)
+                configs.set_tiles(simt={b: (64, 4, 8, 32, 2)})
                 try:
                     results["x@W two runs"] = (cs.matmul(xl, W), xlh @ Wd)
                     results["dy@W.T two runs"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
                 finally:
-                    _cuda.set_tiles(simt=saved)
+                    configs.set_tiles(simt=saved)
+            with plans.override(dense=True):  # the dense path: block scatter/gather, cuBLAS
+                results["x@W dense"] = (cs.matmul(xl, W), xlh @ Wd)
+                results["dy@W.T dense"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
+                results["sdd dense"] = (cs.sampled_matmul(x.T, dy, like=W).toarray(),
+                                        (xh.T @ dyh) * mask)
             for name, (out, ref) in results.items():
                 err = np.linalg.norm(_f64(out) - ref) / max(np.linalg.norm(ref), 1e-30)
                 if not err < tol:

@@ -1,15 +1,218 @@
 """The benchmark suite end to end on the CPU backend (tiny cases): cases, timing, peers
-recorded as unavailable, JSON/CSV output and the report all hold together."""
+recorded as unavailable, JSON/CSV output and the report all hold together, and every
+contender has the four per-call figures (host us, eager, sync, graph)."""
 
 from __future__ import annotations
 
+import csv
+import math
+import time
+
+import pytest
+
 import bench
+from bench import cases, timing
+from bench.runner import eager_table, select_contenders
+
+FIGURES = ("host_us", "eager_ms", "sync_ms")
+
+
+def _positive(v) -> bool:
+    return isinstance(v, float) and math.isfinite(v) and v > 0
 
 
 def test_bench_smoke(tmp_path):
-    bench.smoke(tmp_path)
+    res = bench.smoke(tmp_path)
     written = {p.suffix for p in tmp_path.rglob("*") if p.is_file()}
     assert {".json", ".csv"} <= written
+    assert res["meta"]["schema"] == 2
+    for r in res["rows"]:
+        for k in FIGURES:
+            assert _positive(r[f"cubsparse_{k}"]), (r["case"], r["op"], k)
+        assert r["cubsparse_graph_ms"] is None  # nothing is captured on the CPU backend
+        assert r["cubsparse_eager_over_graph"] is None
+        assert "cubsparse_plan" in r
+        ran = [p for group in ("dense", "peers") for p in r[group].values()
+               if p["status"] == "ok"]
+        assert ran  # at least the dense NumPy product
+        for p in ran:
+            assert all(_positive(p[k]) for k in FIGURES), p
+            assert p["graph_ms"] is None
+        # A host-clocked call is synchronous: its eager and synchronized times measure the
+        # same work, so they agree to well within a factor of ten (they are separate runs).
+        ratio = r["cubsparse_sync_ms"] / r["cubsparse_eager_ms"]
+        assert 0.1 < ratio < 10, ratio
+    with open(res["files"]["csv"], newline="") as f:
+        header = next(csv.reader(f))
+    for col in ("cubsparse_host_us", "cubsparse_eager_ms", "cubsparse_sync_ms",
+                "cubsparse_graph_ms", "dense_numpy_host_us", "peer_scipy_bsr_sync_ms"):
+        assert col in header
+
+
+class _QueueClock(timing.Clock):
+    """A pretend device: calls only queue work, and waiting runs the queue (sleeps).
+
+    Issuing is nearly free while each call costs ``device_ms`` of "device" time, so the
+    four figures must come apart exactly as they do on a GPU with fast launches.
+    """
+
+    lib = "queue"
+
+    def __init__(self, device_ms: float):
+        self.device_ms = device_ms
+        self.pending = 0
+        self.longest_burst = 0
+
+    def call(self) -> None:
+        self.pending += 1
+
+    def sync(self) -> None:
+        self.longest_burst = max(self.longest_burst, self.pending)
+        time.sleep(self.pending * self.device_ms / 1e3)
+        self.pending = 0
+
+    def stream_sync(self) -> None:
+        self.sync()
+
+    def elapsed(self, run) -> float:
+        t0 = time.perf_counter()
+        run()
+        self.sync()
+        return (time.perf_counter() - t0) * 1e3
+
+
+def test_measure_separates_issue_time_from_device_time():
+    clock = _QueueClock(device_ms=1.0)
+    policy = timing.Policy(repeats=5, min_samples=3, target_ms=10.0, host_burst=4)
+    t = timing.measure([clock.call], "queue", policy, clock=clock)
+    # Issuing a call costs microseconds; the device's millisecond shows only where the
+    # host waits for it: in the eager loop (events wait at its end) and the synced call.
+    assert t["host_us"] < 200, t
+    assert t["eager_ms"] >= 1.0, t
+    assert t["sync_ms"] >= 1.0, t
+    assert t["graph_ms"] is None  # no CUDA library, no graph
+    assert t["mode"] == "eager"
+    assert 1 <= t["host_burst"] <= 4
+    assert t["host_bursts"] >= policy.min_samples
+    assert t["sync_samples"] >= policy.min_samples
+
+
+def test_measure_host_bursts_stay_short_for_fast_calls():
+    clock = _QueueClock(device_ms=0.0)
+    policy = timing.Policy(repeats=5, min_samples=3, target_ms=10.0, host_burst=7)
+    t = timing.measure([clock.call], "queue", policy, clock=clock)
+    # A free call fits any number in the budget: the burst is capped, never the queue's
+    # length, and the queue never held more than the longest burst or eager batch.
+    assert t["host_burst"] == 7
+    assert clock.longest_burst <= max(7, t["batch"])
+
+
+def test_measure_without_latency_figures():
+    policy = timing.Policy(repeats=3, min_samples=2, target_ms=1.0, latency=False)
+    t = timing.measure([lambda: sum(range(100))], "host", policy)
+    assert t["host_us"] is None
+    assert t["sync_ms"] is None
+    assert _positive(t["eager_ms"])
+    assert t["ms"] == t["eager_ms"]
+
+
+def test_eager_preset_shape():
+    p = cases.preset("eager", "cuda")
+    got = cases.build_cases(p)
+    assert {c.n for c in got} == {1, 32, 128}
+    assert {c.c for c in got} == {1024, 4096, 12288}
+    assert all(c.c == c.k for c in got)
+    assert {c.b for c in got} == {32, 64}
+    assert {c.dtype for c in got} == {"float16", "float32"}
+    assert {c.layout for c in got} == {"random"}
+    assert {c.density for c in got if c.c != 12288} == {0.1}
+    assert {c.density for c in got if c.c == 12288} == {0.02, 0.1}
+    assert len(got) == 3 * 3 * 2 * 2 + 3 * 2 * 2
+    assert not any(c.skip_reason() for c in got)
+    assert set(p.contenders) == {"cubsparse", "dense_cupy", "dense_torch", "torch_bsr"}
+    assert select_contenders(p.contenders, "cuda") == p.contenders
+
+
+def test_select_contenders():
+    assert select_contenders(None, "cpu") is None
+    assert select_contenders(["scipy_bsr"], "cpu") == ("cubsparse", "scipy_bsr")
+    with pytest.raises(ValueError, match="nope"):
+        select_contenders(["nope"], "cpu")
+
+
+def test_eager_cli_prints_eager_table_last(tmp_path, capsys):
+    rc = bench.run(["--backend", "cpu", "--eager", "--n", "1", "--ck", "128",
+                    "--contenders", "dense_numpy", "--no-plots", "--no-ceilings",
+                    "--no-progress", "--repeats", "3", "--target-ms", "2",
+                    "--out", str(tmp_path)])
+    assert rc == 0
+    out = capsys.readouterr().out.rstrip().splitlines()
+    start = max(i for i, line in enumerate(out) if line.startswith("eager timings"))
+    table = out[start + 4:]  # two lines of legend, the header and its rule
+    # 2 cases (fp32, fp16) x 3 ops, each a cubsparse line and a dense NumPy line; the
+    # SciPy peer was not selected
+    assert len(table) == 12
+    assert all(len(line) <= 100 for line in out[start:])
+    subj = [line for line in table if " cubsparse " in line]
+    assert len(subj) == 6
+    for line in subj:
+        host, eager, sync, graph, ratio = line.split()[-5:]
+        assert min(float(host), float(eager), float(sync)) > 0
+        assert (graph, ratio) == ("-", "-")
+    assert not any("scipy_bsr" in line for line in table)
+
+
+def test_eager_table_reads_results_without_the_new_figures():
+    # A row as schema 1 wrote it: the graph time only as the reported ms of mode "graph".
+    row = {"op": "xw", "dtype": "float16", "n": 32, "c": 4096, "k": 4096, "b": 32,
+           "density_target": 0.1, "layout": "random", "cubsparse_status": "ok",
+           "cubsparse_ms": 0.01, "cubsparse_mode": "graph", "cubsparse_eager_ms": 0.03,
+           "dense": {"dense_cupy": {"status": "ok", "ms": 0.05, "mode": "eager",
+                                    "eager_ms": 0.05}},
+           "peers": {"torch_bsr": {"status": "peer refused: x", "ms": None}}}
+    lines = eager_table([row]).splitlines()[4:]
+    assert len(lines) == 2  # the refused peer has no line
+    assert lines[0].split()[-5:] == ["-", "0.03000", "-", "0.01000", "3.00"]
+    assert lines[1].split()[-5:] == ["-", "0.05000", "-", "-", "-"]
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_cubsparse_plan_is_recorded(tmp_path, monkeypatch, fails):
+    import cubsparse
+
+    seen = []
+
+    class Plan:
+        def __init__(self, what):
+            self.what = what
+
+        def __str__(self):
+            return f"plan of {self.what}\n(second line)"
+
+    def matmul_plan(a, b):
+        seen.append(("matmul", type(b).__name__))
+        if fails:
+            raise RuntimeError("no plan today")
+        return Plan("matmul")
+
+    def sampled_matmul_plan(a, b, like):
+        seen.append(("sampled", type(like).__name__))
+        if fails:
+            raise RuntimeError("no plan today")
+        return Plan("sampled")
+
+    monkeypatch.setattr(cubsparse, "matmul_plan", matmul_plan, raising=False)
+    monkeypatch.setattr(cubsparse, "sampled_matmul_plan", sampled_matmul_plan, raising=False)
+    res = bench.smoke(tmp_path)
+    assert seen  # the plan functions were called
+    for r in res["rows"]:
+        if fails:
+            assert r["cubsparse_plan"] is None
+            assert "no plan today" in r["cubsparse_note"]
+            assert r["cubsparse_status"] == "ok"  # a failing plan never stops the timing
+        else:
+            want = "sampled" if r["op"] == "sdd" else "matmul"
+            assert r["cubsparse_plan"] == f"plan of {want} (second line)"
 
 
 def test_report_borrows_copy_bandwidth_for_runs_without_ceilings():

@@ -1,7 +1,7 @@
 """Kernel-choice rules of the CUDA backend that need no GPU: the split of long work lists
-at small N (``_cuda._split_length``), when the tiled weight gradient is taken
-(``_cuda._sdd_tiled_pays``) and when the persistent dsd takes its tall tiles
-(``_cuda._tall_pays``)."""
+at small N (``plans.split_length``), when the tiled weight gradient is taken
+(``plans.sdd_tiled_pays``) and when the persistent dsd takes its tall tiles
+(``plans.tall_pays``)."""
 
 from __future__ import annotations
 
@@ -9,101 +9,103 @@ import numpy as np
 import pytest
 
 import cubsparse as cs
-from cubsparse import _cuda
+from cubsparse._cuda import configs, plans, tiles, worklists
+
+SMS = 132  # an H100/H200
 
 
-@pytest.fixture
-def sms(monkeypatch):
-    monkeypatch.setattr(_cuda, "_sm_count", lambda: 132)  # an H100/H200
+def split(s, trans, row_tiles, shortest=4):
+    """plans.split_length for CTAs of two slots per SM."""
+    return plans.split_length(worklists.list_lengths(s, trans, 1), row_tiles, 2 * SMS, shortest)
 
 
 def _structure(lay):
     return cs.BlockSparseMatrix.from_layout(lay, 32, dtype="float32", backend="cpu")._structure
 
 
-def test_short_lists_split_only_for_the_simt_kernel(sms):
+def test_short_lists_split_only_for_the_simt_kernel():
     # 32 block columns of at most 8 blocks: about 0.4 entries per CTA slot (2 per SM)
     lay = np.zeros((32, 32), dtype=bool)
     lay[:8, 0] = True
     lay[np.arange(32), np.arange(32)] = True
     s = _structure(lay)
-    assert _cuda._split_length(s, False, row_tiles=1) == 0  # tensor cores: lists <= 8 stay
-    assert _cuda._split_length(s, False, row_tiles=1, shortest=1) == 1  # SIMT: one entry each
+    assert split(s, False, 1) == 0  # tensor cores: lists <= 8 stay
+    assert split(s, False, 1, 1) == 1  # SIMT: one entry each
 
 
-def test_split_follows_the_average_work_of_a_cta_slot(sms):
+def test_split_follows_the_average_work_of_a_cta_slot():
     skewed = np.zeros((256, 64), dtype=bool)
     skewed[:, 0] = True          # a hub column of 256 entries
     skewed[np.arange(64), np.arange(64)] = True
     s = _structure(skewed)
     # 319 entries over 264 CTA slots: segments of the floor (a power of two)
-    assert _cuda._split_length(s, False, row_tiles=1) == 4
-    assert _cuda._split_length(s, False, row_tiles=1, shortest=1) == 2
+    assert split(s, False, 1) == 4
+    assert split(s, False, 1, 1) == 2
     # 64 row tiles: about 77 entries per slot; the hub is cut into segments of 128
-    assert _cuda._split_length(s, False, row_tiles=64) == 128
+    assert split(s, False, 64) == 128
     # 200 row tiles: the hub is within twice a slot's share, and stays whole
-    assert _cuda._split_length(s, False, row_tiles=200) == 0
+    assert split(s, False, 200) == 0
     # the transposed product walks block rows: 256 rows of at most 2 entries
-    assert _cuda._split_length(s, True, row_tiles=1) == 0
+    assert split(s, True, 1) == 0
 
 
 @pytest.mark.parametrize("b", [8, 16])
 def test_float32_tiled_sdd_follows_the_fill_of_its_tiles(b):
-    tr, ts = _cuda.sdd_tile_shape(np.float32, b)
-    fill = _cuda.SDD_TILE_SIMT_FILL[b]
+    tr, ts = configs.sdd_tile_shape(np.float32, b)
+    fill = plans.SDD_TILE_SIMT_FILL[b]
     lay = np.zeros((4 * tr, 4 * ts), dtype=bool)
     lay[:tr, :ts] = True  # one full tile
     full = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float32", backend="cpu")._structure
-    assert _cuda._sdd_tiled_pays(full, np.float32, b, 16)
+    assert plans.sdd_tiled_pays(full, np.float32, b, 16)
     # one block in each of the 16 tiles: each 1 / (tr * ts) full
     spread = np.zeros_like(lay)
     spread[::tr, ::ts] = True
     s = cs.BlockSparseMatrix.from_layout(spread, b, dtype="float32", backend="cpu")._structure
-    assert not _cuda._sdd_tiled_pays(s, np.float32, b, 16)
+    assert not plans.sdd_tiled_pays(s, np.float32, b, 16)
     # just under and at the break-even fill, in a single tile
     k = int(np.ceil(fill * tr * ts))
     for count, pays in ((k - 1, False), (k, True)):
         one = np.zeros_like(lay)
         one[:tr, :ts].flat[:count] = True
         s = cs.BlockSparseMatrix.from_layout(one, b, dtype="float32", backend="cpu")._structure
-        assert _cuda._sdd_tiled_pays(s, np.float32, b, 16) is pays
+        assert plans.sdd_tiled_pays(s, np.float32, b, 16) is pays
 
 
 def test_half_type_tiled_sdd_follows_the_loads():
-    tr, ts = _cuda.sdd_tile_shape(np.float16, 8)
+    tr, ts = configs.sdd_tile_shape(np.float16, 8)
     lay = np.zeros((tr, ts), dtype=bool)
     lay[0, 0] = True  # one block: one tile loads tr + ts columns, a group 1 + 1
     s = cs.BlockSparseMatrix.from_layout(lay, 8, dtype="float32", backend="cpu")._structure
-    assert not _cuda._sdd_tiled_pays(s, np.float16, 8, 16)
+    assert not plans.sdd_tiled_pays(s, np.float16, 8, 16)
     lay[:] = True  # a full tile: tr + ts against tr * (1 + 1) + tr * ts
     s = cs.BlockSparseMatrix.from_layout(lay, 8, dtype="float32", backend="cpu")._structure
-    assert _cuda._sdd_tiled_pays(s, np.float16, 8, 16)
+    assert plans.sdd_tiled_pays(s, np.float16, 8, 16)
 
 
 @pytest.mark.parametrize("b", [32, 64, 128])
-def test_tall_tiles_need_two_per_cta(sms, monkeypatch, b):
-    cfg = _cuda.wgmma_config("float16", b, tall=True)
+def test_tall_tiles_need_two_per_cta(monkeypatch, b):
+    cfg = configs.wgmma_config("float16", b, tall=True)
     rows = cfg.rows_per_cta
     assert rows >= 256 and cfg.tma
-    ctas = 132 * cfg.persistent
+    ctas = SMS * cfg.persistent
     n_out = 4096 // b
     # N = 512: at most 2 row tiles per output block, fewer tiles than two per CTA
-    assert not _cuda._tall_pays(cfg, 512, n_out)
-    assert _cuda._tall_pays(cfg, 4096, n_out)
+    assert not plans.tall_pays(cfg, 512, n_out, ctas)
+    assert plans.tall_pays(cfg, 4096, n_out, ctas)
     # the boundary: exactly TALL_MIN_WAVES tiles per CTA
-    n = -(-_cuda.TALL_MIN_WAVES * ctas // n_out) * rows
-    assert _cuda._tall_pays(cfg, n, n_out)
-    assert not _cuda._tall_pays(cfg, n - rows, n_out)
+    n = -(-plans.TALL_MIN_WAVES * ctas // n_out) * rows
+    assert plans.tall_pays(cfg, n, n_out, ctas)
+    assert not plans.tall_pays(cfg, n - rows, n_out, ctas)
     # without a tall tile for b, tall=True gives the plain persistent tile
-    plain = _cuda.wgmma_config("float16", b)
+    plain = configs.wgmma_config("float16", b)
     assert plain.rows_per_cta < rows
-    monkeypatch.setitem(_cuda.WGMMA_DSD_TALL, b, None)
-    _cuda.set_tiles()  # clears the config caches
+    monkeypatch.setitem(tiles.WGMMA_DSD_TALL, b, None)
+    configs.set_tiles()  # clears the config caches
     try:
-        assert _cuda.wgmma_config("float16", b, tall=True) == plain
+        assert configs.wgmma_config("float16", b, tall=True) == plain
     finally:
         monkeypatch.undo()
-        _cuda.set_tiles()
+        configs.set_tiles()
 
 
 def test_union_needs_more_sharing_at_few_rows():
@@ -113,10 +115,10 @@ def test_union_needs_more_sharing_at_few_rows():
     lay = np.zeros((8, g), bool)
     lay[:, :4] = True  # every entry of the group's union list feeds 4 members
     s = cs.BlockSparseMatrix.from_layout(lay, 16, dtype="float32", backend="cpu")._structure
-    assert _cuda._sharing(s, False, g) == 4
-    assert _cuda.UNION_MIN_SHARING <= 4 < 2 * _cuda.UNION_MIN_SHARING
-    assert _cuda._union_pays(s, False, g, _cuda.UNION_MIN_ROWS)
-    assert not _cuda._union_pays(s, False, g, _cuda.UNION_MIN_ROWS - 1)
+    assert worklists.sharing(s, False, g) == 4
+    assert plans.UNION_MIN_SHARING <= 4 < 2 * plans.UNION_MIN_SHARING
+    assert plans.union_pays(s, False, g, plans.UNION_MIN_ROWS)
+    assert not plans.union_pays(s, False, g, plans.UNION_MIN_ROWS - 1)
     lay[:, :] = True  # 16 members per entry: pays at any N
     s = cs.BlockSparseMatrix.from_layout(lay, 16, dtype="float32", backend="cpu")._structure
-    assert _cuda._union_pays(s, False, g, 128)
+    assert plans.union_pays(s, False, g, 128)

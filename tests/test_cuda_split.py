@@ -18,11 +18,12 @@ pytestmark = pytest.mark.parametrize(
 
 
 @pytest.fixture
-def forced_split(monkeypatch):
-    from cubsparse import _cuda
+def forced_split():
+    """Lists split into segments of two entries, on the sparse kernels (no dense path)."""
+    from cubsparse._cuda import plans
 
-    monkeypatch.setattr(_cuda, "_split_length",
-                        lambda *args, **kwargs: 2)
+    with plans.override(split=2, dense=False):
+        yield
 
 
 @pytest.mark.parametrize("dtype,tf32", [("float16", False), ("bfloat16", False),

@@ -6,33 +6,48 @@ checks the mma.sync kernel instead."""
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
+from conftest import BACKENDS, poison, to_backend, to_numpy
 
 import cubsparse as cs
-from conftest import BACKENDS, poison, to_backend, to_numpy
-from cubsparse import _cuda
+from cubsparse._cuda import configs, device, plans, tiles
 
 pytestmark = pytest.mark.parametrize(
     "backend", [p for p in BACKENDS if p.values == ("cuda",)], indirect=True
 )
 
 
-def forced_tile(monkeypatch, b, tables, **rules):
-    """Body of a fixture that forces one tile: ``table[b] = cfg`` for each (table, cfg) of
-    ``tables`` and the named kernel-choice rules of ``_cuda`` replaced, for one test; the
-    config caches are cleared on the way in and out. Yields ``b``."""
-    for table, cfg in tables:
-        monkeypatch.setitem(table, b, cfg)
-    for name, fn in rules.items():
-        monkeypatch.setattr(_cuda, name, fn)
-    _cuda.set_tiles()  # no changes: clears every config cache
-    yield b
-    _cuda.set_tiles()
+@pytest.fixture(autouse=True)
+def sparse_only():
+    """These tests pin sparse kernels: the dense path stays off."""
+    with plans.override(dense=False):
+        yield
 
 
-def _always(*args):
-    return True
+@pytest.fixture
+def force():
+    """``force(**decisions)``: plans.override for the rest of the test."""
+    with contextlib.ExitStack() as stack:
+        yield lambda **d: stack.enter_context(plans.override(**d))
+
+
+_RECORDS = {id(table): record for table, record in tiles.TABLES.values()}
+
+
+def forced_tile(monkeypatch, b, tables, **decisions):
+    """Body of a fixture that forces one tile: ``table[b] = tile`` for each (table, tile) of
+    ``tables`` (a tuple is made into the table's record) and the plan ``decisions`` forced
+    (plans.override), for one test; the caches are cleared on the way in and out. Yields
+    ``b``."""
+    for table, tile in tables:
+        monkeypatch.setitem(table, b, None if tile is None else _RECORDS[id(table)](*tile))
+    configs.set_tiles()  # no changes: clears every config cache
+    with plans.override(**decisions):
+        yield b
+    configs.set_tiles()
 
 
 def check_sampled_matmul(backend, lay, b, dtype, n, rng):
@@ -65,8 +80,9 @@ def check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, empty, seed=
     wd = to_numpy(w.toarray().astype("float64"))
     tol = cs._dtypes.TOLERANCE[dtype]
     for trans, kn in ((False, True), (False, False), (True, False)):
-        monkeypatch.setattr(_cuda, "WGMMA_DSD_KN", {b} if kn else set())
-        monkeypatch.setattr(_cuda, "WGMMA_DSD_KN_ROWS", {b: 1 << 40} if kn else {})
+        stack = contextlib.ExitStack()
+        stack.enter_context(plans.override(kn=kn))
+        stack.callback(configs.set_tiles)
         rows_in = lay.shape[1] if trans else lay.shape[0]
         x = to_backend(rng.standard_normal((n, rows_in * b)).astype(np.float32),
                        backend).astype(w.dtype)
@@ -80,6 +96,7 @@ def check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, empty, seed=
             assert np.all(got[:, e * b:(e + 1) * b] == 0), (trans, kn)
         got2 = to_numpy(cs.matmul(x, op, out=out, alpha=0.5, beta=2.0).astype("float64"))
         assert np.linalg.norm(got2 - 2.5 * got) / np.linalg.norm(2.5 * got) < tol, (trans, kn)
+        stack.close()
 
 
 # (b, (blocks per CTA, warpgroups along M, along N, stages, flip))
@@ -98,7 +115,7 @@ SDD_TILES = [
 @pytest.fixture
 def sdd_tile(request, monkeypatch):
     b, cfg = request.param
-    yield from forced_tile(monkeypatch, b, [(_cuda.WGMMA_SDD, cfg)])
+    yield from forced_tile(monkeypatch, b, [(tiles.WGMMA_SDD, cfg)])
 
 
 @pytest.mark.parametrize("sdd_tile", SDD_TILES, indirect=True, ids=lambda t: f"b{t[0]}-{t[1]}")
@@ -116,11 +133,10 @@ def test_wgmma_sdd_tiles_match_scipy(backend, sdd_tile, dtype, n):
 
 @pytest.mark.parametrize("kn", [True, False])
 @pytest.mark.parametrize("b", [16, 32, 64, 128])
-def test_wgmma_dsd_reads_w_as_stored_or_transposed(backend, monkeypatch, kn, b):
+def test_wgmma_dsd_reads_w_as_stored_or_transposed(backend, force, kn, b):
     """X @ W on the single-block wgmma kernel, with W's blocks read as stored (N-major B
     tile) and through a block-transposed copy: both must match SciPy."""
-    monkeypatch.setattr(_cuda, "WGMMA_DSD_KN", {b} if kn else set())
-    monkeypatch.setattr(_cuda, "WGMMA_DSD_KN_ROWS", {b: 1 << 40} if kn else {})
+    force(kn=kn)
     rng = np.random.default_rng(b)
     lay = rng.random((5, 3)) < 0.6
     lay[:, 1] = False  # an empty output block column: zeros
@@ -146,8 +162,8 @@ GROUP_TILES = [
 def group_tile(request, monkeypatch):
     b, cfg = request.param
     # WGMMA_DSD None: the grouped mma.sync kernel on Hopper too
-    yield from forced_tile(monkeypatch, b, [(_cuda.DSD_GROUP, cfg), (_cuda.WGMMA_DSD, None)],
-                           _group_pays=_always)
+    yield from forced_tile(monkeypatch, b, [(tiles.DSD_GROUP, cfg), (tiles.WGMMA_DSD, None)],
+                           group=True)
 
 
 @pytest.mark.parametrize("group_tile", GROUP_TILES, indirect=True, ids=lambda t: f"b{t[0]}-{t[1]}")
@@ -192,8 +208,8 @@ SDD_TILED = [
 def sdd_tiled(request, monkeypatch):
     b, cfg = request.param
     # WGMMA_SDD None: the tiled kernel on Hopper too
-    yield from forced_tile(monkeypatch, b, [(_cuda.SDD_TILE, cfg), (_cuda.WGMMA_SDD, None)],
-                           _sdd_tiled_pays=_always)
+    yield from forced_tile(monkeypatch, b, [(tiles.SDD_TILE, cfg), (tiles.WGMMA_SDD, None)],
+                           sdd_tiled=True)
 
 
 @pytest.mark.parametrize("sdd_tiled", SDD_TILED, indirect=True, ids=lambda t: f"b{t[0]}-{t[1]}")
@@ -220,8 +236,8 @@ SDD_TILED_SIMT = [
 @pytest.fixture
 def sdd_tiled_simt(request, monkeypatch):
     b, cfg = request.param
-    yield from forced_tile(monkeypatch, b, [(_cuda.SDD_TILE_SIMT, cfg)],
-                           _sdd_tiled_pays=_always)
+    yield from forced_tile(monkeypatch, b, [(tiles.SDD_TILE_SIMT, cfg)],
+                           sdd_tiled=True)
 
 
 @pytest.mark.parametrize("sdd_tiled_simt", SDD_TILED_SIMT, indirect=True,
@@ -272,22 +288,23 @@ def ws_tile(request, monkeypatch):
     b, cfg = request.param
     # WGMMA_DSD (1, ...): a single-block tile, which the persistent kernel replaces; no
     # tall tile to take its place
-    yield from forced_tile(monkeypatch, b, [(_cuda.WGMMA_DSD_WS, cfg),
-                                            (_cuda.WGMMA_DSD, (1, 1, 2, 4)),
-                                            (_cuda.WGMMA_DSD_TALL, None)])
+    yield from forced_tile(monkeypatch, b, [(tiles.WGMMA_DSD_WS, cfg),
+                                            (tiles.WGMMA_DSD, (1, 1, 2, 4)),
+                                            (tiles.WGMMA_DSD_TALL, None)])
 
 
 @pytest.mark.parametrize("ws_tile", WS_TILES, indirect=True, ids=lambda t: f"b{t[0]}-{t[1]}")
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("grid_limit", [None, 3])  # 3 CTAs: each walks many tiles
 @pytest.mark.parametrize("n", [65, 300])
-def test_persistent_dsd_tiles_match_scipy(backend, monkeypatch, ws_tile, dtype, grid_limit, n):
+def test_persistent_dsd_tiles_match_scipy(backend, monkeypatch, force, ws_tile, dtype,
+        grid_limit, n):
     """X @ W (W's blocks read as stored and transposed) and dY @ W.T on the persistent,
     warp-specialized kernel: tiles of every list length down to empty, a list longer than
     the kernel's shared-memory copy, a partial last row tile, split lists (n = 65), a grid
     far smaller than the tiles so the stage ring wraps across tiles; alpha and beta."""
     b = ws_tile
-    monkeypatch.setattr(_cuda, "PERSISTENT_GRID_LIMIT", grid_limit)
+    force(grid_limit=grid_limit)
     rng = np.random.default_rng(n + b)
     rows_w = 520 if b == 32 else 9  # b = 32: lists past LIST_CAP (512)
     lay = rng.random((rows_w, 6)) < 0.4
@@ -299,15 +316,15 @@ def test_persistent_dsd_tiles_match_scipy(backend, monkeypatch, ws_tile, dtype, 
 
 @pytest.mark.parametrize("b", [32, 64, 128])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_tall_tiles_taken_by_default(backend, monkeypatch, b, dtype):
+def test_tall_tiles_taken_by_default(backend, monkeypatch, force, b, dtype):
     """The default choice of the tall persistent tile (a grid of two CTAs makes enough
     tiles per CTA at n = 600; X's rows as wgmma's N at b = 64, 128): X @ W with W read as
-    stored and transposed, and dY @ W.T, against SciPy, with an empty output block each; then a layout without
-    blocks, whose tensor map points at a stand-in block (zeros over a poisoned output)."""
-    monkeypatch.setattr(_cuda, "PERSISTENT_GRID_LIMIT", 2)
+    stored and transposed, and dY @ W.T, against SciPy, with an empty output block each;
+    then a layout without blocks, whose tensor map points at a stand-in block (zeros over a poisoned output)."""
+    force(grid_limit=2)
     n = 600
-    xcfg = _cuda.wgmma_config(dtype, b, tall=True)
-    assert _cuda._tall_pays(xcfg, n, 5)
+    xcfg = configs.wgmma_config(dtype, b, tall=True)
+    assert plans.tall_pays(xcfg, n, 5, plans.persistent_ctas(xcfg, device.sm_count(0)))
     rng = np.random.default_rng(b + 17)
     lay = rng.random((7, 5)) < 0.5
     lay[:, 1] = False   # an empty output block of X @ W
@@ -335,20 +352,21 @@ UNION_TILES = [
 @pytest.fixture
 def union_tile(request, monkeypatch):
     b, cfg = request.param
-    yield from forced_tile(monkeypatch, b, [(_cuda.WGMMA_DSD_UNION, cfg)], _union_pays=_always)
+    yield from forced_tile(monkeypatch, b, [(tiles.WGMMA_DSD_UNION, cfg)], union=True)
 
 
 @pytest.mark.parametrize("union_tile", UNION_TILES, indirect=True, ids=lambda t: f"b{t[0]}-{t[1]}")
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("grid_limit", [None, 3])
 @pytest.mark.parametrize("n", [65, 300])
-def test_union_dsd_tiles_match_scipy(backend, monkeypatch, union_tile, dtype, grid_limit, n):
+def test_union_dsd_tiles_match_scipy(backend, monkeypatch, force, union_tile, dtype,
+        grid_limit, n):
     """The persistent union kernel: union lists longer than its shared-memory copy (256
     entries), partial last groups in both products, an empty and a full output block,
     entries present for some members and absent for others, split lists (n = 65), a grid
     far smaller than the tiles; alpha and beta."""
     b = union_tile
-    monkeypatch.setattr(_cuda, "PERSISTENT_GRID_LIMIT", grid_limit)
+    force(grid_limit=grid_limit)
     rng = np.random.default_rng(n + b + 1)
     lay = rng.random((275, 19)) < 0.3
     lay[:, 18] = True   # a full output block of X @ W, in the partial last group
@@ -373,7 +391,7 @@ SIMT_TILES = [
 @pytest.fixture
 def simt_tile(request, monkeypatch):
     b, cfg = request.param
-    yield from forced_tile(monkeypatch, b, [(_cuda.DSD_SIMT, cfg), (_cuda.DSD_SIMT_SMALL, cfg)])
+    yield from forced_tile(monkeypatch, b, [(tiles.DSD_SIMT, cfg), (tiles.DSD_SIMT_SMALL, cfg)])
 
 
 @pytest.mark.parametrize("simt_tile", SIMT_TILES, indirect=True, ids=lambda t: f"b{t[0]}-{t[1]}")
@@ -410,8 +428,8 @@ SDD_SIMT_TILES = [
 def sdd_simt_tile(request, monkeypatch):
     b, cfg = request.param
     # SDD_TILE_SIMT None: the group kernel even where the tiled one would pay
-    yield from forced_tile(monkeypatch, b, [(_cuda.SDD_SIMT, cfg), (_cuda.SDD_SIMT_F64, cfg),
-                                            (_cuda.SDD_TILE_SIMT, None)])
+    yield from forced_tile(monkeypatch, b, [(tiles.SDD_SIMT, cfg), (tiles.SDD_SIMT_F64, cfg),
+                                            (tiles.SDD_TILE_SIMT, None)])
 
 
 @pytest.mark.parametrize("sdd_simt_tile", SDD_SIMT_TILES, indirect=True,

@@ -440,12 +440,14 @@ def test_sampled_matmul_bad_types(backend):
     a, b = xp.ones((16, 3), "float32"), xp.ones((3, 16), "float32")
     with pytest.raises(TypeError, match=r"like must be a BlockSparseMatrix, got ndarray"):
         cs.sampled_matmul(a, b, like=xp.ones((16, 16), "float32"))
-    with pytest.raises(
-        TypeError,
-        match=r"b has dtype float64 but the sparse operand has dtype float32",
-    ):
+    # the operand that is off is named; both off: a, never a silent float64 result
+    with pytest.raises(TypeError, match=r"b has dtype float64 but like has dtype float32"):
         cs.sampled_matmul(a, b.astype("float64"), like=W)
-    with pytest.raises(TypeError, match=r"dtype must be one of .*; got int32"):
+    with pytest.raises(TypeError, match=r"a has dtype float64 but like has dtype float32"):
+        cs.sampled_matmul(a.astype("float64"), b, like=W)
+    with pytest.raises(TypeError, match=r"a has dtype float64 but like has dtype float32"):
+        cs.sampled_matmul(a.astype("float64"), b.astype("float64"), like=W)
+    with pytest.raises(TypeError, match=r"a has dtype int32 but like has dtype float32"):
         cs.sampled_matmul(a.astype("int32"), b.astype("int32"), like=W)
     with pytest.raises(TypeError, match=r"a must be a NumPy or CuPy array, got list"):
         cs.sampled_matmul([[1.0] * 3] * 16, b, like=W)

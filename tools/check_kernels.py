@@ -22,7 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cubsparse import _cuda  # noqa: E402
+from cubsparse._cuda import compile as _compile  # noqa: E402
+from cubsparse._cuda import configs as _configs  # noqa: E402
 
 
 def _gencode(arch: str) -> list[str]:
@@ -34,13 +35,13 @@ def _gencode(arch: str) -> list[str]:
 
 def compile_nvcc(nvcc: str, family: str, names: list[str], arch: str) -> tuple[bool, str]:
     """Compile ``names`` with nvcc; returns (ok, ptxas log)."""
-    src = _cuda.source(family)
+    src = _compile.source(family)
     refs = ",\n".join(f"  (const void*)&{n}" for n in names)
     src += f"\n// Host-side references force each instantiation.\nconst void* cubsparse_keep[] = {{\n{refs}\n}};\n"
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{family}.cu"
         path.write_text(src)
-        cmd = [nvcc, "-cubin", *_gencode(arch), *_cuda.compile_options_for_nvcc(),
+        cmd = [nvcc, "-cubin", *_gencode(arch), *_compile.compile_options_for_nvcc(),
                "-o", str(Path(tmp) / "out.cubin"), str(path)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
     return proc.returncode == 0, proc.stdout + proc.stderr
@@ -58,12 +59,12 @@ def _load_nvrtc():
 
 def compile_nvrtc(lib, family: str, names: list[str], arch: str) -> tuple[bool, str]:
     prog = ctypes.c_void_p()
-    src = _cuda.source(family).encode()
+    src = _compile.source(family).encode()
     if lib.nvrtcCreateProgram(ctypes.byref(prog), src, f"{family}.cu".encode(), 0, None, None):
         return False, "nvrtcCreateProgram failed"
     for n in names:
         lib.nvrtcAddNameExpression(prog, n.encode())
-    opts = [*_cuda.COMPILE_OPTIONS, f"--gpu-architecture={arch}", "--ptxas-options=-v"]
+    opts = [*_compile.COMPILE_OPTIONS, f"--gpu-architecture={arch}", "--ptxas-options=-v"]
     arr = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
     res = lib.nvrtcCompileProgram(prog, len(opts), arr)
     size = ctypes.c_size_t()
@@ -111,10 +112,10 @@ def main(argv=None) -> int:
         return 2
     lib = None if nvcc else _load_nvrtc()
     print(f"compiler: {nvcc or 'NVRTC (nvidia-cuda-nvrtc wheel)'}")
-    configs = _cuda.all_configs(dtypes=args.dtype)
+    configs = _configs.all_configs(dtypes=args.dtype)
     failed, spilled = [], []
     for arch in args.arch:
-        for fam in _cuda.FAMILIES:
+        for fam in _configs.FAMILIES:
             names = [c.name for c in configs if c.family == fam and c.arch in (None, arch)]
             if not names:
                 continue

@@ -454,7 +454,7 @@ __device__ __forceinline__ void rows_n_store(const float (&acc)[XN / 2], int wg,
 }
 
 // Tiles handed out at run time: a persistent CTA takes its first tile by blockIdx.x and
-// each next one from a global counter (`next_tile`, zeroed by the caller), so CTAs that
+// each next one from a global counter (`next_tile`, zero at launch), so CTAs that
 // drew short lists take more tiles instead of the kernel waiting on the unluckiest one: at
 // b = 128, d = 0.25 (lists of 8 +- 2.4 blocks) the fixed stride gave the busiest CTA 1.27x
 // the mean work. Tiles are still taken in order, so the CTAs running at one time share
@@ -478,10 +478,17 @@ struct TileQueue {
       mbar_init(&empty[q], consumer_warps);
     }
   }
-  // The producer warp's next tile (every lane gets it).
-  __device__ __forceinline__ int next(int* counter, int lane) const {
+  // The producer warp's next tile (every lane gets it). Tiles past the first are handed
+  // out once each and every CTA makes one last request that finds none left, so a launch
+  // makes exactly `ntiles` requests: the one that reads ntiles - 1 is the last and puts
+  // the counter back to zero for the next launch on the stream (no memset per call).
+  __device__ __forceinline__ int next(int* counter, int ntiles, int lane) const {
     int t = 0;
-    if (lane == 0) t = gridDim.x + atomicAdd(counter, 1);
+    if (lane == 0) {
+      const int c = atomicAdd(counter, 1);
+      if (c == ntiles - 1) atomicExch(counter, 0);
+      t = gridDim.x + c;
+    }
     return __shfl_sync(0xffffffffu, t, 0);
   }
   __device__ __forceinline__ void publish(int t, unsigned& n) {
@@ -558,7 +565,7 @@ __global__ void __launch_bounds__(WG * 128 + 32, MINB)
 
   if (tid >= CONSUMERS) {  // the producer warp: the list by the warp, copies by lane 0
     const int lane = tid - CONSUMERS;
-    for (int t = blockIdx.x;; t = tiles.next(next_tile, lane)) {
+    for (int t = blockIdx.x;; t = tiles.next(next_tile, ntiles, lane)) {
       if (lane == 0) tiles.publish(t, ntaken);
       if (t >= ntiles) break;
       const int4 item = work[t % nwork];

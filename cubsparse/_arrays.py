@@ -1,0 +1,34 @@
+"""Array-module helpers shared by the matrix type and the ops: which backend an array
+belongs to, its module, a host copy."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def backend_of(array) -> str | None:
+    """``"cpu"`` for a NumPy array, ``"cuda"`` for a CuPy array, ``None`` otherwise."""
+    if isinstance(array, np.ndarray):
+        return "cpu"
+    if type(array).__module__.startswith("cupy") and hasattr(array, "device"):
+        return "cuda"
+    return None
+
+
+def array_module(backend: str):
+    if backend == "cpu":
+        return np
+    import cupy
+
+    return cupy
+
+
+def to_host(array) -> np.ndarray:
+    return array if isinstance(array, np.ndarray) else array.get()
+
+
+class SparseOperand:
+    """Base of :class:`~cubsparse.BlockSparseMatrix`: lets the ops module recognise a
+    matrix without importing the type (which imports the ops for its operators)."""
+
+    __slots__ = ()

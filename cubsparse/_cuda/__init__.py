@@ -1,0 +1,49 @@
+"""CUDA backend: the ``dsd`` and ``sdd`` primitives on CuPy arrays.
+
+=================  =============================================================
+module             job
+=================  =============================================================
+:mod:`.tiles`      tile configurations, as named records kept as data
+:mod:`.configs`    kernel instances made from tiles (name expressions, launch shape)
+:mod:`.compile`    compiling the ``kernels/*.cu`` sources, cached per device
+:mod:`.device`     device queries, TMA tensor maps, persistent kernels' tile counters
+:mod:`.worklists`  work lists and index tables, once per layout
+:mod:`.plans`      kernel choice as a pure function returning a named plan
+:mod:`.dense_model` when the dense path (cuBLAS on the densified matrix) wins
+:mod:`.launch`     kernel launches with parameters packed once
+:mod:`.run`        running plans: the eager path of every call
+=================  =============================================================
+
+No op synchronizes with the host; launches go to CuPy's current stream.
+"""
+
+from __future__ import annotations
+
+from .configs import all_configs
+from .run import dsd, dsd_plan, sdd, sdd_plan
+
+
+def warmup(dtypes=None, blocksizes=None, ops=None, verbose: bool = False) -> list[str]:
+    """Compile every kernel instance of the families ``ops`` selects (see
+    :func:`cubsparse.warmup`); Hopper-only kernels only on Hopper."""
+    from . import device
+    from .compile import get_kernel
+
+    aliases = {"matmul": ("dsd", "dsd_sm90", "dense"), "sampled_matmul": ("sdd", "sdd_sm90",
+                                                                          "dense")}
+    from .configs import FAMILIES
+
+    families = [f for o in (ops or FAMILIES) for f in aliases.get(o, (o,))]
+    hopper = device.arch(device.current()) == 90
+    names = []
+    for cfg in all_configs(dtypes, blocksizes, families):
+        if cfg.arch == "sm_90a" and not hopper:
+            continue
+        if verbose:
+            print(f"compiling {cfg.name}", flush=True)
+        get_kernel(cfg)
+        names.append(cfg.name)
+    return names
+
+
+__all__ = ["all_configs", "dsd", "dsd_plan", "sdd", "sdd_plan", "warmup"]

@@ -1,0 +1,305 @@
+"""Kernel instances: a tile of :mod:`.tiles` made into a C++ name expression and its
+launch shape. The builders are pure and memoized; :func:`set_tiles` replaces table
+entries (tuning, tests) and clears every cache that depends on them."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import numpy as np
+
+from .. import _dtypes
+from .tiles import (
+    DSD_GROUP,
+    DSD_SIMT,
+    DSD_SIMT_SMALL,
+    DSD_TC,
+    DSD_TC_SMALL,
+    SDD_SIMT,
+    SDD_SIMT_F64,
+    SDD_TC,
+    SDD_TILE,
+    SDD_TILE_SIMT,
+    TABLES,
+    WGMMA_DSD,
+    WGMMA_DSD_TALL,
+    WGMMA_DSD_UNION,
+    WGMMA_DSD_WS,
+    WGMMA_SDD,
+)
+
+TC_TAGS = {"float16": "F16", "bfloat16": "BF16"}
+SIMT_TYPES = {"float32": "float", "float64": "double"}
+#: The kernel sources, ``kernels/<family>.cu``.
+FAMILIES = ("dsd", "sdd", "dsd_sm90", "sdd_sm90", "dense")
+
+#: Bumped by every :func:`set_tiles`; the plan caches key on it.
+GENERATION = [0]
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelConfig:
+    """One kernel instantiation and how to launch it."""
+
+    family: str  # the .cu file
+    name: str  # the C++ name expression, e.g. "dsd_tc<F16,32,256,32,8,1,4,false>"
+    threads: int
+    smem: int  # dynamic shared memory, bytes
+    rows_per_cta: int  # dsd: rows of X per CTA (or per tile of a persistent kernel)
+    group: int  # output blocks per CTA (dsd) or blocks per CTA (sdd)
+    arch: str | None = None  # a required target such as "sm_90a"; None: the device's own
+    persistent: int = 0  # CTAs per SM of a persistent kernel (grid sized to the device)
+    tma: bool = False  # takes X and W as TMA tensor maps (dsd_wgmma_tma)
+
+    @property
+    def kernel(self) -> str:
+        """The template's name, e.g. ``dsd_wgmma_tma``."""
+        return self.name.split("<", 1)[0]
+
+
+def dtype_name(dtype) -> str:
+    """A dtype's name; a plain string passes through (bfloat16 without ml_dtypes)."""
+    return dtype if isinstance(dtype, str) else np.dtype(dtype).name
+
+
+def _b(flag: bool) -> str:
+    return "true" if flag else "false"
+
+
+def _tc_smem(bm, bn, bk, stages, a_km, b_nk, esize=2) -> int:
+    pad = 16 // esize  # rows are padded by 16 bytes
+    a = (bk * (bm + pad)) if a_km else (bm * (bk + pad))
+    b = (bn * (bk + pad)) if b_nk else (bk * (bn + pad))
+    return stages * (a + b) * esize
+
+
+@functools.cache
+def dsd_config(dtype, b: int, trans: bool, tf32: bool = False,
+               small: bool = False) -> KernelConfig:
+    """The mma.sync (float16, bfloat16, TF32) or CUDA-core dsd for ``X @ op(W)``.
+
+    TF32 reads W's blocks as [n][k]: the transposed kernel serves both orientations (the
+    caller transposes the blocks for X @ W). ``small``: the tiles for at most SMALL_ROWS
+    rows of X."""
+    name = dtype_name(dtype)
+    if name in TC_TAGS or (tf32 and name == "float32"):
+        tag, esize = (TC_TAGS[name], 2) if name in TC_TAGS else ("TF32", 4)
+        trans = trans or tag == "TF32"
+        t = (DSD_TC_SMALL if small else DSD_TC)[b]
+        expr = f"dsd_tc<{tag},{b},{t.rows},{t.k},{t.warps_m},{t.warps_n},{t.stages},{_b(trans)}>"
+        smem = _tc_smem(t.rows, b, t.k, t.stages, False, trans, esize)
+        return KernelConfig("dsd", expr, t.warps_m * t.warps_n * 32, smem, t.rows, 1)
+    t = (DSD_SIMT_SMALL if small else DSD_SIMT)[b]
+    esize = np.dtype(name).itemsize
+    expr = (f"dsd_simt<{SIMT_TYPES[name]},{b},{t.rows},{t.rows_per_thread},"
+            f"{t.cols_per_thread},{t.k},{t.stages},{_b(trans)}>")
+    smem = _tc_smem(t.rows, b, t.k, t.stages, False, trans, esize)
+    threads = (t.rows // t.rows_per_thread) * (b // t.cols_per_thread)
+    return KernelConfig("dsd", expr, threads, smem, t.rows, 1)
+
+
+@functools.cache
+def sdd_config(dtype, b: int, a_km: bool = True, b_nk: bool = False,
+               tf32: bool = False) -> KernelConfig:
+    """The grouped sdd; ``a_km``/``b_nk`` pick the operand layouts (TF32 always reads
+    A[m][k] and B[n][k])."""
+    name = dtype_name(dtype)
+    if name in TC_TAGS or (tf32 and name == "float32"):
+        tag, esize = (TC_TAGS[name], 2) if name in TC_TAGS else ("TF32", 4)
+        if tag == "TF32":
+            a_km, b_nk = False, True
+        t = SDD_TC[b]
+        expr = (f"sdd_tc<{tag},{b},{t.rows},{t.k},{t.warps_m},{t.warps_n},{t.stages},"
+                f"{_b(a_km)},{_b(b_nk)}>")
+        smem = _tc_smem(max(b, 16), t.rows * b, t.k, t.stages, a_km, b_nk, esize)
+        return KernelConfig("sdd", expr, t.warps_m * t.warps_n * 32, smem, 0, t.rows)
+    t = (SDD_SIMT_F64 if name == "float64" else SDD_SIMT)[b]
+    expr = (f"sdd_simt<{SIMT_TYPES[name]},{b},{t.rows},{t.rows_per_thread},"
+            f"{t.cols_per_thread},{t.k},{t.stages},{_b(a_km)},{_b(b_nk)}>")
+    smem = _tc_smem(b, t.rows * b, t.k, t.stages, a_km, b_nk, np.dtype(name).itemsize)
+    threads = (b // t.rows_per_thread) * (t.rows * b // t.cols_per_thread)
+    return KernelConfig("sdd", expr, threads, smem, 0, t.rows)
+
+
+@functools.cache
+def sdd_tile_config(dtype, b: int) -> KernelConfig | None:
+    """The tiled small-block sdd (x and dy read as rows), or None where unused; its group
+    is the tile's block rows times block columns."""
+    name = dtype_name(dtype)
+    if name == "float32" and SDD_TILE_SIMT.get(b) is not None:
+        t = SDD_TILE_SIMT[b]
+        tr, ts = t.block_rows, t.block_cols
+        lds = (tr * b + tr * b // 8) + (ts * b + ts * b // 8)  # 16 bytes pad per 128
+        return KernelConfig("sdd", f"sdd_tile_simt<{b},{tr},{ts},{t.k},{t.stages}>",
+                            (tr * b // 8) * (ts * b // 8), t.stages * t.k * lds * 4, 0, tr * ts)
+    t = SDD_TILE.get(b)
+    if name not in TC_TAGS or t is None:
+        return None
+    tr, ts = t.block_rows, t.block_cols
+    expr = (f"sdd_tile_tc<{TC_TAGS[name]},{b},{tr},{ts},{t.k},{t.warps_m},{t.warps_n},"
+            f"{t.stages}>")
+    smem = _tc_smem(tr * b, ts * b, t.k, t.stages, True, False)
+    return KernelConfig("sdd", expr, t.warps_m * t.warps_n * 32, smem, 0, tr * ts)
+
+
+def sdd_tile_shape(dtype, b: int) -> tuple[int, int]:
+    """(block rows, block columns) of the tiled sdd kernel's tile for ``dtype``."""
+    t = SDD_TILE_SIMT[b] if dtype_name(dtype) == "float32" else SDD_TILE[b]
+    return t.block_rows, t.block_cols
+
+
+@functools.cache
+def reduce_config(dtype, b: int, tf32: bool = False, group: int = 1) -> KernelConfig:
+    """Adds the segments of split lists (tensor-core dsd only), tiles of ``group`` blocks.
+    float32 partials of IEEE float32 lists add up in the float32-storage (TF32 tag)
+    instance: the reduction itself is plain float32 arithmetic."""
+    tag = TC_TAGS.get(dtype_name(dtype), "TF32" if tf32 else None)
+    return KernelConfig("dsd", f"dsd_reduce<{tag},{group * b}>", 256, 0, 0, group)
+
+
+@functools.cache
+def group_config(dtype, b: int, trans: bool) -> KernelConfig | None:
+    """The grouped small-block dsd (mma.sync), or None where unused."""
+    name = dtype_name(dtype)
+    t = DSD_GROUP.get(b)
+    if name not in TC_TAGS or t is None:
+        return None
+    expr = (f"dsd_group_tc<{TC_TAGS[name]},{b},{t.group},{t.rows},{t.warps_m},{t.warps_n},"
+            f"{t.entries},{t.stages},{_b(trans)}>")
+    smem = t.stages * t.entries * (t.rows + t.group * b) * b * 2
+    return KernelConfig("dsd", expr, t.warps_m * t.warps_n * 32, smem, t.rows, t.group)
+
+
+@functools.cache
+def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
+                 tall: bool = False) -> KernelConfig | None:
+    """The Hopper wgmma dsd, or None where no wgmma kernel serves ``b``.
+
+    ``kn``: X @ W with W's blocks read as stored ([k][n]). ``union=False``: the kernel
+    used where the union kernel does not pay. ``tall``: the WGMMA_DSD_TALL tile, where
+    one is set for ``b``."""
+    name = dtype_name(dtype)
+    if name not in TC_TAGS or WGMMA_DSD.get(b) is None:
+        return None
+    tag = TC_TAGS[name]
+    u = WGMMA_DSD_UNION.get(b) if union else None
+    if u is not None:
+        expr = (f"dsd_wgmma_union<{tag},{b},{u.group},{u.m_tiles},{u.consumer_wgs},"
+                f"{u.stages},{_b(kn)},{u.ctas_per_sm}>")
+        smem = u.stages * (64 * u.m_tiles + u.group * b) * 128 + 1024
+        return KernelConfig("dsd_sm90", expr, (u.consumer_wgs + 1) * 128, smem,
+                            64 * u.m_tiles, u.group, "sm_90a", u.ctas_per_sm)
+    p = (tall and WGMMA_DSD_TALL.get(b)) or WGMMA_DSD_WS.get(b)
+    if p is not None:
+        rows = (p.tma and p.rows) or 64 * p.m_tiles * p.warpgroups
+        expr = (f"{tag},{b},{p.m_tiles},{p.warpgroups},{p.stages},{_b(kn)},{p.ctas_per_sm},"
+                f"{p.inflight}")
+        expr = (f"dsd_wgmma_tma<{expr},{p.rows if p.tma else 0}>" if p.tma
+                else f"dsd_wgmma_ws<{expr}>")
+        smem = p.stages * (rows + b) * 128 + 1024  # + slack to align tiles to 1 KiB
+        threads = p.warpgroups * 128 + (32 if p.tma else 128)  # a producer warp or warpgroup
+        return KernelConfig("dsd_sm90", expr, threads, smem, rows, 1, "sm_90a",
+                            p.ctas_per_sm, p.tma)
+    t = WGMMA_DSD[b]
+    rows = 64 * t.m_tiles * t.warpgroups
+    expr = f"dsd_wgmma_single<{tag},{b},{t.m_tiles},{t.warpgroups},{t.stages},{_b(kn)}>"
+    smem = t.stages * (rows + b) * 128 + 1024
+    return KernelConfig("dsd_sm90", expr, t.warpgroups * 128, smem, rows, 1, "sm_90a")
+
+
+@functools.cache
+def sdd_wgmma_config(dtype, b: int) -> KernelConfig | None:
+    """The Hopper wgmma sdd (X.T @ dY with both read as rows), or None where unused."""
+    name = dtype_name(dtype)
+    t = WGMMA_SDD.get(b)
+    if name not in TC_TAGS or t is None:
+        return None
+    expr = (f"sdd_wgmma<{TC_TAGS[name]},{b},{t.group},{t.wg_m},{t.wg_n},{t.stages},"
+            f"{_b(t.flip)}>")
+    smem = t.stages * (b + t.group * b) * 64 * 2 + 1024
+    return KernelConfig("sdd_sm90", expr, t.wg_m * t.wg_n * 128, smem, 0, t.group, "sm_90a")
+
+
+@functools.cache
+def transpose_config(b: int) -> KernelConfig:
+    """Transposes every block of a 16-bit W (X @ W on a wgmma kernel reading [n][k])."""
+    return KernelConfig("dsd_sm90", f"transpose_blocks<{b}>", 256, 0, 0, 1, "sm_90a")
+
+
+_STORAGE = {"float16": "u16", "bfloat16": "u16", "float32": "float", "float64": "double"}
+_VALUE_TAGS = {**TC_TAGS, "float32": "F32", "float64": "F64"}
+
+
+@functools.cache
+def scatter_config(dtype, b: int) -> KernelConfig:
+    """Writes W's blocks into a dense matrix (the dense path)."""
+    return KernelConfig("dense", f"scatter_blocks<{_STORAGE[dtype_name(dtype)]},{b}>",
+                        256, 0, 0, 1)
+
+
+@functools.cache
+def gather_config(dtype, b: int) -> KernelConfig:
+    """Reads W's blocks out of a dense product, with alpha and beta (the dense path)."""
+    return KernelConfig("dense", f"gather_blocks<{_VALUE_TAGS[dtype_name(dtype)]},{b}>",
+                        256, 0, 0, 1)
+
+
+def set_tiles(**tables) -> None:
+    """Replace tile-table entries, ``set_tiles(wgmma_ws={64: PersistentTile(...)})``, for
+    tuning experiments and tests (plain tuples are converted to the table's record; None
+    turns a family off for that block size), and clear every cache that depends on them.
+    Without arguments it only clears the caches."""
+    for key, entries in tables.items():
+        table, record = TABLES[key]
+        for b, tile in (entries or {}).items():
+            table[b] = None if tile is None else record(*tile)
+    for f in (dsd_config, sdd_config, group_config, wgmma_config, sdd_wgmma_config,
+              sdd_tile_config):
+        f.cache_clear()
+    GENERATION[0] += 1
+
+
+def all_configs(dtypes=None, blocksizes=None, families=None) -> list[KernelConfig]:
+    """Every instantiation the backend can launch (what ``warmup`` and CI compile)."""
+    names = [d if d == "bfloat16" else _dtypes.as_dtype(d).name
+             for d in (dtypes or _dtypes.SUPPORTED_DTYPES)]
+    if "bfloat16" not in names and dtypes is None:
+        names.append("bfloat16")  # compiled even where ml_dtypes is missing
+    out = []
+    for fam in families or FAMILIES:
+        for dt in names:
+            for b in blocksizes or _dtypes.BLOCK_SIZES:
+                out += _family_configs(fam, dt, b)
+    return list(dict.fromkeys(out))
+
+
+def _family_configs(fam: str, dt: str, b: int) -> list[KernelConfig]:
+    tf32 = dt == "float32"  # float32 also has the opt-in TF32 kernels
+    out = []
+    if fam == "dsd":
+        if dt in TC_TAGS or tf32:
+            out.append(reduce_config(dt, b, dt not in TC_TAGS))
+        if group_config(dt, b, False) is not None:
+            out += [group_config(dt, b, t) for t in (False, True)]
+            out.append(reduce_config(dt, b, False, group_config(dt, b, False).group))
+        for small in (False, True):
+            out += [dsd_config(dt, b, t, False, small) for t in (False, True)]
+            out += [dsd_config(dt, b, True, True, small)] if tf32 else []
+    elif fam == "dsd_sm90" and wgmma_config(dt, b) is not None:
+        for union in (True, False):  # the union kernel and its fallback
+            wcfg = wgmma_config(dt, b, union=union)
+            out += [wcfg, transpose_config(b), wgmma_config(dt, b, True, union)]
+            if not union and WGMMA_DSD_TALL.get(b) is not None:
+                out += [wgmma_config(dt, b, kn, False, True) for kn in (False, True)]
+            if wcfg.group > 1:  # its split lists add up G-block-wide tiles
+                out.append(reduce_config(dt, b, False, wcfg.group))
+    elif fam == "sdd_sm90" and sdd_wgmma_config(dt, b) is not None:
+        out.append(sdd_wgmma_config(dt, b))
+    elif fam == "sdd":
+        out += [sdd_config(dt, b, a, bn) for a in (True, False) for bn in (False, True)]
+        out += [sdd_tile_config(dt, b)] if sdd_tile_config(dt, b) is not None else []
+        out += [sdd_config(dt, b, tf32=True)] if tf32 else []
+    elif fam == "dense":
+        out += [scatter_config(dt, b), gather_config(dt, b)]
+    return out

@@ -1,0 +1,80 @@
+"""Kernel launches with their parameters packed once.
+
+CuPy's ``RawKernel.__call__`` inspects every argument on every call, which costs about
+half a microsecond an argument. A :class:`Launch` holds one ctypes value per kernel
+parameter and the array of pointers to them that ``cuLaunchKernel`` takes; a plan fills
+the constant parameters (tables, counts) once, and a call writes only the few that change
+(operand addresses, strides, scalars) before one driver call.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+from . import device
+
+_CTYPES = {"p": ctypes.c_uint64, "i": ctypes.c_int32, "l": ctypes.c_int64,
+           "f": ctypes.c_float, "d": ctypes.c_double}
+
+
+class LaunchError(RuntimeError):
+    """The driver refused a kernel launch."""
+
+
+class Launch:
+    """One kernel with its launch shape and parameter slots.
+
+    Parameters
+    ----------
+    function : cupy.cuda.Function
+        The compiled kernel (its ``ptr`` is the CUfunction).
+    grid, block : tuple of int
+    smem : int
+        Dynamic shared memory in bytes.
+    signature : str
+        One letter per parameter: ``p`` pointer, ``i`` int32, ``l`` int64, ``f`` float32,
+        ``d`` float64, ``t`` a TMA tensor map passed by value (see :meth:`set_map`).
+    values : sequence
+        Initial values, ``None`` for those set per call; a CuPy array stands for its
+        address (the caller keeps it alive).
+    """
+
+    __slots__ = ("_block", "_fn", "_grid", "_keep", "_params", "_pp", "_smem", "name", "v")
+
+    def __init__(self, function, grid, block, smem: int, signature: str, values):
+        self.name = getattr(function, "name", "kernel")
+        self._fn = function.ptr
+        grid = tuple(grid) + (1,) * (3 - len(grid))
+        block = tuple(block) + (1,) * (3 - len(block))
+        self._grid, self._block, self._smem = grid, block, int(smem)
+        self.v = [_CTYPES[k]() if k != "t" else None for k in signature]
+        self._params = (ctypes.c_void_p * len(signature))(
+            *[ctypes.addressof(v) if v is not None else 0 for v in self.v])
+        self._pp = ctypes.addressof(self._params)
+        self._keep = {}  # maps and arrays whose addresses the slots hold
+        for i, value in enumerate(values):
+            if value is not None:
+                self.set(i, value)
+
+    def set(self, i: int, value) -> None:
+        """Set parameter ``i`` (an array stands for its address, kept alive here)."""
+        if self.v[i] is None:
+            self.set_map(i, value)
+            return
+        if hasattr(value, "data") and hasattr(value.data, "ptr"):
+            self._keep[i] = value
+            value = value.data.ptr
+        self.v[i].value = value
+
+    def set_map(self, i: int, tmap) -> None:
+        """Point tensor-map parameter ``i`` at ``tmap`` (a :class:`device.TensorMap`)."""
+        self._keep[i] = tmap
+        self._params[i] = tmap.address
+
+    def __call__(self, stream: int) -> None:
+        g, b = self._grid, self._block
+        res = device.libcuda().cuLaunchKernel(self._fn, g[0], g[1], g[2], b[0], b[1], b[2],
+                                              self._smem, stream, self._pp, None)
+        if res:
+            raise LaunchError(f"cuLaunchKernel failed for {self.name} (CUresult {res}), grid "
+                              f"{g}, block {b}, {self._smem} bytes of shared memory")

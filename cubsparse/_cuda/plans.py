@@ -1,0 +1,350 @@
+"""Kernel choice: one pure function per primitive that returns a named plan.
+
+:func:`plan_dsd` and :func:`plan_sdd` take the layout (through its cached statistics),
+the dtype, the block size, the number of rows, which operand is transposed, TF32 and
+the device's architecture and SM count, and return a :class:`DsdPlan` / :class:`SddPlan`
+whose ``str()`` is a readable line. They read the tile tables of :mod:`.tiles` and the
+rules below; :func:`override` forces any decision for tuning tools and tests. Plans are
+cached by the caller (:mod:`.run`), keyed by :data:`.configs.GENERATION`, which every
+:func:`override` and :func:`.configs.set_tiles` bumps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+
+import numpy as np
+
+from . import dense_model, worklists
+from .configs import (
+    GENERATION,
+    TC_TAGS,
+    KernelConfig,
+    dsd_config,
+    dtype_name,
+    gather_config,
+    group_config,
+    reduce_config,
+    scatter_config,
+    sdd_config,
+    sdd_tile_config,
+    sdd_tile_shape,
+    sdd_wgmma_config,
+    wgmma_config,
+)
+from .tiles import SMALL_ROWS, WGMMA_DSD_KN, WGMMA_DSD_KN_ROWS, WGMMA_DSD_TALL
+
+# -- rules ---------------------------------------------------------------------------------
+#: Blocks per union entry from which the grouped small-block dsd beats one block per CTA.
+GROUP_MIN_SHARING = 2.0
+#: The same for the union wgmma dsd against the single-block kernel ...
+UNION_MIN_SHARING = 3.0
+#: ... twice that below this many rows of X, where its few tiles leave SMs idle.
+UNION_MIN_ROWS = 2048
+#: Tiles per persistent CTA below which the tall tiles are not used.
+TALL_MIN_WAVES = 2
+#: The float32 tiled sdd's break-even fill (stored blocks per block of its non-empty tiles).
+SDD_TILE_SIMT_FILL = {8: 0.25, 16: 0.75}
+#: A launch covers at most this many row tiles (the grid's y limit).
+MAX_GRID_Y = 65535
+#: Bytes of float32 partial sums a split product may use.
+MAX_WORKSPACE = 256 << 20
+
+
+def split_length(lens: np.ndarray, row_tiles: int, slots: int, shortest: int = 4) -> int:
+    """Longest list a CTA should take, 0 for no split. Splitting pays only when there are
+    few CTAs (small N): lists longer than twice the average work of one of ``slots`` CTA
+    slots are cut into segments of at least ``shortest`` entries (a power of two, so that
+    few tables are cached)."""
+    if lens.size == 0:
+        return 0
+    avg = int(lens.sum()) * row_tiles / slots
+    if lens.max() <= 2 * max(avg, shortest):
+        return 0
+    return 1 << int(np.ceil(np.log2(max(avg, shortest))))
+
+
+def group_pays(structure, trans: bool, group: int) -> bool:
+    """The grouped mma.sync dsd's X slices feed at least GROUP_MIN_SHARING members."""
+    return worklists.sharing(structure, trans, group) >= GROUP_MIN_SHARING
+
+
+def union_pays(structure, trans: bool, group: int, n: int) -> bool:
+    """The union wgmma dsd's X slices feed enough members for ``n`` rows of X."""
+    need = UNION_MIN_SHARING * (1 if n >= UNION_MIN_ROWS else 2)
+    return worklists.sharing(structure, trans, group) >= need
+
+
+def tall_pays(cfg: KernelConfig, n: int, n_out: int, ctas: int) -> bool:
+    """Every one of ``ctas`` persistent CTAs gets TALL_MIN_WAVES tiles of ``cfg`` for ``n``
+    rows of X and ``n_out`` output blocks: with fewer, taller tiles leave CTAs idle."""
+    return -(-n // cfg.rows_per_cta) * n_out >= TALL_MIN_WAVES * ctas
+
+
+def sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:
+    """The tiled sdd beats groups of ``group`` blocks of one block row. Tensor cores: when
+    it loads fewer operand columns, (tr + ts) per non-empty tile against 1 + count per
+    group. CUDA cores (float32), bound by FMAs: when its tiles are full enough
+    (SDD_TILE_SIMT_FILL), since the threads of absent blocks idle."""
+    tr, ts = sdd_tile_shape(dtype, b)
+    simt = dtype_name(dtype) == "float32"
+
+    def count():
+        ntiles = worklists.block_tiles(structure, tr, ts)[0].shape[0]
+        if simt:
+            return structure.nnzb >= SDD_TILE_SIMT_FILL[b] * ntiles * tr * ts
+        counts = np.diff(structure.host_indptr.astype(np.int64))
+        grouped = int(((counts + group - 1) // group).sum() + counts.sum())
+        return ntiles * (tr + ts) < grouped
+
+    return structure.cached(("sdd_tiled_pays", simt, tr, ts, group, SDD_TILE_SIMT_FILL.get(b)),
+                            count)
+
+
+# -- forced decisions ----------------------------------------------------------------------
+_FORCED: dict = {}
+DECISIONS = ("union", "group", "tall", "kn", "sdd_tiled", "split", "grid_limit", "dense")
+
+
+@contextlib.contextmanager
+def override(**decisions):
+    """Force plan decisions inside a ``with`` block (tuning tools, tests).
+
+    Each keyword forces one decision; ``None`` restores its rule:
+
+    ``union``, ``group``, ``tall``, ``sdd_tiled`` : bool
+        Take (or not) the union wgmma dsd, the grouped mma.sync dsd, the tall persistent
+        tiles, the tiled small-block sdd, wherever one is configured.
+    ``kn`` : bool
+        X @ W on a wgmma kernel reads W's blocks as stored (else a transposed copy).
+    ``split`` : int
+        Longest list per CTA (0: no split).
+    ``grid_limit`` : int
+        Cap on a persistent kernel's CTAs (they then walk more tiles each).
+    ``dense`` : bool
+        Take the dense path (where the dtype has one) or never.
+
+    Examples
+    --------
+    >>> from cubsparse._cuda import plans
+    >>> with plans.override(split=0, dense=False):
+    ...     plans.forced("split")
+    0
+    """
+    unknown = set(decisions) - set(DECISIONS)
+    if unknown:
+        raise ValueError(f"unknown plan decisions {sorted(unknown)}; known: {DECISIONS}")
+    saved = dict(_FORCED)
+    for k, v in decisions.items():
+        if v is None:
+            _FORCED.pop(k, None)
+        else:
+            _FORCED[k] = v
+    GENERATION[0] += 1
+    try:
+        yield
+    finally:
+        _FORCED.clear()
+        _FORCED.update(saved)
+        GENERATION[0] += 1
+
+
+def forced(name: str, default=None):
+    """The forced value of a decision, or ``default``."""
+    return _FORCED.get(name, default)
+
+
+def _decide(name: str, rule, *args) -> bool:
+    value = _FORCED.get(name)
+    return rule(*args) if value is None else bool(value)
+
+
+# -- plans ---------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class DsdPlan:
+    """How ``Y = X @ op(W)`` runs for one layout, dtype and number of rows of X."""
+
+    product: str  # "X @ W" or "X @ W.T"
+    rows: int  # of X
+    dtype: str
+    blocksize: int
+    path: str  # "sparse" or "dense"
+    kernel: KernelConfig  # the sparse kernel (dense path: the block scatter)
+    reads_w_as_stored: bool  # else W's blocks are read transposed ([n][k])
+    w_copy: str | None  # per call: None, "transpose_blocks" (wgmma) or "transpose" (TF32)
+    split: int  # longest list per CTA, 0: lists whole
+    slots: int  # float32 workspace tiles of the split lists
+    grid: tuple
+    reduce: KernelConfig | None  # adds the split lists' partial sums
+    ratio: float | None  # the dense model's sparse / dense time, where it has one
+
+    def __str__(self) -> str:
+        if self.path == "dense":
+            return (f"{self.product}, {self.rows} rows, {self.dtype}, b = {self.blocksize}: "
+                    f"dense (W's blocks scattered, then cuBLAS; model: sparse "
+                    f"{self.ratio:.2f}x dense)")
+        k = self.kernel
+        parts = [f"{self.product}, {self.rows} rows, {self.dtype}, b = {self.blocksize}: "
+                 f"{k.name}", f"{k.rows_per_cta} rows x {k.group} block(s) per tile",
+                 f"grid {self.grid}" + (f" ({k.persistent}/SM, persistent)" if k.persistent
+                                        else "")]
+        if self.product == "X @ W":
+            parts.append("W read as stored" if self.reads_w_as_stored
+                         else f"W's blocks transposed per call ({self.w_copy})")
+        if self.split:
+            parts.append(f"lists split at {self.split} ({self.slots} partial tiles, "
+                         f"{self.reduce.kernel})")
+        return ", ".join(parts)
+
+
+@dataclasses.dataclass(frozen=True)
+class SddPlan:
+    """How ``(A @ B)`` sampled on a layout runs for one dtype and operand layout."""
+
+    dtype: str
+    blocksize: int
+    path: str  # "sparse" or "dense"
+    kernel: KernelConfig  # dense path: the block gather
+    tiled: bool  # the tiled small-block kernel (a CTA per tile of the block grid)
+    a_km: bool  # A read as [k][m] rows (x.T in place), else [m][k]
+    b_nk: bool  # B read as [n][k] rows, else [k][n]
+    tf32: bool
+    ratio: float | None
+
+    def __str__(self) -> str:
+        head = f"sampled A @ B, {self.dtype}, b = {self.blocksize}: "
+        if self.path == "dense":
+            return head + (f"dense (cuBLAS product, then W's blocks gathered; model: sparse "
+                           f"{self.ratio:.2f}x dense)")
+        return head + (f"{self.kernel.name}, " + ("tiles of the block grid" if self.tiled
+                       else f"{self.kernel.group} block(s) of a block row per CTA")
+                       + f", A as {'[k][m]' if self.a_km else '[m][k]'}"
+                       + f", B as {'[n][k]' if self.b_nk else '[k][n]'}")
+
+
+def persistent_ctas(cfg: KernelConfig, sms: int) -> int:
+    """Grid of a persistent kernel: ``cfg.persistent`` CTAs per SM (or the forced cap)."""
+    ctas = sms * cfg.persistent
+    limit = _FORCED.get("grid_limit")
+    return min(ctas, limit) if limit else ctas
+
+
+def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: int,
+             sms: int, dense_bytes_limit: int | None = None) -> DsdPlan:
+    """The plan of ``Y = X @ op(W)`` for ``n`` rows of X (pure: same inputs, same plan).
+
+    ``arch`` is the compute capability (90: Hopper), ``sms`` the device's SM count,
+    ``dense_bytes_limit`` the most memory the dense path may hold (None: no dense path).
+    """
+    name = dtype_name(dtype)
+    n_out = structure.block_shape[0] if trans else structure.block_shape[1]
+    tf32 = tf32 and name == "float32"
+    tc = name in TC_TAGS or tf32
+    small = n <= SMALL_ROWS
+    # The kernel ladder: Hopper wgmma (union, persistent, tall), else grouped mma.sync,
+    # else one block per CTA on mma.sync or CUDA cores.
+    wcfg = wgmma_config(name, b) if name in TC_TAGS and not small and arch == 90 else None
+    union = wcfg is not None and wcfg.group > 1
+    if union and not _decide("union", union_pays, structure, trans, wcfg.group, n):
+        union, wcfg = False, wgmma_config(name, b, union=False)
+    kn = wcfg is not None and _decide(
+        "kn", lambda: b in WGMMA_DSD_KN or n <= WGMMA_DSD_KN_ROWS.get(b, 0))
+    if kn and not trans:
+        wcfg = wgmma_config(name, b, True, union)
+    if wcfg is not None and wcfg.persistent and WGMMA_DSD_TALL.get(b) is not None:
+        # Tall tiles read W as stored: at b = 64, 128 the block is the M-major A operand
+        # of X @ W; b = 32 reads it as stored anyway.
+        xcfg = wgmma_config(name, b, not trans, union, True)
+        if _decide("tall", tall_pays, xcfg, n, n_out, persistent_ctas(xcfg, sms)):
+            wcfg, kn = xcfg, True
+    gcfg = group_config(name, b, trans) if wcfg is None and not small else None
+    if gcfg is not None and not _decide("group", group_pays, structure, trans, gcfg.group):
+        gcfg = None
+    cfg = wcfg or gcfg or dsd_config(name, b, trans, tf32, small)
+    w_copy = None
+    if not trans and (tf32 or (wcfg is not None and not kn)):
+        # These kernels read W's blocks with k contiguous ([n][k]): TF32 because ldmatrix
+        # moves 16-bit elements, the other wgmma kernels for their K-major descriptors.
+        w_copy = "transpose_blocks" if wcfg is not None else "transpose"
+
+    # Long lists are split where there are few CTAs; float64 never (no float32 partials).
+    row_tiles = -(-n // cfg.rows_per_cta)
+    split = 0
+    if name != "float64" and n <= MAX_GRID_Y * cfg.rows_per_cta:
+        shortest = 4 if tc else max(1, 4096 // (b * b))
+        slots = max(2, 512 // cfg.threads) * sms
+        split = _FORCED.get("split")
+        if split is None:
+            split = split_length(worklists.list_lengths(structure, trans, cfg.group),
+                                 row_tiles, slots, shortest)
+    work, _, _, red, n_slots = worklists.dsd_host(structure, trans, split, cfg.group)
+    if split and (n_slots * n * cfg.group * b * 4 > MAX_WORKSPACE or red.shape[0] > MAX_GRID_Y):
+        split = 0
+        work, _, _, red, n_slots = worklists.dsd_host(structure, trans, 0, cfg.group)
+    grid = (work.shape[0], row_tiles)
+    if cfg.persistent:  # one 1-D grid walks every (work item, row tile)
+        grid = (min(grid[0] * grid[1], persistent_ctas(cfg, sms)),)
+    rcfg = reduce_config(name, b, tf32 or name == "float32", cfg.group) if split else None
+    plan = DsdPlan("X @ W.T" if trans else "X @ W", n, name, b, "sparse", cfg, kn or trans,
+                   w_copy, split, n_slots if split else 0, grid, rcfg, None)
+
+    ratio = dense_model.ratio("matmul_t" if trans else "matmul", name, b, n,
+                              _density(structure), tf32)
+    m_rows, n_cols = structure.block_shape
+    dense_bytes = m_rows * n_cols * b * b * _itemsize(name)
+    if _dense_wins(ratio, dense_bytes, dense_bytes_limit, structure, name, b, n, sparse_out=False):
+        plan = dataclasses.replace(plan, path="dense", kernel=scatter_config(name, b),
+                                   w_copy=None, split=0, slots=0, reduce=None, grid=(
+                                       structure.nnzb,), ratio=ratio)
+    return dataclasses.replace(plan, ratio=ratio)
+
+
+def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32: bool,
+             arch: int, dense_bytes_limit: int | None = None) -> SddPlan:
+    """The plan of ``(A @ B)`` sampled on the layout, A of ``inner`` columns, read as
+    ``a_km`` / ``b_nk`` say (pure)."""
+    name = dtype_name(dtype)
+    tf32 = tf32 and name == "float32"
+    tiled = False
+    if tf32:  # TF32 reads A[m][k] and B[n][k]
+        cfg, a_km, b_nk = sdd_config(name, b, tf32=True), False, True
+    else:
+        wcfg = (sdd_wgmma_config(name, b) if name in TC_TAGS and a_km and not b_nk
+                and arch == 90 else None)
+        tcfg = sdd_tile_config(name, b) if a_km and not b_nk and wcfg is None else None
+        if tcfg is not None:
+            tiled = _decide("sdd_tiled", sdd_tiled_pays, structure, name, b,
+                            sdd_config(name, b, a_km, b_nk).group)
+        cfg = tcfg if tiled else (wcfg or sdd_config(name, b, a_km, b_nk))
+    plan = SddPlan(name, b, "sparse", cfg, tiled, a_km, b_nk, tf32, None)
+    ratio = dense_model.ratio("sampled", name, b, inner, _density(structure), tf32)
+    m_rows, n_cols = structure.block_shape
+    dense_bytes = m_rows * n_cols * b * b * _itemsize(name)
+    if _dense_wins(ratio, dense_bytes, dense_bytes_limit, structure, name, b, inner,
+                   sparse_out=True):
+        plan = dataclasses.replace(plan, path="dense", kernel=gather_config(name, b),
+                                   tiled=False)
+    return dataclasses.replace(plan, ratio=ratio)
+
+
+def _itemsize(name: str) -> int:
+    return 2 if name in TC_TAGS else np.dtype(name).itemsize
+
+
+def _density(structure) -> float:
+    r, c = structure.block_shape
+    return structure.nnzb / (r * c) if r * c else 0.0
+
+
+def _dense_wins(ratio, dense_bytes, limit, structure, name, b, n, sparse_out) -> bool:
+    """Whether the dense path is predicted faster, its own overhead counted: the sparse
+    kernel's modelled time against the dense product's plus the moving of the blocks."""
+    force = _FORCED.get("dense")
+    if force is not None:
+        return bool(force) and limit is not None and structure.nnzb > 0
+    if ratio is None or limit is None or dense_bytes > limit or structure.nnzb == 0:
+        return False
+    m_rows, n_cols = structure.block_shape
+    overhead = dense_model.overhead(name, m_rows * b, n_cols * b, n, structure.nnzb * b * b)
+    return ratio > 1.0 + overhead

@@ -1,0 +1,354 @@
+"""Running plans: the two backend primitives of the CUDA backend.
+
+A call finds its runner in a small dict on the matrix, keyed by (device, rows, transposed,
+TF32, tuning generation, options, thread). A runner is built once: the plan
+(:mod:`.plans`), its device tables, and :class:`~.launch.Launch` objects whose constant
+parameters are packed. The eager call then checks its operands' alignment, allocates the
+output, writes the few parameters that change and launches: no host synchronization and
+no per-call Python work that grows with the layout.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from .. import _options
+from . import device, worklists
+from .compile import get_kernel
+from .configs import GENERATION, TC_TAGS, transpose_config
+from .launch import Launch
+from .plans import plan_dsd, plan_sdd
+
+
+def _aligned(arr, align: int) -> bool:
+    """Rows contiguous, row stride and base aligned to ``align`` bytes."""
+    it = arr.dtype.itemsize
+    st = arr.strides
+    return (arr.ndim == 2 and (st[1] == it or arr.shape[1] <= 1)
+            and st[0] % align == 0 and arr.data.ptr % align == 0)
+
+
+def _stream() -> int:
+    import cupy
+
+    return cupy.cuda.get_current_stream().ptr
+
+
+_MAX_RUNNERS = 64  # per matrix; a script that varies its batch size cycles through them
+
+
+def _runner(w, key, build):
+    runners = w.__dict__.setdefault("_runners", {})
+    r = runners.get(key)
+    if r is None:
+        if len(runners) >= _MAX_RUNNERS:
+            runners.clear()
+        r = runners[key] = build()
+    return r
+
+
+# -- dsd -----------------------------------------------------------------------------------
+def dsd_plan(x_rows: int, w, trans: bool, tf32: bool):
+    """The plan :func:`dsd` runs for ``x_rows`` rows of X (built on first use)."""
+    return _dsd_runner(x_rows, w, trans, tf32).plan
+
+
+def _dsd_runner(n, w, trans, tf32):
+    dev = device.current()
+    key = ("dsd", dev, n, trans, tf32, GENERATION[0], _options.GENERATION[0],
+           threading.get_ident())
+    return _runner(w, key, lambda: _DsdRunner(w, dev, n, trans, tf32))
+
+
+def dsd(x, w, trans: bool, out, alpha: float, beta: float, tf32: bool = False):
+    """``alpha * (x @ op(w)) + beta * out`` with op the transpose when ``trans``."""
+    import cupy
+
+    n = x.shape[0]
+    r = _dsd_runner(n, w, trans, tf32)
+    dtype = w._data.dtype
+    y = out if (out is not None and _aligned(out, r.out_align)) else None
+    if y is None:  # a fresh array: `out` itself may be contiguous yet misaligned
+        y = cupy.ndarray((n, r.width), dtype) if beta == 0 else out.copy(order="C")
+    if n and r.width:
+        if not _aligned(x, 16):  # every kernel copies X in 16-byte segments
+            x = x.copy(order="C")  # a new, aligned buffer
+        r(x, w._data, y, alpha, beta, _stream())
+    if out is not None and y is not out:
+        out[...] = y
+        return out
+    return y
+
+
+class _DsdRunner:
+    """Everything a call of one dsd plan needs, made once."""
+
+    def __init__(self, w, dev, n, trans, tf32):
+        import cupy
+
+        s, b = w._structure, w.blocksize
+        dtype = w._data.dtype
+        self.plan = p = plan_dsd(s, dtype, b, n, trans, tf32, device.arch(dev),
+                                 device.sm_count(dev), _options.dense_bytes_limit())
+        n_out = s.block_shape[0] if trans else s.block_shape[1]
+        self.width = n_out * b
+        it = dtype.itemsize
+        # The tensor-core epilogue and dsd_reduce store pairs of outputs.
+        self.out_align = it if p.dtype == "float64" else 2 * it
+        self.n, self.b, self.it = n, b, it
+        if p.path == "dense":
+            self._init_dense(w, dev, cupy)
+            return
+        cfg = p.kernel
+        work, blk, gidx, red = worklists.dsd_tables(s, dev, trans, p.split, cfg.group)
+        width = cfg.group * b
+        self.ws_shape = (p.slots, n, width) if p.slots else None
+        f = "d" if p.dtype == "float64" else "f"  # alpha, beta: float32 but for float64
+        if cfg.tma:
+            #   xmap wmap rows xcols wrows work nwork blk gidx y ldy alpha beta ws ws_ld ctr
+            sig = "ttiiipipppl" + f + f + "plp"
+            vals = [None, None, n, w.shape[1] if trans else w.shape[0], None, work,
+                    work.shape[0], blk, gidx, None, None, None, None, 0, n * width, None]
+            self.x_box = (min(b, 64), min(cfg.rows_per_cta, 256))
+        else:
+            #   x ldx rows [nout] w work [nwork] blk gidx y ldy alpha beta ws ws_ld
+            sig = "pli" + ("i" if cfg.group > 1 else "") + "pp" + ("i" if cfg.persistent else "")
+            sig += "ppplffpl".replace("f", f)
+            vals = [None, None, n] + ([n_out] if cfg.group > 1 else []) + [None, work]
+            vals += [work.shape[0]] if cfg.persistent else []
+            vals += [blk, gidx, None, None, None, None, 0, n * width]
+        self.main = Launch(get_kernel(cfg), p.grid, (cfg.threads,), cfg.smem, sig, vals)
+        # parameter slots written per call: W's blocks (unless by tensor map), Y, workspace
+        self.i_w = 3 + (cfg.group > 1)
+        self.i_y = sig.index("pl" + f + f) if cfg.tma else len(vals) - 6
+        self.i_ws = len(sig) - (3 if cfg.tma else 2)
+        self.tma = cfg.tma
+        self.kn_w = p.reads_w_as_stored and not trans  # W as stored ([k][n]) in X @ W
+        self.tcopy = (Launch(get_kernel(transpose_config(b)), (s.nnzb, (b // min(b, 32)) ** 2),
+                             (256,), 0, "pp", [None, None])
+                      if p.w_copy == "transpose_blocks" and s.nnzb else None)
+        self.reduce = None
+        if p.split:
+            rc = p.reduce
+            self.reduce = Launch(get_kernel(rc), (-(-(n * width // 2) // rc.threads),
+                                                  red.shape[0]), (rc.threads,), 0,
+                                 "plpiplffl", [None, n * width, red, n, None, None, None, None,
+                                               self.width])
+        self.dev = dev
+        self.stand_in = cupy.zeros((1, b, b), dtype) if cfg.tma and s.nnzb == 0 else None
+
+    def _init_dense(self, w, dev, cupy):
+        from .configs import scatter_config
+
+        s, b = w._structure, w.blocksize
+        rows, cols = worklists.block_coordinates(s, dev)
+        self.dense_w = cupy.zeros((s.block_shape[0] * b, s.block_shape[1] * b), w._data.dtype)
+        self.scatter = Launch(get_kernel(scatter_config(w._data.dtype.name, b)), (s.nnzb,),
+                              (256,), 0, "pppPl".replace("P", "p"),
+                              [None, rows, cols, self.dense_w, self.dense_w.shape[1]])
+        self.trans = self.plan.product == "X @ W.T"
+
+    def __call__(self, x, wdata, y, alpha, beta, stream):
+        import cupy
+
+        if self.plan.path == "dense":
+            return self._dense(x, wdata, y, alpha, beta, stream, cupy)
+        it = self.it
+        if self.tcopy is not None:  # wgmma kernels reading [n][k] blocks: transpose W's
+            t = cupy.ndarray(wdata.shape, wdata.dtype)
+            self.tcopy.v[0].value, self.tcopy.v[1].value = wdata.data.ptr, t.data.ptr
+            self.tcopy(stream)
+            wdata = t
+        elif self.plan.w_copy == "transpose":  # TF32 reads [n][k] blocks too
+            wdata = cupy.ascontiguousarray(wdata.transpose(0, 2, 1))
+        L = self.main
+        v = L.v
+        if self.tma:
+            b = self.b
+            if self.stand_in is not None:  # a layout without blocks maps a stand-in
+                wdata = self.stand_in
+            L.set_map(0, device.tensor_map(x.data.ptr, x.shape[1], x.shape[0], x.strides[0],
+                                           *self.x_box))
+            ek = min(b, 64)
+            box = (min(b, 64), ek) if self.kn_w else (ek, b)
+            L.set_map(1, device.tensor_map(wdata.data.ptr, b, wdata.shape[0] * b, 2 * b, *box))
+            v[4].value = wdata.shape[0] * b
+            v[-1].value = device.tile_counter(self.dev, stream).data.ptr
+        else:
+            v[0].value = x.data.ptr
+            v[1].value = x.strides[0] // it
+            v[self.i_w].value = wdata.data.ptr
+        i = self.i_y
+        v[i].value = y.data.ptr
+        v[i + 1].value = y.strides[0] // it
+        v[i + 2].value = alpha
+        v[i + 3].value = beta
+        ws = None
+        if self.reduce is not None:
+            ws = cupy.ndarray(self.ws_shape, np.float32)
+            v[self.i_ws].value = ws.data.ptr
+        L(stream)
+        if ws is not None:
+            rv = self.reduce.v
+            rv[0].value = ws.data.ptr
+            rv[4].value = y.data.ptr
+            rv[5].value = y.strides[0] // it
+            rv[6].value = alpha
+            rv[7].value = beta
+            self.reduce(stream)
+
+    def _dense(self, x, wdata, y, alpha, beta, stream, cupy):
+        sv = self.scatter.v
+        sv[0].value = wdata.data.ptr
+        self.scatter(stream)
+        wd = self.dense_w.T if self.trans else self.dense_w
+        if alpha == 1 and beta == 0 and y.flags.c_contiguous:
+            cupy.matmul(x, wd, out=y)
+        elif alpha == 1 and beta == 0:
+            y[...] = cupy.matmul(x, wd)
+        else:
+            prod = cupy.matmul(x, wd).astype(np.float32)
+            y[...] = (alpha * prod + beta * y.astype(np.float32)).astype(y.dtype)
+
+
+# -- sdd -----------------------------------------------------------------------------------
+def _rows(arr, it) -> bool:
+    """``arr`` (2-D) has contiguous, 16-byte aligned rows (without making a view)."""
+    st = arr.strides
+    return ((st[1] == it or arr.shape[1] <= 1) and st[0] % 16 == 0
+            and arr.data.ptr % 16 == 0)
+
+
+def _cols(arr, it) -> bool:
+    """``arr.T`` has contiguous, 16-byte aligned rows."""
+    st = arr.strides
+    return ((st[0] == it or arr.shape[0] <= 1) and st[1] % 16 == 0
+            and arr.data.ptr % 16 == 0)
+
+
+def _padded_rows(a, inner_pad: int):
+    """``a`` (rows, inner) as a row-major copy with zero columns up to ``inner_pad``."""
+    import cupy
+
+    buf = cupy.zeros((a.shape[0], inner_pad), a.dtype)
+    buf[:, :a.shape[1]] = a
+    return buf
+
+
+def sdd_operands(a, b_mat, tf32: bool):
+    """(a_src, b_src, a_km, b_nk, inner): the operands as the kernels read them, in place
+    where their rows can be streamed with 16-byte copies, else copied."""
+    inner = a.shape[1]
+    it = a.dtype.itemsize
+    if tf32:  # A[m][k] and B[n][k], k contiguous and padded to whole 16-byte copies
+        inner_pad = -(-inner // 4) * 4
+        a_src = a if (_rows(a, it) and inner_pad == inner) else _padded_rows(a, inner_pad)
+        b_t = b_mat.T
+        b_src = b_t if (_rows(b_t, it) and inner_pad == inner) else _padded_rows(b_t, inner_pad)
+        return a_src, b_src, False, True, inner_pad
+    # a = x.T (rows of x contiguous) and b = dy are the layer-gradient case.
+    whole = inner % (16 // it) == 0
+    if _cols(a, it):
+        a_km, a_src = True, a.T
+    elif _rows(a, it) and whole:
+        a_km, a_src = False, a
+    else:
+        a_km, a_src = True, a.T.copy(order="C")
+    if _rows(b_mat, it):
+        b_nk, b_src = False, b_mat
+    elif _cols(b_mat, it) and whole:
+        b_nk, b_src = True, b_mat.T
+    else:
+        b_nk, b_src = False, b_mat.copy(order="C")
+    return a_src, b_src, a_km, b_nk, inner
+
+
+def sdd_plan(a, b_mat, like, tf32: bool):
+    _a_src, _b_src, a_km, b_nk, inner = sdd_operands(a, b_mat, tf32)
+    return _sdd_runner(like, inner, a_km, b_nk, tf32).plan
+
+
+def _sdd_runner(like, inner, a_km, b_nk, tf32):
+    dev = device.current()
+    key = ("sdd", dev, inner, a_km, b_nk, tf32, GENERATION[0], _options.GENERATION[0],
+           threading.get_ident())
+    return _runner(like, key, lambda: _SddRunner(like, dev, inner, a_km, b_nk, tf32))
+
+
+def sdd(a, b_mat, like, out_data, alpha: float, beta: float, tf32: bool = False):
+    """``alpha * (a @ b_mat)`` on ``like``'s blocks ``+ beta * out_data``."""
+    import cupy
+
+    s, dtype = like._structure, like._data.dtype
+    data = out_data if out_data is not None else cupy.ndarray(like._data.shape, dtype)
+    if s.nnzb == 0:
+        return data
+    if a.shape[1] == 0:  # an empty sum: the product is exactly zero
+        if beta == 0:
+            data.fill(0)
+        else:
+            data *= dtype.type(beta)
+        return data
+    a_src, b_src, a_km, b_nk, inner = sdd_operands(a, b_mat, tf32)
+    r = _sdd_runner(like, inner, a_km, b_nk, tf32)
+    r(a, b_mat, a_src, b_src, data, alpha, beta, _stream())
+    return data
+
+
+class _SddRunner:
+    def __init__(self, like, dev, inner, a_km, b_nk, tf32):
+        s, b = like._structure, like.blocksize
+        dtype = like._data.dtype
+        self.plan = p = plan_sdd(s, dtype, b, inner, a_km, b_nk, tf32, device.arch(dev),
+                                 _options.dense_bytes_limit())
+        self.it = dtype.itemsize
+        cfg = p.kernel
+        f = "d" if p.dtype == "float64" else "f"
+        if p.path == "dense":
+            rows, cols = worklists.block_coordinates(s, dev)
+            self.main = Launch(get_kernel(cfg), (s.nnzb,), (256,), 0, "plpppdd",
+                               [None, s.block_shape[1] * b, rows, cols, None, None, None])
+        elif p.tiled:
+            tiles, bmap = worklists.sdd_tiles(s, dev, *_tile_shape(p))
+            nbr, nbc = s.block_shape
+            self.main = Launch(get_kernel(cfg), (tiles.shape[0],), (cfg.threads,), cfg.smem,
+                               "plpliiipppff", [None, None, None, None, inner, nbr, nbc, tiles,
+                                                bmap, None, None, None])
+        else:
+            groups = worklists.sdd_groups(s, dev, cfg.group)
+            self.main = Launch(get_kernel(cfg), (groups.shape[0],), (cfg.threads,), cfg.smem,
+                               "plplippp" + f + f, [None, None, None, None, inner, groups,
+                                                   s.indices, None, None, None])
+
+    def __call__(self, a, b_mat, a_src, b_src, data, alpha, beta, stream):
+        import cupy
+
+        v = self.main.v
+        if self.plan.path == "dense":
+            prod = cupy.matmul(a, b_mat)
+            v[0].value = prod.data.ptr
+            v[4].value = data.data.ptr
+            v[5].value = alpha
+            v[6].value = beta
+            self.main(stream)
+            return
+        it = self.it
+        v[0].value = a_src.data.ptr
+        v[1].value = a_src.strides[0] // it
+        v[2].value = b_src.data.ptr
+        v[3].value = b_src.strides[0] // it
+        v[-3].value = data.data.ptr
+        v[-2].value = alpha
+        v[-1].value = beta
+        self.main(stream)
+
+
+def _tile_shape(p):
+    from .configs import sdd_tile_shape
+
+    return sdd_tile_shape(p.dtype, p.blocksize)
+
+
+__all__ = ["TC_TAGS", "dsd", "dsd_plan", "sdd", "sdd_plan"]

@@ -1,0 +1,167 @@
+"""Tile configurations of the CUDA kernels, as named records kept as data.
+
+Each table maps a block size to the tile its kernel family runs (``None``: that family
+is not used for the block size). The values are the fastest of the variants timed on an
+H200; ``bench/NOTES.md`` records each variant, its prediction and its outcome.
+:mod:`.configs` turns a tile into a kernel instance; :func:`.configs.set_tiles` replaces
+entries for tuning.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+# -- tile records ------------------------------------------------------------------------
+class MmaTile(NamedTuple):
+    """mma.sync dsd (``rows`` of X per CTA) or sdd (``rows`` = blocks per CTA)."""
+
+    rows: int
+    warps_m: int
+    warps_n: int
+    k: int  # depth per stage
+    stages: int
+
+
+class GroupTile(NamedTuple):
+    """mma.sync dsd for small blocks: a group of adjacent output blocks shares X slices."""
+
+    group: int
+    rows: int
+    warps_m: int
+    warps_n: int
+    entries: int  # list entries per stage
+    stages: int
+
+
+class WgmmaTile(NamedTuple):
+    """Hopper single-block wgmma dsd, one output block per CTA (not persistent)."""
+
+    m_tiles: int  # 64-row tiles per warpgroup
+    warpgroups: int
+    stages: int
+
+
+class PersistentTile(NamedTuple):
+    """Hopper persistent, warp-specialized single-block dsd."""
+
+    m_tiles: int  # 64-row tiles per consumer warpgroup
+    warpgroups: int  # consumer warpgroups
+    stages: int
+    ctas_per_sm: int
+    inflight: int = 1  # slices of wgmmas a consumer keeps running
+    tma: bool = False  # copies by the TMA engine (dsd_wgmma_tma), else cp.async
+    rows: int = 0  # > 0 (b = 64, 128, TMA): rows of X per tile as wgmma's N
+
+
+class UnionTile(NamedTuple):
+    """Hopper persistent grouped dsd: G output blocks walk the union of their lists."""
+
+    group: int
+    m_tiles: int
+    consumer_wgs: int
+    stages: int
+    ctas_per_sm: int
+
+
+class SddWgmmaTile(NamedTuple):
+    """Hopper wgmma sdd; ``flip`` stacks the group's blocks as wgmma's M (b <= 32)."""
+
+    group: int
+    wg_m: int
+    wg_n: int
+    stages: int
+    flip: bool
+
+
+class SddTile(NamedTuple):
+    """Tiled small-block sdd on tensor cores: a CTA per tile of the block grid."""
+
+    block_rows: int
+    block_cols: int
+    k: int
+    warps_m: int
+    warps_n: int
+    stages: int
+
+
+class SddSimtTile(NamedTuple):
+    """Tiled small-block sdd on CUDA cores: one thread per 8 x 8 unit of stored blocks."""
+
+    block_rows: int
+    block_cols: int
+    k: int
+    stages: int
+
+
+class SimtTile(NamedTuple):
+    """CUDA-core dsd (``rows`` of X per CTA) or sdd (``rows`` = blocks per CTA)."""
+
+    rows: int
+    rows_per_thread: int
+    cols_per_thread: int
+    k: int
+    stages: int
+
+
+# -- the tables --------------------------------------------------------------------------
+DSD_TC = {8: MmaTile(256, 8, 1, 32, 4), 16: MmaTile(256, 8, 1, 32, 4),
+          32: MmaTile(256, 4, 1, 32, 4), 64: MmaTile(128, 4, 2, 64, 3),
+          128: MmaTile(128, 2, 2, 64, 3)}
+#: At most this many rows of X the product is memory-bound: short tiles (no MMA wasted on
+#: absent rows) and deep pipelines that keep many bytes of W in flight.
+SMALL_ROWS = 64
+DSD_TC_SMALL = {8: MmaTile(64, 4, 1, 64, 6), 16: MmaTile(64, 4, 1, 64, 6),
+                32: MmaTile(64, 4, 1, 64, 6), 64: MmaTile(64, 2, 2, 64, 6),
+                128: MmaTile(64, 1, 4, 64, 4)}
+SDD_TC = {8: MmaTile(16, 1, 4, 32, 4), 16: MmaTile(16, 1, 4, 32, 4),
+          32: MmaTile(8, 1, 4, 32, 4), 64: MmaTile(2, 1, 2, 32, 4),
+          128: MmaTile(1, 2, 2, 32, 4)}
+DSD_GROUP = {8: GroupTile(16, 128, 4, 2, 4, 4)}
+WGMMA_DSD = {8: None, 16: WgmmaTile(1, 2, 4), 32: WgmmaTile(1, 2, 5), 64: WgmmaTile(1, 2, 4),
+             128: WgmmaTile(1, 2, 4)}
+#: Block sizes whose X @ W on a wgmma kernel reads W's blocks as stored (an N-major B
+#: tile) rather than a block-transposed copy made per call ...
+WGMMA_DSD_KN = {16, 32}
+#: ... and, per block size, for at most this many rows of X: the transpose pass reads and
+#: writes all of W, which at small N costs more than reading W as stored loses.
+WGMMA_DSD_KN_ROWS = {64: 1024, 128: 128}
+#: Where set, replaces WGMMA_DSD for the block size.
+WGMMA_DSD_WS = {32: PersistentTile(2, 1, 3, 3, 0), 64: PersistentTile(2, 1, 4, 2, 0, True),
+                128: PersistentTile(2, 1, 3, 2, 0, True)}
+#: Taller tiles, taken where every CTA gets enough of them (plans.tall_pays): a tile
+#: re-reads its block column's W blocks from L2, so taller tiles read W fewer times.
+WGMMA_DSD_TALL = {32: PersistentTile(4, 2, 3, 1, 0, True),
+                  64: PersistentTile(1, 1, 2, 2, 0, True, 256),
+                  128: PersistentTile(1, 2, 4, 1, 1, True, 256)}
+#: Where set, replaces the kernels above when neighbouring output columns share enough
+#: of their lists (plans.union_pays).
+WGMMA_DSD_UNION = {16: UnionTile(16, 2, 2, 4, 1)}
+WGMMA_SDD = {8: None, 16: SddWgmmaTile(16, 2, 1, 4, True), 32: SddWgmmaTile(4, 2, 1, 5, True),
+             64: SddWgmmaTile(2, 1, 1, 4, False), 128: SddWgmmaTile(1, 2, 1, 5, False)}
+SDD_TILE = {8: SddTile(16, 16, 64, 2, 4, 3)}
+SDD_TILE_SIMT = {8: SddSimtTile(16, 16, 32, 2), 16: SddSimtTile(8, 8, 32, 2)}
+DSD_SIMT = {8: SimtTile(128, 4, 4, 32, 3), 16: SimtTile(128, 8, 4, 16, 3),
+            32: SimtTile(128, 8, 4, 32, 3), 64: SimtTile(128, 8, 8, 16, 3),
+            128: SimtTile(64, 8, 8, 16, 3)}
+DSD_SIMT_SMALL = {8: SimtTile(32, 2, 4, 16, 3), 16: SimtTile(32, 4, 4, 16, 3),
+                  32: SimtTile(32, 4, 4, 32, 4), 64: SimtTile(32, 4, 4, 32, 4),
+                  128: SimtTile(32, 4, 8, 32, 4)}
+SDD_SIMT = {8: SimtTile(16, 8, 4, 16, 3), 16: SimtTile(8, 4, 8, 16, 3),
+            32: SimtTile(4, 8, 4, 16, 3), 64: SimtTile(1, 8, 8, 16, 3),
+            128: SimtTile(1, 8, 8, 16, 3)}
+#: float64 takes half-size thread tiles, which fit its registers.
+SDD_SIMT_F64 = {8: SimtTile(16, 4, 4, 16, 3), 16: SimtTile(8, 4, 4, 16, 3),
+                32: SimtTile(2, 4, 4, 16, 3), 64: SimtTile(1, 4, 4, 16, 3),
+                128: SimtTile(1, 8, 8, 16, 3)}
+
+#: The tables :func:`set_tiles` knows, by keyword; each entry's record type.
+TABLES = {
+    "dsd": (DSD_TC, MmaTile), "dsd_small": (DSD_TC_SMALL, MmaTile), "sdd": (SDD_TC, MmaTile),
+    "group": (DSD_GROUP, GroupTile), "wgmma": (WGMMA_DSD, WgmmaTile),
+    "wgmma_ws": (WGMMA_DSD_WS, PersistentTile), "wgmma_tall": (WGMMA_DSD_TALL, PersistentTile),
+    "wgmma_union": (WGMMA_DSD_UNION, UnionTile), "wgmma_sdd": (WGMMA_SDD, SddWgmmaTile),
+    "sdd_tile": (SDD_TILE, SddTile), "sdd_tile_simt": (SDD_TILE_SIMT, SddSimtTile),
+    "simt": (DSD_SIMT, SimtTile), "simt_small": (DSD_SIMT_SMALL, SimtTile),
+    "sdd_simt": (SDD_SIMT, SimtTile), "sdd_simt_f64": (SDD_SIMT_F64, SimtTile),
+}

@@ -1,0 +1,134 @@
+"""Work lists: what each CTA of a kernel reduces, built once per layout from its
+:class:`~cubsparse._index.Structure` and cached there (host tables) or uploaded once per
+device (device tables)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def device_tables(structure, device: int, key, build) -> tuple:
+    """``build()``'s host arrays on ``device``, made once per layout and device."""
+    import cupy
+
+    def upload():
+        with cupy.cuda.Device(device):
+            return tuple(cupy.asarray(t) for t in build())
+
+    return structure.cached(("cuda", device, *key), upload)
+
+
+def lists(structure, trans: bool, group: int):
+    """(ptr, blk, gidx) per output block (``group`` 1) or per group of output blocks."""
+    if group == 1:
+        return structure.work_lists(trans)
+    return structure.grouped_lists(trans, group)
+
+
+def list_lengths(structure, trans: bool, group: int) -> np.ndarray:
+    return structure.cached(("dsd_lens", trans, group),
+                            lambda: np.diff(lists(structure, trans, group)[0]))
+
+
+def dsd_host(structure, trans: bool, split: int = 0, group: int = 1):
+    """(work, blk, gidx, red, n_slots) on the host, built once per layout, split and group.
+
+    ``work`` rows are (output tile, first list entry, list length, slot), longest first;
+    an output tile is one block, or ``group`` adjacent ones. With ``split`` > 0, lists
+    longer than ``split`` are cut into near-equal segments whose partial sums go to
+    ``n_slots`` workspace slots; ``red`` rows (output tile, first slot, segment count)
+    tell dsd_reduce how to add them up.
+    """
+
+    def build():
+        ptr, blk, gidx = lists(structure, trans, group)
+        lens = np.diff(ptr).astype(np.int64)
+        nseg = np.ones_like(lens) if split <= 0 else np.maximum(1, -(-lens // split))
+        out = np.repeat(np.arange(lens.shape[0]), nseg)
+        k = np.arange(out.shape[0]) - np.repeat(np.cumsum(nseg) - nseg, nseg)  # segment no.
+        first = ptr[out] + (lens[out] * k) // nseg[out]
+        length = ptr[out] + (lens[out] * (k + 1)) // nseg[out] - first
+        split_blocks = np.flatnonzero(nseg > 1)
+        slot0 = np.full(lens.shape[0], -1, dtype=np.int64)
+        slot0[split_blocks] = np.cumsum(nseg[split_blocks]) - nseg[split_blocks]
+        slot = np.where(nseg[out] > 1, slot0[out] + k, -1)
+        order = np.argsort(-length, kind="stable")
+        work = np.stack([out, first, length, slot], axis=1)[order].astype(np.int32)
+        red = np.stack([split_blocks, slot0[split_blocks], nseg[split_blocks]], axis=1)
+        return work, blk, gidx, red.astype(np.int32), int(nseg[split_blocks].sum())
+
+    return structure.cached(("dsd", trans, split, group), build)
+
+
+def dsd_tables(structure, device: int, trans: bool, split: int = 0, group: int = 1):
+    """:func:`dsd_host`'s (work, blk, gidx, red) on ``device``."""
+    return device_tables(structure, device, ("dsd", trans, split, group),
+                         lambda: dsd_host(structure, trans, split, group)[:4])
+
+
+def sdd_groups(structure, device: int, group: int):
+    """(ngroups, 3) int32 rows (block row, first block, count): runs of <= group blocks."""
+
+    def build():
+        indptr = structure.host_indptr.astype(np.int64)
+        counts = np.diff(indptr)
+        per_row = (counts + group - 1) // group
+        row = np.repeat(np.arange(counts.shape[0]), per_row)
+        first_group = np.repeat(np.cumsum(per_row) - per_row, per_row)
+        k = np.arange(row.shape[0]) - first_group  # group number within its row
+        start = indptr[row] + k * group
+        cnt = np.minimum(group, indptr[row + 1] - start)
+        return (np.stack([row, start, cnt], axis=1).astype(np.int32),)
+
+    return device_tables(structure, device, ("sdd", group), build)[0]
+
+
+def block_tiles(structure, tr: int, ts: int):
+    """(tile_ids, inv, ntc) on the host: the ids (tile row * ntc + tile column) of the tiles
+    of tr x ts blocks that hold a stored block, sorted, and each block's index into them."""
+
+    def build():
+        ntc = -(-structure.block_shape[1] // ts)
+        rows = structure.rows.astype(np.int64)
+        cols = structure.host_indices.astype(np.int64)
+        tile_ids, inv = np.unique((rows // tr) * ntc + cols // ts, return_inverse=True)
+        return tile_ids, inv, ntc
+
+    return structure.cached(("block_tiles", tr, ts), build)
+
+
+def sdd_tiles(structure, device: int, tr: int, ts: int):
+    """(tiles, map) on the device for the tiled sdd: one (tile row, tile column, offset into
+    map) row per tile of tr x ts blocks that holds a stored block; map gives each tile's
+    blocks in row-major order, -1 where none is stored."""
+
+    def build():
+        tile_ids, inv, ntc = block_tiles(structure, tr, ts)
+        rows, cols = structure.rows, structure.host_indices
+        bmap = np.full((tile_ids.shape[0], tr * ts), -1, dtype=np.int32)
+        bmap[inv, (rows % tr) * ts + cols % ts] = np.arange(rows.shape[0])
+        tiles = np.zeros((tile_ids.shape[0], 4), dtype=np.int32)
+        tiles[:, 0], tiles[:, 1] = tile_ids // ntc, tile_ids % ntc
+        tiles[:, 2] = np.arange(tile_ids.shape[0]) * tr * ts
+        return tiles, bmap.ravel()
+
+    return device_tables(structure, device, ("sdd_tile", tr, ts), build)
+
+
+def block_coordinates(structure, device: int):
+    """(rows, cols) of every block on the device, for the dense path's scatter and
+    gather."""
+    return device_tables(structure, device, ("coords",),
+                         lambda: (structure.rows, structure.host_indices))
+
+
+def sharing(structure, trans: bool, group: int) -> float:
+    """Stored blocks per entry of the union lists of ``group`` adjacent output blocks: how
+    many members an X slice of a grouped kernel feeds on average (inf for an empty layout,
+    where any kernel will do)."""
+
+    def build():
+        entries = int(lists(structure, trans, group)[0][-1])
+        return structure.nnzb / entries if entries else float("inf")
+
+    return structure.cached(("sharing", trans, group), build)

@@ -1,0 +1,80 @@
+"""Library-wide options: whether the CUDA backend may take its dense path, and how much
+memory that path may hold."""
+
+from __future__ import annotations
+
+import contextlib
+
+_DEFAULTS = {"dense_fallback": True, "dense_max_bytes": 1 << 30}
+_OPTIONS = dict(_DEFAULTS)
+#: Bumped by every change; cached plans key on it.
+GENERATION = [0]
+
+
+def get_options() -> dict:
+    """The current options, as a dict (a copy).
+
+    ``dense_fallback`` (default True)
+        Let the CUDA backend run a product densely (W's blocks written into a dense
+        buffer, then cuBLAS; or a dense weight gradient whose blocks are read out) where
+        its cost model predicts that faster than the sparse kernels.
+    ``dense_max_bytes`` (default 1 GiB)
+        The most memory one dense buffer may take; larger products stay sparse.
+
+    Examples
+    --------
+    >>> import cubsparse
+    >>> cubsparse.get_options()["dense_fallback"]
+    True
+    """
+    return dict(_OPTIONS)
+
+
+def set_options(**options) -> dict:
+    """Change options (see :func:`get_options`); returns the previous ones.
+
+    Examples
+    --------
+    >>> import cubsparse
+    >>> old = cubsparse.set_options(dense_fallback=False)
+    >>> cubsparse.get_options()["dense_fallback"]
+    False
+    >>> _ = cubsparse.set_options(**old)
+    """
+    unknown = set(options) - set(_DEFAULTS)
+    if unknown:
+        raise ValueError(f"unknown options {sorted(unknown)}; known: {sorted(_DEFAULTS)}")
+    if "dense_fallback" in options and not isinstance(options["dense_fallback"], bool):
+        raise TypeError(f"dense_fallback must be True or False, got "
+                        f"{options['dense_fallback']!r}")
+    if "dense_max_bytes" in options:
+        v = options["dense_max_bytes"]
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise ValueError(f"dense_max_bytes must be a non-negative int, got {v!r}")
+    old = dict(_OPTIONS)
+    _OPTIONS.update(options)
+    GENERATION[0] += 1
+    return old
+
+
+@contextlib.contextmanager
+def options(**kw):
+    """Set options inside a ``with`` block.
+
+    Examples
+    --------
+    >>> import cubsparse
+    >>> with cubsparse.options(dense_fallback=False):
+    ...     cubsparse.get_options()["dense_fallback"]
+    False
+    """
+    old = set_options(**kw)
+    try:
+        yield
+    finally:
+        set_options(**old)
+
+
+def dense_bytes_limit() -> int | None:
+    """Bytes the dense path may hold, None where it is off."""
+    return _OPTIONS["dense_max_bytes"] if _OPTIONS["dense_fallback"] else None

@@ -1,0 +1,53 @@
+// The dense path: where a cost model predicts dense cuBLAS faster than the sparse kernels
+// (small blocks at high density), W's blocks are written into a dense matrix whose other
+// elements stay zero (scatter_blocks, then the dense product), and the weight gradient is
+// a dense product whose blocks are read out (gather_blocks). Both move nnzb * b * b
+// elements, a small fraction of the product's cost wherever that path is taken.
+#include "common.cuh"
+
+struct F32 { typedef float storage; };
+struct F64 { typedef double storage; };
+
+__device__ __forceinline__ float load_acc(F16 t, const u16* p) { return to_f32(t, *p); }
+__device__ __forceinline__ float load_acc(BF16 t, const u16* p) { return to_f32(t, *p); }
+__device__ __forceinline__ float load_acc(F32, const float* p) { return *p; }
+__device__ __forceinline__ double load_acc(F64, const double* p) { return *p; }
+__device__ __forceinline__ void store_acc(F16 t, u16* p, float v) { *p = from_f32(t, v); }
+__device__ __forceinline__ void store_acc(BF16 t, u16* p, float v) { *p = from_f32(t, v); }
+__device__ __forceinline__ void store_acc(F32, float* p, float v) { *p = v; }
+__device__ __forceinline__ void store_acc(F64, double* p, double v) { *p = v; }
+
+// dense[rows[p] * B + i][cols[p] * B + j] = data[p][i][j]: one CTA per block, 16-byte
+// copies (a block row is at least 16 bytes; the dense rows are `ld` elements apart, a
+// multiple of 16 bytes).
+template <class T, int B>
+__global__ void __launch_bounds__(256)
+    scatter_blocks(const T* __restrict__ data, const int* __restrict__ rows,
+                   const int* __restrict__ cols, T* __restrict__ dense, i64 ld) {
+  constexpr int VEC = 16 / sizeof(T), PER_ROW = B / VEC;
+  const i64 p = blockIdx.x;
+  const T* src = data + p * (B * B);
+  T* dst = dense + (i64)rows[p] * B * ld + (i64)cols[p] * B;
+  for (int v = threadIdx.x; v < B * PER_ROW; v += 256) {
+    const int i = v / PER_ROW, j = (v % PER_ROW) * VEC;
+    *(int4*)(dst + i * ld + j) = *(const int4*)(src + i * B + j);
+  }
+}
+
+// data[p] = alpha * dense[block p] + beta * data[p] (beta == 0: data is not read), in
+// float (double for float64).
+template <class Tag, int B>
+__global__ void __launch_bounds__(256)
+    gather_blocks(const typename Tag::storage* __restrict__ dense, i64 ld,
+                  const int* __restrict__ rows, const int* __restrict__ cols,
+                  typename Tag::storage* __restrict__ data, double alpha, double beta) {
+  const i64 p = blockIdx.x;
+  const typename Tag::storage* src = dense + (i64)rows[p] * B * ld + (i64)cols[p] * B;
+  typename Tag::storage* dst = data + p * (B * B);
+  for (int e = threadIdx.x; e < B * B; e += 256) {
+    const int i = e / B, j = e % B;
+    auto v = load_acc(Tag(), src + i * ld + j) * (decltype(load_acc(Tag(), src)))alpha;
+    if (beta != 0.0) v += (decltype(v))beta * load_acc(Tag(), dst + e);
+    store_acc(Tag(), dst + e, v);
+  }
+}

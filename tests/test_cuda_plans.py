@@ -1,0 +1,210 @@
+"""Launch plans of the CUDA backend: which kernel a plan picks (pure, so pinned here on
+any machine by a table), the plan's readable line, the dense path, reuse of a plan by
+later calls, and the CUDA-graph recipe (capture once, replay after the operands change
+in place)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cubsparse as cs
+from conftest import BACKENDS, poison, to_backend, to_numpy
+from cubsparse._cuda import dense_model, plans
+
+CUDA = [p for p in BACKENDS if p.values == ("cuda",)]
+SMS = 132  # an H100 / H200
+
+
+def structure(rows, cols, density, seed=0):
+    lay = cs.layouts.random(rows, cols, density, seed=seed)
+    return cs.BlockSparseMatrix.from_layout(lay, 8, backend="cpu")._structure
+
+
+# (dtype, b, rows of X, transposed, arch, density, expected kernel) at C = K = 4096
+DSD_CHOICES = [
+    ("float16", 64, 4096, False, 90, 0.25, "dsd_wgmma_tma<F16,64,1,1,2,true,2,0,256>"),
+    ("float16", 128, 4096, True, 90, 0.25, "dsd_wgmma_tma<F16,128,1,2,4,false,1,1,256>"),
+    ("float16", 32, 4096, False, 90, 0.25, "dsd_wgmma_tma<F16,32,4,2,3,true,1,0,0>"),
+    ("float16", 32, 512, False, 90, 0.25, "dsd_wgmma_ws<F16,32,2,1,3,true,3,0>"),
+    ("float16", 16, 4096, False, 90, 0.05, "dsd_wgmma_single<F16,16,1,2,4,true>"),
+    ("float16", 64, 4096, False, 80, 0.25, "dsd_tc<F16,64,128,64,4,2,3,false>"),
+    ("bfloat16", 64, 32, False, 90, 0.1, "dsd_tc<BF16,64,64,64,2,2,6,false>"),
+    ("float32", 32, 4096, True, 90, 0.25, "dsd_simt<float,32,128,8,4,32,3,true>"),
+    ("float32", 32, 32, False, 90, 0.1, "dsd_simt<float,32,32,4,4,32,4,false>"),
+    ("float64", 64, 4096, False, 90, 0.25, "dsd_simt<double,64,128,8,8,16,3,false>"),
+]
+
+
+@pytest.mark.parametrize(("dtype", "b", "n", "trans", "arch", "d", "kernel"), DSD_CHOICES)
+def test_dsd_plan_picks_the_kernel(dtype, b, n, trans, arch, d, kernel):
+    s = structure(4096 // b, 4096 // b, d)
+    p = plans.plan_dsd(s, dtype, b, n, trans, False, arch, SMS, dense_bytes_limit=None)
+    assert p.path == "sparse"
+    assert p.kernel.name == kernel
+    line = str(p)
+    assert line.startswith(f"X @ W{'.T' if trans else ''}, {n} rows, {dtype}, b = {b}: {kernel}")
+    if p.kernel.persistent:
+        assert p.grid == (min(p.grid[0], SMS * p.kernel.persistent),)
+        assert "persistent" in line
+
+
+def test_dense_path_where_the_model_says_so():
+    s = structure(512, 512, 0.5)  # b = 8 at d = 0.5: the sparse kernels lose to cuBLAS
+    assert dense_model.ratio("matmul", "float16", 8, 4096, 0.5) > 2
+    p = plans.plan_dsd(s, "float16", 8, 4096, False, False, 90, SMS, dense_bytes_limit=1 << 30)
+    assert p.path == "dense" and p.kernel.kernel == "scatter_blocks"
+    assert "dense" in str(p)
+    # forbidden, or over the memory bound: sparse
+    assert plans.plan_dsd(s, "float16", 8, 4096, False, False, 90, SMS, None).path == "sparse"
+    assert plans.plan_dsd(s, "float16", 8, 4096, False, False, 90, SMS, 1 << 20).path == "sparse"
+    # b = 64 at d = 0.25: sparse wins
+    s64 = structure(64, 64, 0.25)
+    assert plans.plan_dsd(s64, "float16", 64, 4096, False, False, 90, SMS, 1 << 30).path == "sparse"
+    q = plans.plan_sdd(s, "float16", 8, 4096, True, False, False, 90, 1 << 30)
+    assert q.path == "dense" and q.kernel.kernel == "gather_blocks"
+
+
+def test_dense_model_has_no_data_for_float64_and_tf32():
+    assert dense_model.ratio("matmul", "float64", 8, 4096, 0.5) is None
+    assert dense_model.ratio("matmul", "float32", 8, 4096, 0.5, tf32=True) is None
+    # interpolation stays inside the measured range
+    lo = dense_model.ratio("matmul", "float16", 32, 4096, 0.25)
+    hi = dense_model.ratio("matmul", "float16", 32, 4096, 0.5)
+    mid = dense_model.ratio("matmul", "float16", 32, 4096, 0.35)
+    assert min(lo, hi) <= mid <= max(lo, hi)
+
+
+def test_override_forces_and_restores():
+    s = structure(512, 512, 0.5)
+    with plans.override(dense=False):
+        assert plans.plan_dsd(s, "float16", 8, 4096, False, False, 90, SMS, 1 << 30).path == \
+            "sparse"
+        with plans.override(split=2):
+            p = plans.plan_dsd(s, "float16", 8, 64, False, False, 90, SMS, 1 << 30)
+            assert p.split == 2 and p.reduce is not None and "split at 2" in str(p)
+    assert plans.forced("dense") is None and plans.forced("split") is None
+    with pytest.raises(ValueError, match="unknown plan decisions"):
+        with plans.override(colour=True):
+            pass
+
+
+def test_options_are_checked():
+    with pytest.raises(ValueError, match="unknown options"):
+        cs.set_options(dense=True)
+    with pytest.raises(TypeError, match="dense_fallback must be True or False"):
+        cs.set_options(dense_fallback=1)
+    with pytest.raises(ValueError, match="dense_max_bytes"):
+        cs.set_options(dense_max_bytes=-1)
+    with cs.options(dense_max_bytes=5):
+        assert cs.get_options()["dense_max_bytes"] == 5
+    assert cs.get_options()["dense_max_bytes"] == 1 << 30
+
+
+# -- on the device ---------------------------------------------------------------------------
+def _ref(x, w, trans):
+    wd = to_numpy(w.toarray()).astype(np.float64)
+    return to_numpy(x).astype(np.float64) @ (wd.T if trans else wd)
+
+
+@pytest.mark.parametrize("backend", CUDA, indirect=True)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("b", [8, 32])
+def test_dense_path_matches_scipy(backend, dtype, b):
+    rng = np.random.default_rng(b)
+    lay = rng.random((9, 7)) < 0.5
+    lay[:, 3] = False
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=3, backend=backend)
+    tol = cs._dtypes.TOLERANCE[dtype]
+    with plans.override(dense=True):
+        x = to_backend(rng.standard_normal((50, 9 * b)), backend).astype(dtype)
+        dy = to_backend(rng.standard_normal((50, 7 * b)), backend).astype(dtype)
+        assert cs.matmul_plan(x, w).path == "dense"
+        for a, op, trans in ((x, w, False), (dy, w.T, True)):
+            ref = _ref(a, w, trans)
+            got = to_numpy(cs.matmul(a, op, out=poison(ref.shape, dtype, backend)))
+            assert np.linalg.norm(got.astype(np.float64) - ref) / np.linalg.norm(ref) < tol
+            y = to_backend(rng.standard_normal(ref.shape), backend).astype(dtype)
+            y0 = to_numpy(y).astype(np.float64)
+            cs.matmul(a, op, out=y, alpha=0.5, beta=2.0)
+            want = 0.5 * ref + 2.0 * y0
+            err = np.linalg.norm(to_numpy(y).astype(np.float64) - want) / np.linalg.norm(want)
+            assert err < 2 * tol
+        assert cs.sampled_matmul_plan(x.T, dy, like=w).path == "dense"
+        g = cs.sampled_matmul(x.T, dy, like=w)
+        mask = np.kron(lay, np.ones((b, b)))
+        ref = (to_numpy(x).astype(np.float64).T @ to_numpy(dy).astype(np.float64)) * mask
+        got = to_numpy(g.toarray()).astype(np.float64)
+        assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < tol
+        cs.sampled_matmul(x.T, dy, like=w, out=g, alpha=0.5, beta=2.0)
+        got2 = to_numpy(g.toarray()).astype(np.float64)
+        assert np.linalg.norm(got2 - 2.5 * got) / np.linalg.norm(2.5 * got) < 2 * tol
+
+
+@pytest.mark.parametrize("backend", CUDA, indirect=True)
+@pytest.mark.parametrize("b", [32, 64])
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_plan_is_built_once_and_calls_repeat_bitwise(backend, b, dtype):
+    """Later calls reuse the first call's plan (one runner per rows / orientation), and the
+    persistent kernels' tile counter is back at zero after every launch: three calls in a
+    row give the same bits."""
+    import cupy
+
+    lay = cs.layouts.random(4096 // b, 4096 // b, 0.25, seed=1)
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=2, backend=backend)
+    x = cupy.random.default_rng(0).standard_normal((1024, 4096)).astype(dtype)
+    first = w.__rmatmul__(x)
+    runners = dict(w._runners)
+    again = [x @ w for _ in range(3)]
+    assert w._runners == runners and len(runners) == 1
+    for y in again:
+        assert bool(cupy.array_equal(y, first))
+    ref = _ref(x, w, False)
+    err = np.linalg.norm(to_numpy(first).astype(np.float64) - ref) / np.linalg.norm(ref)
+    assert err < cs._dtypes.TOLERANCE[dtype]
+
+
+@pytest.mark.parametrize("backend", CUDA, indirect=True)
+@pytest.mark.parametrize(("dtype", "b", "n"), [("float16", 64, 512), ("float16", 32, 1024),
+                                               ("float32", 32, 32), ("float16", 16, 64)])
+def test_cuda_graph_replays_after_in_place_updates(backend, dtype, b, n):
+    """The recipe: call each op once eagerly (plans, tables and kernels are made then), then
+    capture the three ops into a CUDA graph with outputs allocated before the capture; the
+    graph replays the same kernels on the same buffers, so after X, dY and W.data change
+    in place a replay gives the new products."""
+    import cupy
+
+    rng = cupy.random.default_rng(5)
+    lay = cs.layouts.random(1024 // b, 1024 // b, 0.25, seed=4)
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=6, backend=backend)
+    x = rng.standard_normal((n, 1024)).astype(dtype)
+    dy = rng.standard_normal((n, 1024)).astype(dtype)
+    y, dx = cupy.empty((n, 1024), dtype), cupy.empty((n, 1024), dtype)
+    dw = w.copy()
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        def step():
+            cs.matmul(x, w, out=y)
+            cs.matmul(dy, w.T, out=dx)
+            cs.sampled_matmul(x.T, dy, like=w, out=dw)
+
+        step()  # eager: builds the plans
+        stream.begin_capture()
+        step()
+        graph = stream.end_capture()
+        for _ in range(2):
+            x[...] = rng.standard_normal(x.shape).astype(dtype)
+            dy[...] = rng.standard_normal(dy.shape).astype(dtype)
+            w.data[...] = rng.standard_normal(w.data.shape).astype(dtype)
+            y.fill(cupy.nan)
+            dx.fill(cupy.nan)
+            graph.launch(stream)
+            stream.synchronize()
+            tol = cs._dtypes.TOLERANCE[dtype]
+            for got, ref in ((y, _ref(x, w, False)), (dx, _ref(dy, w, True))):
+                got = to_numpy(got).astype(np.float64)
+                assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < tol
+            mask = np.kron(lay, np.ones((b, b)))
+            ref = (to_numpy(x).astype(np.float64).T @ to_numpy(dy).astype(np.float64)) * mask
+            got = to_numpy(dw.toarray()).astype(np.float64)
+            assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < tol

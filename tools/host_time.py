@@ -1,0 +1,131 @@
+"""Host time per eager call of the three ops next to cupy.matmul and torch.matmul, and the
+eager loop against CUDA-graph replay, on small N (where the host bounds an eager script).
+
+    python tools/host_time.py [--n 1,32,128] [--ck 1024,4096,12288] [--b 32,64]
+
+Prints one row per (dtype, N, C = K, b, op) with the GPU's name: host µs per call (a
+burst of calls with no synchronization, divided by the calls), eager ms per call (events
+around a loop of calls), graph ms per call (replay), and the same for the dense peers on
+the densified matrix. The benchmark suite's ``eager`` preset is the full measurement;
+this is the quick look while working on the launch path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+
+def _host_us(fn, sync, calls=40, reps=15):
+    out = []
+    for _ in range(reps):
+        sync()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        out.append((time.perf_counter() - t0) / calls * 1e6)
+        sync()
+    return statistics.median(out)
+
+
+def _eager_ms(cp, fn, calls=200):
+    s = cp.cuda.get_current_stream()
+    e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+    fn()
+    e0.record(s)
+    for _ in range(calls):
+        fn()
+    e1.record(s)
+    e1.synchronize()
+    return cp.cuda.get_elapsed_time(e0, e1) / calls
+
+
+def _graph_ms(cp, fn, calls=50):
+    s = cp.cuda.Stream(non_blocking=True)
+    with s:
+        fn()
+        s.begin_capture()
+        for _ in range(calls):
+            fn()
+        g = s.end_capture()
+        g.launch(s)
+        s.synchronize()
+        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+        e0.record(s)
+        for _ in range(5):
+            g.launch(s)
+        e1.record(s)
+        e1.synchronize()
+    return cp.cuda.get_elapsed_time(e0, e1) / (5 * calls)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", default="1,32,128")
+    ap.add_argument("--ck", default="1024,4096,12288")
+    ap.add_argument("--b", default="32,64")
+    ap.add_argument("--dtypes", default="float32,float16")
+    ap.add_argument("--density", type=float, default=0.1)
+    args = ap.parse_args(argv)
+    import cupy as cp
+
+    import cubsparse as cs
+
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    gpu = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    sync = cp.cuda.get_current_stream().synchronize
+    rows = []
+    for dt in args.dtypes.split(","):
+        for ck in (int(v) for v in args.ck.split(",")):
+            for b in (int(v) for v in args.b.split(",")):
+                lay = cs.layouts.random(ck // b, ck // b, args.density, seed=0)
+                w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dt, seed=1, backend="cuda")
+                wd = w.toarray()
+                for n in (int(v) for v in args.n.split(",")):
+                    rng = cp.random.default_rng(n)
+                    x = rng.standard_normal((n, ck), dtype=cp.float32).astype(dt)
+                    dy = rng.standard_normal((n, ck), dtype=cp.float32).astype(dt)
+                    xt = torch.as_tensor(x, device="cuda") if torch else None
+                    wt = torch.as_tensor(wd, device="cuda") if torch else None
+                    ops = {
+                        "X @ W": lambda x=x, w=w: x @ w,
+                        "dY @ W.T": lambda dy=dy, w=w: dy @ w.T,
+                        "sampled": lambda x=x, dy=dy, w=w: cs.sampled_matmul(x.T, dy, like=w),
+                        "cupy.matmul": lambda x=x, wd=wd: cp.matmul(x, wd),
+                    }
+                    if torch:
+                        ops["torch.matmul"] = lambda xt=xt, wt=wt: torch.matmul(xt, wt)
+                    for name, fn in ops.items():
+                        host = _host_us(fn, sync)
+                        eager = _eager_ms(cp, fn)
+                        graph = _graph_ms(cp, fn) if not name.startswith("torch") else None
+                        plan = ""
+                        if name == "X @ W":
+                            plan = str(cs.matmul_plan(x, w))
+                        rows.append((dt, n, ck, b, name, host, eager, graph, plan))
+                        print(f"{dt:8s} N={n:<4d} C=K={ck:<6d} b={b:<3d} {name:13s} host "
+                              f"{host:6.1f} us  eager {eager * 1e3:8.1f} us  graph "
+                              f"{'-' if graph is None else f'{graph * 1e3:8.1f}'} us  {plan}",
+                              flush=True)
+    print(f"\n== host us per call, {gpu}: cubsparse ops vs cupy.matmul / torch.matmul")
+    print(f"{'dtype':8s} {'N':>4s} {'C=K':>6s} {'b':>3s} {'X@W':>6s} {'dYW.T':>6s} "
+          f"{'sampl':>6s} {'cupy':>6s} {'torch':>6s}  eager/graph X@W")
+    key = {}
+    for r in rows:
+        key.setdefault(r[:4], {})[r[4]] = r
+    for k, d in key.items():
+        def h(name, d=d):
+            return f"{d[name][5]:6.1f}" if name in d else "     -"
+        xw = d["X @ W"]
+        print(f"{k[0]:8s} {k[1]:4d} {k[2]:6d} {k[3]:3d} {h('X @ W')} {h('dY @ W.T')} "
+              f"{h('sampled')} {h('cupy.matmul')} {h('torch.matmul')}  "
+              f"{xw[6] / xw[7]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
