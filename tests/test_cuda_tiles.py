@@ -289,7 +289,7 @@ def ws_tile(request, monkeypatch):
     # WGMMA_DSD (1, ...): a single-block tile, which the persistent kernel replaces; no
     # tall tile to take its place
     yield from forced_tile(monkeypatch, b, [(tiles.WGMMA_DSD_WS, cfg),
-                                            (tiles.WGMMA_DSD, (1, 1, 2, 4)),
+                                            (tiles.WGMMA_DSD, (1, 2, 4)),
                                             (tiles.WGMMA_DSD_TALL, None)])
 
 

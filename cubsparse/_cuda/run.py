@@ -85,13 +85,15 @@ def dsd(x, w, trans: bool, out, alpha: float, beta: float, tf32: bool = False):
 class _DsdRunner:
     """Everything a call of one dsd plan needs, made once."""
 
-    def __init__(self, w, dev, n, trans, tf32):
+    def __init__(self, w, dev, n, trans, tf32, sparse_only=False):
         import cupy
 
+        self._args, self._twin = (w, dev, n, trans, tf32), None
         s, b = w._structure, w.blocksize
         dtype = w._data.dtype
         self.plan = p = plan_dsd(s, dtype, b, n, trans, tf32, device.arch(dev),
-                                 device.sm_count(dev), _options.dense_bytes_limit())
+                                 device.sm_count(dev),
+                                 None if sparse_only else _options.dense_bytes_limit())
         n_out = s.block_shape[0] if trans else s.block_shape[1]
         self.width = n_out * b
         it = dtype.itemsize
@@ -200,6 +202,10 @@ class _DsdRunner:
             self.reduce(stream)
 
     def _dense(self, x, wdata, y, alpha, beta, stream, cupy):
+        if cupy.cuda.get_current_stream().is_capturing():
+            # CuPy refuses cuBLAS calls inside a stream capture: a graph records the
+            # sparse kernels instead.
+            return self._sparse_twin()(x, wdata, y, alpha, beta, stream)
         sv = self.scatter.v
         sv[0].value = wdata.data.ptr
         self.scatter(stream)
@@ -208,9 +214,16 @@ class _DsdRunner:
             cupy.matmul(x, wd, out=y)
         elif alpha == 1 and beta == 0:
             y[...] = cupy.matmul(x, wd)
-        else:
-            prod = cupy.matmul(x, wd).astype(np.float32)
-            y[...] = (alpha * prod + beta * y.astype(np.float32)).astype(y.dtype)
+        else:  # in float32 (float64 for float64 data), rounded once
+            acc = np.float64 if y.dtype == np.float64 else np.float32
+            prod = cupy.matmul(x, wd).astype(acc)
+            y[...] = (alpha * prod + beta * y.astype(acc)).astype(y.dtype)
+
+    def _sparse_twin(self):
+        """The sparse runner of the same call (built on first use)."""
+        if self._twin is None:
+            self._twin = _DsdRunner(*self._args, sparse_only=True)
+        return self._twin
 
 
 # -- sdd -----------------------------------------------------------------------------------
@@ -298,11 +311,12 @@ def sdd(a, b_mat, like, out_data, alpha: float, beta: float, tf32: bool = False)
 
 
 class _SddRunner:
-    def __init__(self, like, dev, inner, a_km, b_nk, tf32):
+    def __init__(self, like, dev, inner, a_km, b_nk, tf32, sparse_only=False):
+        self._args, self._twin = (like, dev, inner, a_km, b_nk, tf32), None
         s, b = like._structure, like.blocksize
         dtype = like._data.dtype
         self.plan = p = plan_sdd(s, dtype, b, inner, a_km, b_nk, tf32, device.arch(dev),
-                                 _options.dense_bytes_limit())
+                                 None if sparse_only else _options.dense_bytes_limit())
         self.it = dtype.itemsize
         cfg = p.kernel
         f = "d" if p.dtype == "float64" else "f"
@@ -327,6 +341,8 @@ class _SddRunner:
 
         v = self.main.v
         if self.plan.path == "dense":
+            if cupy.cuda.get_current_stream().is_capturing():  # no cuBLAS in a capture
+                return self._sparse_twin()(a, b_mat, a_src, b_src, data, alpha, beta, stream)
             prod = cupy.matmul(a, b_mat)
             v[0].value = prod.data.ptr
             v[4].value = data.data.ptr
@@ -343,6 +359,13 @@ class _SddRunner:
         v[-2].value = alpha
         v[-1].value = beta
         self.main(stream)
+
+
+    def _sparse_twin(self):
+        """The sparse runner of the same call (built on first use)."""
+        if self._twin is None:
+            self._twin = _SddRunner(*self._args, sparse_only=True)
+        return self._twin
 
 
 def _tile_shape(p):
