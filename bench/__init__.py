@@ -37,7 +37,10 @@ def smoke(out_dir: str | None = None, backend: str = "cpu", plots: bool = False)
 
     Checks that every op produced a row, that cubsparse ran and matched the float64
     reference within tolerance, that the dense baseline ran, that every peer has a time
-    or a recorded reason, and that the JSON, CSV and Markdown report were written.
+    or a recorded reason, that cubsparse and every contender that ran have the per-call
+    figures (host us, eager, sync: positive and finite; graph: positive where there is
+    one, and none on the CPU backend), and that the JSON, CSV and Markdown report were
+    written.
 
     Returns
     -------
@@ -47,11 +50,14 @@ def smoke(out_dir: str | None = None, backend: str = "cpu", plots: bool = False)
     from pathlib import Path
 
     from . import cases, report, timing
+    from .runner import TIMINGS as timing_fields
     from .runner import RunConfig
     from .runner import run as _run
 
     out_dir = out_dir or tempfile.mkdtemp(prefix="bench-smoke-")
-    policy = timing.Policy(repeats=3, min_samples=2, target_ms=5.0, graphs="never")
+    # "auto" graphs: on the CPU backend nothing is captured, and the smoke test checks
+    # exactly that (graph_ms is None there).
+    policy = timing.Policy(repeats=3, min_samples=2, target_ms=5.0)
     cfg = RunConfig(backend=backend, preset="smoke",
                     cases=cases.build_cases(cases.preset("smoke", backend)), out=out_dir,
                     policy=policy, plots=plots, progress=False, quiet=True)
@@ -73,6 +79,11 @@ def smoke(out_dir: str | None = None, backend: str = "cpu", plots: bool = False)
         for name, p in r["peers"].items():
             if p["status"] != "ok" and not p["status"]:
                 problems.append(f"{tag}: peer {name} has neither a time nor a reason")
+        figures = {"cubsparse": {k: r.get(f"cubsparse_{k}") for k in timing_fields}}
+        figures.update((n, p) for group in ("dense", "peers")
+                       for n, p in r[group].items() if p["status"] == "ok")
+        for name, f in figures.items():
+            problems += [f"{tag}: {name} {msg}" for msg in _figure_problems(f, backend)]
     for key in ("json", "csv", "latest"):
         if not Path(res["files"][key]).is_file():
             problems.append(f"missing {key} file")
@@ -82,3 +93,20 @@ def smoke(out_dir: str | None = None, backend: str = "cpu", plots: bool = False)
     if problems:
         raise AssertionError("bench.smoke: " + "; ".join(problems))
     return res
+
+
+def _figure_problems(f: dict[str, Any], backend: str) -> list[str]:
+    """What is wrong with one contender's per-call figures (an empty list: nothing)."""
+    import math
+
+    out = []
+    for key in ("host_us", "eager_ms", "sync_ms"):
+        v = f.get(key)
+        if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            out.append(f"{key} is {v!r}, not a positive number")
+    g = f.get("graph_ms")
+    if backend == "cpu" and g is not None:
+        out.append(f"graph_ms is {g!r} on the CPU backend, where nothing is captured")
+    elif g is not None and not g > 0:
+        out.append(f"graph_ms is {g!r}, not a positive number")
+    return out

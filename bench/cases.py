@@ -77,7 +77,7 @@ class Case:
 
     @property
     def regime(self) -> str:
-        """Which target of PERFORMANCE.md applies: compute-bound, memory-bound or neither."""
+        """Which performance target applies: compute-bound, memory-bound or neither."""
         if min(self.n, self.c, self.k) >= 2048:
             return "compute"
         if self.n <= 128:
@@ -157,18 +157,26 @@ class Sweep:
 
 @dataclass
 class Preset:
-    """A named list of sweeps, with a note for the documentation and ``--list``."""
+    """A named list of sweeps, with a note for the documentation and ``--list``.
+
+    ``contenders`` names the contenders the preset times (None: all of them; the others
+    are recorded in each row as not selected), and ``target_ms`` the device time one
+    measurement aims for when ``--target-ms`` is not given (None: the policy default).
+    """
 
     name: str
     sweeps: list[Sweep] = field(default_factory=list)
     note: str = ""
+    contenders: tuple[str, ...] | None = None
+    target_ms: float | None = None
 
 
-# The quick preset is sized for ~4 minutes of H100 time including imports, the device
-# ceilings and Triton compiles of the peers. Compute-bound: the 4096^3 shape of the
-# PERFORMANCE.md table at three densities and four block sizes in fp16 and fp32. One bf16
-# and one Barabasi-Albert point so that every code path runs. Memory-bound: the small-N
-# rows of the table (N=32, C=K=12288, b=32, d=0.02 and 0.1).
+# The quick preset was sized for ~4 minutes of H100 time including imports, the device
+# ceilings and Triton compiles of the peers, before host, sync and graph timings of every
+# call were added (up to ~3 x target_ms more per measurement). Compute-bound: the 4096^3
+# shape of the targets table at three densities and four block sizes in fp16 and fp32.
+# One bf16 and one Barabasi-Albert point so that every code path runs. Memory-bound: the
+# small-N rows of the table (N=32, C=K=12288, b=32, d=0.02 and 0.1).
 QUICK_CUDA = Preset("quick", [
     Sweep(n=(4096,), ck=(4096,), b=(16, 32, 64, 128), density=(0.05, 0.25, 1.0),
           dtype=("float16", "float32")),
@@ -183,8 +191,23 @@ FULL_CUDA = Preset("full", [
     Sweep(n=(32, 128, 4096, 16384), ck=(4096, 8192, 12288), b=BLOCK_SIZES,
           density=(0.02, 0.05, 0.1, 0.25, 0.5, 1.0),
           dtype=("float16", "bfloat16", "float32"), layout=("random", "ba")),
-], note="the PERFORMANCE.md sweep: N{32,128,4096,16384} x C=K{4096,8192,12288} x "
+], note="the targets' sweep: N{32,128,4096,16384} x C=K{4096,8192,12288} x "
         "b{8..128} x d{0.02..1} x fp16/bf16/fp32 x uniform/Barabasi-Albert")
+
+# The eager preset answers "how fast is one call from a Python loop": small N, where the
+# host's cost of issuing a call is of the order of the device time, at three weight sizes.
+# Only the peers a user would call instead (dense cuBLAS through CuPy and torch, torch's
+# BSR) are timed, and each measurement aims for 20 ms rather than 50, so that 48 cases x
+# 3 ops with four timings per contender stay near three minutes of H100 time.
+EAGER_CONTENDERS = ("cubsparse", "dense_cupy", "dense_torch", "torch_bsr")
+EAGER_CUDA = Preset("eager", [
+    Sweep(n=(1, 32, 128), ck=(1024, 4096, 12288), b=(32, 64), density=(0.1,),
+          dtype=("float16", "float32")),
+    Sweep(n=(1, 32, 128), ck=(12288,), b=(32, 64), density=(0.02,),
+          dtype=("float16", "float32")),
+], note="48 cases x 3 ops, eager timings first: N{1,32,128} x C=K{1024,4096,12288} x "
+        "b{32,64} x fp16/fp32, d=0.1 (and d=0.02 at C=K=12288); cubsparse, dense cuBLAS "
+        "(CuPy, torch) and torch BSR only", contenders=EAGER_CONTENDERS, target_ms=20.0)
 
 # CPU presets: smoke tests of the harness with NumPy timings; sizes stay tiny.
 QUICK_CPU = Preset("quick", [
@@ -198,6 +221,11 @@ FULL_CPU = Preset("full", [
           dtype=("float32", "float16", "bfloat16"), layout=("random", "ba")),
 ], note="small CPU sweep; still only a harness test, not a performance measurement")
 
+EAGER_CPU = Preset("eager", [
+    Sweep(n=(1, 32), ck=(128, 256), b=(32,), density=(0.25,), dtype=("float32", "float16")),
+], note="8 tiny cases of the eager preset's shape (N=1 and 32) for a harness test",
+    target_ms=5.0)
+
 SMOKE_CPU = Preset("smoke", [
     Sweep(n=(16,), ck=(64,), b=(16,), density=(0.5,), dtype=("float32",)),
     Sweep(n=(8,), ck=(64,), b=(8,), density=(0.25,), dtype=("float16",), layout=("ba",)),
@@ -205,8 +233,15 @@ SMOKE_CPU = Preset("smoke", [
 
 
 def preset(name: str, backend: str) -> Preset:
-    """The preset ``name`` ("quick", "full", "smoke") for ``backend`` ("cuda" or "cpu")."""
+    """The preset ``name`` ("quick", "full", "eager", "smoke") for ``backend`` ("cuda", "cpu").
+
+    Raises
+    ------
+    ValueError
+        If there is no such preset for that backend.
+    """
     table = {("quick", "cuda"): QUICK_CUDA, ("full", "cuda"): FULL_CUDA,
+             ("eager", "cuda"): EAGER_CUDA, ("eager", "cpu"): EAGER_CPU,
              ("quick", "cpu"): QUICK_CPU, ("full", "cpu"): FULL_CPU,
              ("smoke", "cpu"): SMOKE_CPU, ("smoke", "cuda"): QUICK_CUDA}
     try:

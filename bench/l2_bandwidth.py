@@ -5,14 +5,18 @@ kernels' X tiles (scattered columns, several stages, one copying thread per CTA)
 
     python -m bench.l2_bandwidth     # Hopper (sm_90a), about 10 s
 """
+import argparse
+
 import cupy as cp
 import numpy as np
 
 from bench.timing import CupyClock
-from cubsparse import _cuda
+from cubsparse._cuda.compile import COMPILE_OPTIONS, source
+from cubsparse._cuda.device import tensor_map
 
-SRC = _cuda.source("dsd_sm90") + r'''
-extern "C" __global__ void ldcg_read(const int4* __restrict__ p, long long n, int reps, int* out) {
+SRC = source("dsd_sm90") + r'''
+extern "C" __global__ void ldcg_read(const int4* __restrict__ p, long long n, int reps,
+                                     int* out) {
   int acc = 0;
   const long long stride = (long long)gridDim.x * blockDim.x;
   for (int r = 0; r < reps; ++r)
@@ -26,7 +30,8 @@ extern "C" __global__ void ldcg_read(const int4* __restrict__ p, long long n, in
   if (acc == 0x12345678) out[0] = acc;
 }
 template <int BOXC, int BOXR, int STAGES>
-__global__ void tma_read(const __grid_constant__ TmaMap map, int ncb, int nrb, int ntiles, int* out) {
+__global__ void tma_read(const __grid_constant__ TmaMap map, int ncb, int nrb, int ntiles,
+                         int* out) {
   extern __shared__ unsigned char smem_raw[];
   const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
   __shared__ unsigned long long full[STAGES];
@@ -62,8 +67,11 @@ def median_ms(f, reps=20):
 
 
 def main():
+    argparse.ArgumentParser(description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     names = [f"tma_read<{c},{r},{s}>" for c, r, s in CFGS]
-    mod = cp.RawModule(code=SRC, options=("--std=c++17", "-arch=sm_90a"), name_expressions=names)
+    mod = cp.RawModule(code=SRC, options=(*COMPILE_OPTIONS, "-arch=sm_90a"),
+                       name_expressions=names)
     props = cp.cuda.runtime.getDeviceProperties(0)
     nsm = props["multiProcessorCount"]
     print("GPU:", props["name"].decode(), "SMs", nsm)
@@ -72,22 +80,24 @@ def main():
     buf = cp.random.randint(0, 2**31, size=(32 << 20) // 4, dtype=cp.int32)
     k, reps = mod.get_function("ldcg_read"), 20
     for per_sm, thr in [(4, 256), (8, 256), (2, 1024)]:
-        ms = median_ms(lambda: k((nsm * per_sm,), (thr,),
-                                 (buf, np.int64(buf.size // 4), np.int32(reps), out)))
+        grid = (nsm * per_sm,)
+        ms = median_ms(lambda grid=grid, thr=thr: k(
+            grid, (thr,), (buf, np.int64(buf.size // 4), np.int32(reps), out)))
         print(f"ldcg  {per_sm} x {thr} threads/SM: {buf.nbytes * reps / ms / 1e9:7.2f} TB/s")
 
     x = cp.random.standard_normal((4096, 4096), dtype=cp.float32).astype(cp.float16)
-    for (c, r, s), name in zip(CFGS, names):
+    for (c, r, s), name in zip(CFGS, names, strict=True):
         f = mod.get_function(name)
         smem = s * c * 2 * r + 1024
         f.max_dynamic_shared_size_bytes = smem
-        tmap = _cuda._tma_map(x.data.ptr, 4096, 4096, 8192, c, r)
+        tmap = tensor_map(x.data.ptr, 4096, 4096, 8192, c, r).scalar()
         ncb, nrb = 4096 // c, 4096 // r
         ntiles = ncb * nrb * 8
         per_sm = max(1, min(8, 220 * 1024 // (smem + 2048)))
         for cps in sorted({1, 2, per_sm}):
-            ms = median_ms(lambda: f((nsm * cps,), (32,), (tmap, np.int32(ncb), np.int32(nrb),
-                                                           np.int32(ntiles), out), shared_mem=smem))
+            args = (tmap, np.int32(ncb), np.int32(nrb), np.int32(ntiles), out)
+            ms = median_ms(lambda f=f, grid=(nsm * cps,), args=args, smem=smem: f(
+                grid, (32,), args, shared_mem=smem))
             print(f"tma box {r:3d} rows x {2 * c:3d} B, {s} stages, {cps} CTAs/SM: "
                   f"{ntiles * c * 2 * r / ms / 1e9:7.2f} TB/s")
 

@@ -48,6 +48,7 @@ class Prepared:
     impl: str                         #: what exactly is called, for the row
     note: str | None = None           #: e.g. why a preferred form was not used
     no_graph: str | None = None       #: why CUDA-graph timing cannot apply, if it cannot
+    plan: str | None = None           #: the kernel plan the library reports, one line
 
 
 @dataclass
@@ -205,6 +206,7 @@ def _prepare_cubsparse(data: CaseData, op: str, tf32: bool = False) -> Prepared:
             "sdd": "cubsparse.sampled_matmul(x.T, dy, like=W)"}[op]
     if tf32:
         impl = impl[:-1] + ", tf32=True)"
+    plan, plan_note = _cubsparse_plan(cs, data, op, kw)
     xp = data.xp
 
     def to_dense(out):
@@ -212,7 +214,46 @@ def _prepare_cubsparse(data: CaseData, op: str, tf32: bool = False) -> Prepared:
             return out.toarray().astype(xp.float64)
         return out.astype(xp.float64)
 
-    return Prepared(calls, data.backend.clock_lib(), to_dense, impl)
+    return Prepared(calls, data.backend.clock_lib(), to_dense, impl, note=plan_note,
+                    plan=plan)
+
+
+def _cubsparse_plan(cs, data: CaseData, op: str,
+                    kw: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The kernel plan cubsparse reports for ``op`` on set 0, and a note if it failed.
+
+    ``cubsparse.matmul_plan(a, b)`` and ``cubsparse.sampled_matmul_plan(a, b, like=W)``
+    take the arguments of the product and return an object whose ``str()`` is one line.
+    They are looked up rather than required, so the suite also measures versions of
+    cubsparse without them (the plan is then None). A plan that fails to describe
+    itself is a note on the row, never a reason not to time the product.
+
+    Returns
+    -------
+    (str or None, str or None)
+        The plan's one-line description, and why there is none where the call raised.
+    """
+    name = "sampled_matmul_plan" if op == "sdd" else "matmul_plan"
+    plan_fn = getattr(cs, name, None)
+    if plan_fn is None:
+        return None, None
+    x, dy, W = _cubsparse_objects(data, 0)
+    # Pass tf32= only to a plan function that takes it: otherwise the plan of the
+    # default (IEEE) product is not the one timed, and no plan is the honest answer.
+    if kw and not _accepts_kw(plan_fn, "tf32"):
+        return None, None
+    try:
+        if op == "xw":
+            plan = plan_fn(x, W, **kw)
+        elif op == "dywt":
+            plan = plan_fn(dy, W.T, **kw)
+        else:
+            plan = plan_fn(x.T, dy, like=W, **kw)
+        return " ".join(str(plan).split()), None
+    except Exception as exc:
+        from .timing import short_error
+
+        return None, f"cubsparse.{name} failed: {short_error(exc, 100)}"
 
 
 # -- dense ------------------------------------------------------------------------------

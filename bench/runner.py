@@ -21,7 +21,13 @@ from . import device, peers, timing
 from .cases import Case
 from .data import TOLERANCE, CaseData, rel_error
 
-SCHEMA = 1
+#: 2: rows and contender records gained host_us, sync_ms, graph_ms (also where graph_ms is
+#: not the reported time), eager_over_graph and the cubsparse plan. Every field of schema 1
+#: is kept with its meaning, so readers of either schema read both.
+SCHEMA = 2
+
+#: The per-call figures of every contender, in the order the eager summary shows them.
+TIMINGS = ("host_us", "eager_ms", "sync_ms", "graph_ms")
 
 #: Substrings of errors after which the CUDA context is unusable: stop the run, keep rows.
 _FATAL = ("illegal memory access", "IllegalAddress", "ILLEGAL_ADDRESS",
@@ -49,6 +55,7 @@ class RunConfig:
     ceilings: bool = True
     progress: bool = True
     quiet: bool = False
+    contenders: tuple[str, ...] | None = None  #: None: every contender of the backend
 
 
 # -- one contender ----------------------------------------------------------------------
@@ -119,8 +126,12 @@ def _run_contender(ct, data, op, ref, policy) -> dict[str, Any]:
         res["status"] = f"timing failed: {timing.short_error(exc)}"
         return res
     res["status"] = "ok"
-    res.update({k: t[k] for k in ("ms", "mode", "eager_ms", "graph_ms", "graph_note", "samples",
-                                  "batch", "sets", "spread", "min_ms")})
+    res.update({k: t.get(k) for k in (
+        "ms", "mode", "eager_ms", "graph_ms", "graph_note", "samples", "batch", "sets",
+        "spread", "min_ms", "host_us", "host_burst", "host_bursts", "sync_ms", "sync_samples",
+        "graph_calls", "graph_samples")})
+    res["eager_over_graph"] = _ratio(t.get("eager_ms"), t.get("graph_ms"))
+    res["plan"] = prep.plan
     if prep.no_graph and data.backend.name == "cuda":
         res["graph_note"] = prep.no_graph
     return res
@@ -140,6 +151,17 @@ def _best(results: dict[str, dict], names: Iterable[str]) -> tuple[str | None, f
         return None, None
     ms, name = min(ok)
     return name, ms
+
+
+def _timings(r: dict[str, Any]) -> dict[str, Any]:
+    """The eager-first figures of one contender's result (None where it has no time).
+
+    ``eager_over_graph`` is what launching from Python costs over the device time: 1.0
+    means the loop keeps the device busy, 5 means four fifths of an eager loop is overhead.
+    """
+    if r.get("status") != "ok":
+        return dict.fromkeys((*TIMINGS, "eager_over_graph"))
+    return {**{k: r.get(k) for k in TIMINGS}, "eager_over_graph": r.get("eager_over_graph")}
 
 
 def assemble_row(env: dict[str, Any], case: Case, data: CaseData, op: str,
@@ -173,11 +195,13 @@ def assemble_row(env: dict[str, Any], case: Case, data: CaseData, op: str,
             "bw_efficiency": bw(p_ms), "err": r.get("err"), "err_ok": r.get("err_ok"),
             "note": r.get("note"), "graph_note": r.get("graph_note"),
             "warnings": r.get("warnings"), "wall_s": r.get("wall_s"),
+            **_timings(r),
         }
     best_peer, best_peer_ms = _best(results, peer_names)
-    dense_rows = {n: {k: results.get(n, {}).get(k) for k in
-                      ("status", "label", "impl", "lib", "ms", "mode", "eager_ms",
-                       "graph_note", "err", "err_ok", "cached", "wall_s")}
+    dense_rows = {n: {**{k: results.get(n, {}).get(k) for k in
+                         ("status", "label", "impl", "lib", "ms", "mode", "eager_ms",
+                          "graph_note", "err", "err_ok", "cached", "wall_s")},
+                      **_timings(results.get(n, {}))}
                   for n, r in roles.items() if r in ("dense", "dense_tf32")}
 
     row: dict[str, Any] = {
@@ -198,6 +222,8 @@ def assemble_row(env: dict[str, Any], case: Case, data: CaseData, op: str,
         "cubsparse_err": subj.get("err"), "cubsparse_err_ok": subj.get("err_ok"),
         "cubsparse_tol": subj.get("tol"), "cubsparse_impl": subj.get("impl"),
         "cubsparse_warnings": subj.get("warnings"), "cubsparse_wall_s": subj.get("wall_s"),
+        **{f"cubsparse_{k}": v for k, v in _timings(subj).items() if k != "eager_ms"},
+        "cubsparse_plan": subj.get("plan"), "cubsparse_note": subj.get("note"),
         "tflops": _ratio(case.useful_flops(d) / 1e9, ms),
         "cubsparse_tf32_status": sub32.get("status"), "cubsparse_tf32_ms": ms32,
         "cubsparse_tf32_err": sub32.get("err"), "cubsparse_tf32_err_ok": sub32.get("err_ok"),
@@ -225,6 +251,7 @@ class Runner:
         self.backend = device.get_backend(cfg.backend)
         self.contenders = list(peers.contenders(cfg.backend))
         self.roles = {c.name: c.role for c in self.contenders}
+        self.selected = select_contenders(cfg.contenders, cfg.backend)
         self.dense_cache: dict[tuple, dict] = {}
         self.rows: list[dict] = []
         self.skipped: list[dict] = []
@@ -255,6 +282,7 @@ class Runner:
             "schema": SCHEMA, **self.env, "ceilings": ceilings,
             "preset": self.cfg.preset, "ops": list(self.cfg.ops),
             "policy": dataclasses.asdict(self.cfg.policy), "max_seconds": self.cfg.max_seconds,
+            "contenders": list(self.selected) if self.selected is not None else None,
             "argv": sys.argv[1:], "cases_planned": len(case_list), "status": "running",
             "warmup": self._warmup(case_list),
         }
@@ -299,6 +327,11 @@ class Runner:
                 ref = data.reference(op)
                 results: dict[str, dict] = {}
                 for ct in self.contenders:
+                    if self.selected is not None and ct.name not in self.selected:
+                        results[ct.name] = {"status": "not run: not selected (contenders "
+                                            + ", ".join(self.selected) + ")",
+                                            "label": ct.label}
+                        continue
                     if ct.dtypes is not None and case.dtype not in ct.dtypes:
                         results[ct.name] = {"status": "not applicable: "
                                             + "/".join(ct.dtypes) + " only", "label": ct.label}
@@ -331,6 +364,28 @@ class Runner:
             return (f"does not fit in GPU memory: needs ~{need / 2**30:.1f} GiB, "
                     f"{free / 2**30:.1f} GiB free")
         return None
+
+
+def select_contenders(names: Iterable[str] | None, backend: str) -> tuple[str, ...] | None:
+    """The contenders a run times, checked against the backend's; None means all of them.
+
+    cubsparse is always among them: a row without the subject's time has nothing to
+    compare. Dense contenders are kept if named, so efficiency needs a dense one named.
+
+    Raises
+    ------
+    ValueError
+        If a name is not a contender of ``backend``.
+    """
+    if names is None:
+        return None
+    known = [c.name for c in peers.contenders(backend)]
+    wanted = {"cubsparse", *names}
+    unknown = sorted(wanted - set(known))
+    if unknown:
+        raise ValueError(f"unknown contender(s) {', '.join(unknown)} for backend {backend}; "
+                         f"choose from {', '.join(known)}")
+    return tuple(n for n in known if n in wanted)
 
 
 def _has_ml_dtypes() -> bool:
@@ -375,6 +430,84 @@ def _progress(total: int, enabled: bool):
         return tqdm(total=total, unit="case", file=sys.stderr, dynamic_ncols=True)
     except ImportError:
         return _Counter(total)
+
+
+# -- the eager summary ------------------------------------------------------------------
+
+_OPS_SHORT = {"xw": "X@W", "dywt": "dY@W.T", "sdd": "X.T@dY"}
+
+
+def _num(v: float | None, width: int) -> str:
+    """``v`` in ``width`` characters with about four significant digits; ``-`` for none."""
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "-".rjust(width)
+    if v >= 1000:
+        return f"{v:{width}.0f}"
+    # Fixed decimals below 1, so sub-microsecond differences of ms figures stay visible.
+    return f"{v:{width}.4g}" if v >= 1 else f"{v:{width}.5f}"
+
+
+def _with_old_graph(rec: dict[str, Any]) -> dict[str, Any]:
+    """A contender's figures, with the graph time of a schema-1 record filled in.
+
+    Schema 1 kept a graph time only as the reported ``ms`` of a ``mode: graph`` record;
+    reading it back as ``graph_ms`` lets old results files show their eager / graph ratio.
+    """
+    if "graph_ms" in rec or rec.get("mode") != "graph":
+        return rec
+    return {**rec, "graph_ms": rec.get("ms"),
+            "eager_over_graph": _ratio(rec.get("eager_ms"), rec.get("ms"))}
+
+
+def _summary_entries(row: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """``(name, figures)`` of each contender of ``row`` that the eager summary shows.
+
+    cubsparse always (with its status if it failed), then every dense product and peer
+    that produced a time: what a user would write instead. The TF32 variants and the
+    contenders that did not run are left to the JSON, to keep the table short.
+    """
+    subject = {k: row[f"cubsparse_{k}"] for k in ("status", "ms", "mode", *TIMINGS,
+                                                  "eager_over_graph")
+               if f"cubsparse_{k}" in row}
+    out = [("cubsparse", _with_old_graph(subject))]
+    for group in ("dense", "peers"):
+        for name, rec in (row.get(group) or {}).items():
+            if name.endswith("_tf32") or rec.get("status") != "ok":
+                continue
+            out.append((name, _with_old_graph(rec)))
+    return out
+
+
+def eager_table(rows: list[dict[str, Any]]) -> str:
+    """The fixed-width eager summary: one line per contender that ran, per case and op.
+
+    Columns: the case (printed once per group), the contender, host microseconds to
+    issue one call, then milliseconds per call of an eager back-to-back loop, of one
+    synchronized call, and of a CUDA-graph replay, and the ratio eager / graph. Lines
+    stay within 100 characters so that a log's tail reads on any terminal. Rows of
+    results written before these figures existed show ``-`` for them.
+    """
+    head = (f"{'op':6} {'dtype':5} {'N':>5} {'C=K':>6} {'b':>3} {'d':>5} {'lay':3}  "
+            f"{'contender':12} {'host_us':>8} {'eager_ms':>9} {'sync_ms':>9} {'graph_ms':>9} "
+            f"{'e/g':>5}")
+    out = ["eager timings per call: host_us = issuing it (burst after a sync), eager_ms = "
+           "back-to-back loop,", "sync_ms = one call + stream sync, graph_ms = CUDA-graph "
+           "replay, e/g = eager_ms / graph_ms", head, "-" * len(head)]
+    for r in rows:
+        case = (f"{_OPS_SHORT.get(r['op'], r['op']):6} "
+                f"{_cases.DTYPE_SHORT.get(r['dtype'], r['dtype']):5} {r['n']:>5} "
+                f"{r['c']:>6} {r['b']:>3} {r['density_target']:>5g} "
+                f"{('ba' if r['layout'] == 'ba' else 'rnd'):3}")
+        for i, (name, f) in enumerate(_summary_entries(r)):
+            line = (f"{case if i == 0 else ' ' * len(case)}  {name[:12]:12} "
+                    f"{_num(f.get('host_us'), 8)} {_num(f.get('eager_ms'), 9)} "
+                    f"{_num(f.get('sync_ms'), 9)} {_num(f.get('graph_ms'), 9)} ")
+            ratio = f.get("eager_over_graph")
+            line += "-".rjust(5) if ratio is None else f"{ratio:5.2f}"
+            if name == "cubsparse" and f.get("status") != "ok":
+                line += f"  {str(f.get('status'))[:40]}"
+            out.append(line.rstrip())
+    return "\n".join(out)
 
 
 # -- files ------------------------------------------------------------------------------
@@ -522,4 +655,7 @@ def run(cfg: RunConfig) -> dict[str, Any]:
             runner._log(f"plots skipped: {exc}")
     if not cfg.quiet:
         print(report.run_footer(results))
+        # Last, so that the tail of a log shows the figures a Python loop sees.
+        print()
+        print(eager_table(results["rows"]))
     return results

@@ -10,11 +10,28 @@ The rules (see the device notes' METHOD.md) and how this module keeps them:
   takes about ``target_ms`` of device time, never fewer than ``min_samples``.
 * Each call takes the next of several input sets (the caller decides how many: enough
   that the sets together exceed the L2 cache), so repeated calls do not read from cache.
-* Many tiny launches measure the host, not the GPU. Eager samples therefore put several
-  calls between two events (the GPU queue stays busy when the host is faster than the
-  kernels) and, for calls under ``graph_below_ms``, the calls are also captured into a
-  CUDA graph whose replays are timed. The graph time is then the reported time, and the
-  eager time is kept beside it: it is what an un-captured training step pays.
+
+Users call the ops eagerly from Python loops, so every measurement yields four numbers
+(see :func:`measure`):
+
+``host_us``
+    Host microseconds to issue one call: ``time.perf_counter`` around a short burst of
+    calls that starts from an idle device, divided by the burst length. The burst is
+    short (``host_burst``, 32 calls) so the launch queue never fills and the host never
+    waits for the device: this is the Python, argument checking and launch cost alone.
+``eager_ms``
+    Time per call of a back-to-back loop: events around ``batch`` calls (at least
+    ``eager_batch_ms`` of work), divided by ``batch``. The larger of host and device cost.
+``sync_ms``
+    Latency of one call followed by a synchronisation of the library's stream, wall
+    clock: what a script that reads each result at once pays.
+``graph_ms``
+    Time per call replayed from a CUDA graph holding many calls: the device time alone,
+    with the launch overhead removed. Every call that can be captured gets one; for calls
+    under ``graph_below_ms`` it is also the reported time ``ms``.
+
+On the host clock (CPU backend) all calls are synchronous: host, eager and sync times are
+then all wall-clock times of the work itself, and there is no graph time.
 """
 
 from __future__ import annotations
@@ -37,10 +54,14 @@ class Policy:
     target_ms: float = 50.0      #: device time one measurement aims to spend
     warmup_passes: int = 1       #: passes over all input sets before timing
     graphs: str = "auto"         #: "auto", "always" or "never"
-    graph_below_ms: float = 1.0  #: in "auto", capture calls faster than this
+    graph_below_ms: float = 1.0  #: in "auto", report the graph time for calls faster than this
     graph_max_calls: int = 256   #: calls captured into one graph at most
     eager_batch_ms: float = 0.5  #: eager samples hold at least this much work
     slow_ms: float = 1000.0      #: a call slower than this is timed from one pass only
+    latency: bool = True         #: also time host issue (host_us) and sync latency (sync_ms)
+    host_burst: int = 32         #: most calls in one host-time burst
+    host_bursts: int = 10        #: most host-time bursts (their median is reported)
+    sync_samples: int = 30       #: most synchronized single calls (their median is reported)
 
 
 class Clock:
@@ -55,6 +76,9 @@ class Clock:
 
     def sync(self) -> None:
         """Wait for all queued work."""
+
+    def stream_sync(self) -> None:
+        """Wait for the work queued on the stream this library issues to."""
 
 
 class CupyClock(Clock):
@@ -80,6 +104,9 @@ class CupyClock(Clock):
     def sync(self):
         self._cp.cuda.Device().synchronize()
 
+    def stream_sync(self):
+        self._cp.cuda.get_current_stream().synchronize()
+
 
 class TorchClock(Clock):
     """CUDA events on torch's current stream."""
@@ -103,6 +130,9 @@ class TorchClock(Clock):
 
     def sync(self):
         self._torch.cuda.synchronize()
+
+    def stream_sync(self):
+        self._torch.cuda.current_stream().synchronize()
 
 
 _CLOCKS: dict[str, Clock] = {}
@@ -139,20 +169,91 @@ def _rotating(calls: Sequence[Callable[[], Any]]):
     return run
 
 
+def _clamp(value: float, lo: int, hi: int) -> int:
+    """``value`` rounded down and kept within ``[lo, hi]`` (``hi`` wins if ``lo > hi``)."""
+    return int(min(hi, max(lo, math.floor(value))))
+
+
+def _host_times(run: Callable[[int], None], clock: Clock, t_est: float,
+                policy: Policy) -> dict[str, Any]:
+    """Host microseconds per call, from short bursts issued onto an idle device.
+
+    Each burst starts after a full synchronisation, so the launch queue is empty, and is
+    short enough (``policy.host_burst`` calls) that it cannot fill the queue: the host
+    then never blocks on the device and the wall time is the cost of issuing the calls.
+    Longer bursts would measure the device once the queue is full. The burst shrinks for
+    slow calls so that the bursts together spend about ``policy.target_ms`` of device time.
+    """
+    per_call = max(t_est, 1e-6)
+    burst = _clamp(policy.target_ms / (policy.min_samples * per_call), 1, policy.host_burst)
+    bursts = _clamp(policy.target_ms / (burst * per_call), policy.min_samples,
+                    policy.host_bursts)
+    times = []
+    for _ in range(bursts):
+        clock.sync()
+        t0 = time.perf_counter()
+        run(burst)
+        times.append((time.perf_counter() - t0) * 1e6 / burst)
+    clock.sync()
+    st = _stats(times)
+    return {"host_us": st["median"], "host_burst": burst, "host_bursts": bursts,
+            "host_spread": st["spread"]}
+
+
+def _sync_times(run: Callable[[int], None], clock: Clock, t_est: float,
+                policy: Policy) -> dict[str, Any]:
+    """Wall milliseconds of one call followed by a synchronisation of its stream.
+
+    The queue is empty before each call (the previous sample waited for it), so a sample
+    is the whole round trip a script pays when it needs each result before going on:
+    issue, launch latency, device time, and the wake-up of the waiting host thread.
+    """
+    samples = _clamp(policy.target_ms / max(t_est, 1e-6), policy.min_samples,
+                     policy.sync_samples)
+    clock.sync()
+    times = []
+    for _ in range(samples):
+        t0 = time.perf_counter()
+        run(1)
+        clock.stream_sync()
+        times.append((time.perf_counter() - t0) * 1e3)
+    st = _stats(times)
+    return {"sync_ms": st["median"], "sync_samples": samples, "sync_spread": st["spread"]}
+
+
 def measure(calls: Sequence[Callable[[], Any]], lib: str,
-            policy: Policy | None = None) -> dict[str, Any]:
+            policy: Policy | None = None, clock: Clock | None = None) -> dict[str, Any]:
     """Time ``calls`` (one zero-argument callable per input set) and return a summary.
 
     The caller has already made one call (to check its result), so kernels are compiled.
 
-    Returns a dict: ``ms`` (the reported per-call time: the graph time where a graph was
-    timed, else the eager time), ``mode`` ("graph", "eager" or "single"), ``eager_ms``,
-    ``graph_ms`` (or None), ``graph_note`` (why no graph, if tried and failed),
-    ``samples``, ``batch`` (calls per sample), ``sets``, ``min_ms``, ``max_ms``,
-    ``spread``.
+    Parameters
+    ----------
+    calls : sequence of callables
+        One call per input set; consecutive calls take consecutive sets.
+    lib : str
+        Whose clock times the calls: "cupy", "torch", or anything else for the host clock.
+    policy : Policy, optional
+        How hard to measure; the defaults of :class:`Policy` if not given.
+    clock : Clock, optional
+        A clock to use instead of the one of ``lib`` (for a library with another stream,
+        or for tests).
+
+    Returns
+    -------
+    dict
+        ``ms`` (the reported per-call time: the graph time where the policy reports it,
+        else the eager time) and ``mode`` ("graph", "eager" or "single"); the four
+        figures ``host_us``, ``eager_ms``, ``sync_ms`` and ``graph_ms`` (None when
+        not captured; ``graph_note`` says why where a capture was tried and failed), each
+        a median; how they were taken: ``samples``, ``batch`` (calls per sample) and
+        ``min_ms``, ``max_ms``, ``spread`` of the reported time, ``sets``,
+        ``host_burst``, ``host_bursts``, ``host_spread``, ``sync_samples``,
+        ``sync_spread``, ``graph_calls`` and ``graph_samples``. With
+        ``policy.latency`` false, ``host_us`` and ``sync_ms`` are None.
     """
     policy = policy or Policy()
-    clock = clock_for(lib)
+    clock = clock or clock_for(lib)
     nsets = len(calls)
     run = _rotating(calls)
 
@@ -161,10 +262,23 @@ def measure(calls: Sequence[Callable[[], Any]], lib: str,
     clock.sync()
     # One timed pass estimates the call time (and is one more warm-up).
     t_est = clock.elapsed(lambda: run(nsets)) / nsets
-    result: dict[str, Any] = {"sets": nsets, "graph_ms": None, "graph_note": None}
+    result: dict[str, Any] = {"sets": nsets, "graph_ms": None, "graph_note": None,
+                              "graph_calls": None, "graph_samples": None,
+                              "host_us": None, "sync_ms": None}
     if t_est >= policy.slow_ms:
         result.update(ms=t_est, eager_ms=t_est, mode="single", samples=1, batch=nsets,
                       min_ms=t_est, max_ms=t_est, spread=float("nan"))
+        if policy.latency:
+            # One more call gives both latency figures: repeating a call this slow
+            # would cost seconds and tell little more.
+            clock.sync()
+            t0 = time.perf_counter()
+            run(1)
+            t1 = time.perf_counter()
+            clock.stream_sync()
+            t2 = time.perf_counter()
+            result.update(host_us=(t1 - t0) * 1e6, host_burst=1, host_bursts=1,
+                          sync_ms=(t2 - t0) * 1e3, sync_samples=1)
         return result
 
     batch = max(1, min(policy.graph_max_calls,
@@ -175,19 +289,26 @@ def measure(calls: Sequence[Callable[[], Any]], lib: str,
     st = _stats(times)
     result.update(ms=st["median"], eager_ms=st["median"], mode="eager", samples=samples,
                   batch=batch, min_ms=st["min"], max_ms=st["max"], spread=st["spread"])
+    if policy.latency:
+        result.update(_host_times(run, clock, st["median"], policy))
+        result.update(_sync_times(run, clock, st["median"], policy))
 
-    want_graph = lib in ("cupy", "torch") and (
-        policy.graphs == "always"
-        or (policy.graphs == "auto" and st["median"] < policy.graph_below_ms))
-    if want_graph:
+    # Every call that can be captured gets a graph time, so the eager figures always have
+    # the device-only time beside them. It becomes the reported time only for fast calls
+    # (in "auto"), where launch overhead would otherwise dominate; for slower calls the
+    # reported time stays eager, as it was before graph times were kept for them too.
+    if lib in ("cupy", "torch") and policy.graphs in ("auto", "always"):
         try:
             g = _measure_graph(calls, lib, policy, st["median"])
         except Exception as exc:  # a failed capture falls back to eager
             result["graph_note"] = f"graph capture failed: {_short(exc)}"
         else:
-            result.update(ms=g["median"], graph_ms=g["median"], mode="graph",
-                          samples=g["samples"], batch=g["batch"], min_ms=g["min"],
-                          max_ms=g["max"], spread=g["spread"])
+            result.update(graph_ms=g["median"], graph_calls=g["batch"],
+                          graph_samples=g["samples"])
+            if policy.graphs == "always" or st["median"] < policy.graph_below_ms:
+                result.update(ms=g["median"], mode="graph", samples=g["samples"],
+                              batch=g["batch"], min_ms=g["min"], max_ms=g["max"],
+                              spread=g["spread"])
     return result
 
 

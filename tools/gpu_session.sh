@@ -12,26 +12,32 @@ summary=()
 for step in "$@"; do
   case "$step" in
     tests)
-      CUBSPARSE_HYPOTHESIS_PROFILE=gpu python3 -m pytest -q -p no:cacheprovider 2>&1 | tee "$OUT/pytest.log" | tail -n 25
+      CUBSPARSE_HYPOTHESIS_PROFILE=gpu python3 -m pytest -q -p no:cacheprovider 2>&1 \
+        | tee "$OUT/pytest.log" | tail -n 25
       summary+=("pytest: $(tail -n 1 "$OUT/pytest.log")") ;;
     sanitize)
       bash tests/sanitize.sh > "$OUT/sanitize.log" 2>&1
-      summary+=("sanitize rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitize.log" | tr '\n' ' ')") ;;
+      rc=$?
+      summary+=("sanitize rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitize.log" \
+        | tr '\n' ' ')") ;;
     ncu:*)
       b="${step#ncu:}"
       for k in dsd_tc sdd_tc; do
         ncu --set full -k "regex:$k" --launch-skip 1 --launch-count 1 -f -o "$OUT/${k}_b$b" \
           python3 tools/ncu_target.py "$b" > "$OUT/ncu_${k}_b$b.log" 2>&1
-        ncu -i "$OUT/${k}_b$b.ncu-rep" --page source --csv --print-source sass > "$OUT/${k}_b${b}_sass.csv" 2>&1
+        ncu -i "$OUT/${k}_b$b.ncu-rep" --page source --csv --print-source sass \
+          > "$OUT/${k}_b${b}_sass.csv" 2>&1
         ncu -i "$OUT/${k}_b$b.ncu-rep" --page details > "$OUT/${k}_b${b}_details.txt" 2>&1
       done
       summary+=("ncu b=$b done") ;;
     wgmma:*)  # the Hopper kernels: speed of light, memory, stall reasons, L2 fabric traffic
       IFS=: read -r _ b dt <<< "$step"
-      tag="wgmma_b${b}_${dt}"  # one dsd and one sdd launch, the first (compiling) pair skipped
+      tag="wgmma_b${b}_${dt}"  # one dsd and one sdd launch, the first (warm-up) pair skipped
+      metrics=lts__t_sectors_srcunit_ltcfabric.sum,lts__t_sectors.sum
+      metrics+=,lts__t_sector_hit_rate.pct,smsp__inst_executed.sum
       ncu --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
         --section SchedulerStats --section Occupancy --section LaunchStats \
-        --metrics lts__t_sectors_srcunit_ltcfabric.sum,lts__t_sectors.sum,lts__t_sector_hit_rate.pct,smsp__inst_executed.sum \
+        --metrics "$metrics" \
         -k "regex:(dsd|sdd)_wgmma" --launch-skip 2 --launch-count 2 -f -o "$OUT/$tag" \
         python3 tools/ncu_target.py "$b" "$dt" > "$OUT/ncu_$tag.log" 2>&1
       ncu -i "$OUT/$tag.ncu-rep" --page details > "$OUT/${tag}_details.txt" 2>&1
@@ -43,9 +49,8 @@ for step in "$@"; do
       tmp="$(mktemp -d)"
       # No new case after SECONDS; a case still running 90 s later is cut short (its
       # results file holds every case finished before it).
-      timeout $((secs + 90)) python3 -m bench --full --no-progress --no-plots --max-seconds "$secs" \
-        --out "$tmp" "${extra[@]}" \
-        > "$OUT/$name.log" 2>&1
+      timeout $((secs + 90)) python3 -m bench --full --no-progress --no-plots \
+        --max-seconds "$secs" --out "$tmp" "${extra[@]}" > "$OUT/$name.log" 2>&1
       rc=$?
       cp "$tmp"/results_*.json "$OUT/$name.json" 2>/dev/null
       summary+=("sweep $name rc=$rc $(grep -E '^status:' "$OUT/$name.log")") ;;

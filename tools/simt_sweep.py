@@ -1,11 +1,11 @@
 """Tile sweep of the CUDA-core kernels (IEEE float32) on the device: every candidate tile
 of ``X @ W``, ``dY @ W.T`` and the weight gradient (``sdd``) at C = K = 4096, random
-layout, for N in {32, 128, 4096},
-checked against float32 dense math and timed as CUDA-graph replays, next to dense
-cupy.matmul, torch BSR and (for sdd) cuSPARSE SDDMM through torch (eager, median of CUDA
-events) in the same process. The
-fastest correct tile per (b, N) is what goes into DSD_SIMT / DSD_SIMT_SMALL / SDD_SIMT in
-cubsparse/_cuda.py (bench/NOTES.md keeps the history).
+layout, for N in {32, 128, 4096}, checked against float32 dense math and timed as
+CUDA-graph replays, next to dense cupy.matmul, torch BSR and (for sdd) cuSPARSE SDDMM
+through torch (eager, median of CUDA events) in the same process; each candidate's plan
+under its line, the dense path off. The fastest correct tile per (b, N) is what goes into
+DSD_SIMT / DSD_SIMT_SMALL / SDD_SIMT / SDD_TILE_SIMT in cubsparse/_cuda/tiles.py
+(bench/NOTES.md keeps the history).
 
     PYTHONPATH=.:tools python3 tools/simt_sweep.py [--n=32,128,4096] [--density=0.1,0.5]
         [--ops=fwd,bwd,sdd] [--dtype=float32] [b ...]
@@ -16,13 +16,14 @@ cache then serves the timing process).
 
 from __future__ import annotations
 
+import argparse
 import multiprocessing as mp
-import sys
 
 import cupy as cp
-
-from cubsparse import _cuda
 from gpu_probe import bench, checked_ms, setup
+
+from cubsparse._cuda import configs, plans, tiles
+from cubsparse._cuda.compile import get_kernel
 
 # (rows per CTA, rows per thread, columns per thread, k depth, stages); the current
 # choice of the table that N picks is tried first.
@@ -43,7 +44,7 @@ LARGE = {
 
 # the weight gradient: (blocks per CTA, rows per thread, columns per thread, k depth,
 # stages), or ("tile", block rows, block columns, k depth, stages) for the tiled kernel
-# (sdd_tile_simt, forced whatever _sdd_tiled_pays says)
+# (sdd_tile_simt, forced with plans.override(sdd_tiled=True))
 SDD = {
     8: [(16, 8, 4, 16, 3), (16, 4, 8, 16, 3), ("tile", 16, 16, 32, 3), ("tile", 16, 16, 16, 4),
         ("tile", 8, 16, 32, 3), ("tile", 16, 16, 32, 2), ("tile", 16, 8, 32, 4)],
@@ -64,34 +65,42 @@ def _tiles(op, b, cfg, small):
     return {"simt_small": {b: cfg}} if small else {"simt": {b: cfg}}
 
 
-def _arg(name, default):
-    return next((a.split("=", 1)[1] for a in sys.argv if a.startswith(f"--{name}=")), default)
-
-
 def _compile(job):
     dtype, b, cfg, trans = job
     try:
         if trans is None:  # sdd, operands read in place (a = x.T, b = dy)
             if cfg[0] == "tile":
-                _cuda.set_tiles(sdd_tile_simt={b: cfg[1:]})
-                _cuda.get_kernel(_cuda.sdd_tile_config(dtype, b))
+                configs.set_tiles(sdd_tile_simt={b: cfg[1:]})
+                get_kernel(configs.sdd_tile_config(dtype, b))
             else:
-                _cuda.set_tiles(sdd_simt={b: cfg})
-                _cuda.get_kernel(_cuda.sdd_config(dtype, b))
+                configs.set_tiles(sdd_simt={b: cfg})
+                get_kernel(configs.sdd_config(dtype, b))
             return None
-        _cuda.set_tiles(simt={b: cfg})  # the kernel's name depends on the tile only
-        _cuda.get_kernel(_cuda.dsd_config(dtype, b, trans))
+        configs.set_tiles(simt={b: cfg})  # the kernel's name depends on the tile only
+        get_kernel(configs.dsd_config(dtype, b, trans))
         return None
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return f"{b} {cfg}: {str(exc).splitlines()[0][:200]}"
 
 
+def _list(kind):
+    return lambda v: [kind(x) for x in v.split(",")]
+
+
 def main():
-    ns = [int(v) for v in _arg("n", "32,128,4096").split(",")]
-    densities = [float(v) for v in _arg("density", "0.1,0.5").split(",")]
-    ops = _arg("ops", "fwd,bwd").split(",")
-    dtype = _arg("dtype", "float32")
-    blocks = [int(a) for a in sys.argv[1:] if a.isdigit()] or [8, 16, 32, 64, 128]
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=_list(int), default=[32, 128, 4096],
+                        help="rows of X, comma-separated (default: 32,128,4096)")
+    parser.add_argument("--density", type=_list(float), default=[0.1, 0.5],
+                        help="comma-separated (default: 0.1,0.5)")
+    parser.add_argument("--ops", type=_list(str), default=["fwd", "bwd"],
+                        help="comma-separated ops of fwd, bwd, sdd (default: fwd,bwd)")
+    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("blocks", type=int, nargs="*", default=[8, 16, 32, 64, 128],
+                        help="block sizes (default: 8 16 32 64 128)")
+    args = parser.parse_intermixed_args()
+    ns, densities, ops, dtype, blocks = args.n, args.density, args.ops, args.dtype, args.blocks
     print("GPU:", cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), flush=True)
     jobs = [(dtype, b, c, t) for b in blocks for c in SMALL[b] + LARGE[b] for t in (False, True)
             if {"fwd", "bwd"} & set(ops)]
@@ -101,44 +110,44 @@ def main():
             if err:
                 print("compile failed:", err, flush=True)
     print(f"compiled {len(jobs)} instantiations", flush=True)
-    saved = (dict(_cuda.DSD_SIMT), dict(_cuda.DSD_SIMT_SMALL), dict(_cuda.SDD_SIMT),
-             dict(_cuda.SDD_TILE_SIMT))
-    pays = _cuda._sdd_tiled_pays
+    saved = {k: dict(tiles.TABLES[k][0]) for k in ("simt", "simt_small", "sdd_simt",
+                                                   "sdd_tile_simt")}
     rows = []
     for b in blocks:
         for d in densities:
             for n in ns:
                 W, xs, dys = setup(b, d, dtype, n=n)
                 wd = W.toarray()
-                dense = bench(lambda: cp.matmul(xs[0], wd), reps=50)
+                dense = bench(lambda x=xs[0], w=wd: cp.matmul(x, w), reps=50)
                 torch_ms = sddmm_ms = float("nan")
                 try:
                     import torch
                     bsr = torch.as_tensor(wd).T.contiguous().to_sparse_bsr((b, b))
                     xt = torch.as_tensor(xs[0])
-                    torch_ms = bench(lambda: bsr @ xt.T, reps=50)
+                    torch_ms = bench(lambda a=bsr, x=xt: a @ x.T, reps=50)
                     if "sdd" in ops:  # cuSPARSE SDDMM on W's element pattern
                         pat = torch.as_tensor((wd != 0).astype(wd.dtype)).to_sparse_csr()
                         dyt = torch.as_tensor(dys[0])
-                        sddmm_ms = bench(lambda: torch.sparse.sampled_addmm(
-                            pat, xt.T, dyt, beta=0.0), reps=20)
-                except Exception as exc:  # noqa: BLE001
+                        sddmm_ms = bench(lambda p=pat, x=xt, y=dyt: torch.sparse.sampled_addmm(
+                            p, x.T, y, beta=0.0), reps=20)
+                except Exception as exc:
                     print("torch peer refused:", str(exc)[:100])
-                small = n <= _cuda.SMALL_ROWS
+                small = n <= tiles.SMALL_ROWS
                 for op in ops:
                     cands = SDD[b] if op == "sdd" else SMALL[b] if small else LARGE[b]
                     for cfg in cands:
-                        _cuda.set_tiles(**_tiles(op, b, cfg, small))
-                        _cuda._sdd_tiled_pays = (lambda *a: True) if cfg[0] == "tile" else pays
-                        err, t = checked_ms(op, W, xs, dys, 100, f"{op} {b} {cfg}")
+                        configs.set_tiles(**_tiles(op, b, cfg, small))
+                        tiled = True if cfg[0] == "tile" else None  # else the rule
+                        with plans.override(sdd_tiled=tiled, dense=False):
+                            err, t, plan = checked_ms(op, W, xs, dys, 100, f"{op} {b} {cfg}")
                         peer = sddmm_ms if op == "sdd" else torch_ms
                         rows.append((b, d, n, op, cfg, t, dense, peer, err))
-                        print(f"{b:4d} d={d:<4} N={n:<5d} {op} {str(cfg):26s} {t:8.4f} ms  "
+                        print(f"{b:4d} d={d:<4} N={n:<5d} {op} {cfg!s:26s} {t:8.4f} ms  "
                               f"dense {dense:7.4f}  peer {peer:7.4f}  err {err:.1e}",
                               flush=True)
-                    _cuda.set_tiles(simt=saved[0], simt_small=saved[1], sdd_simt=saved[2],
-                                    sdd_tile_simt=saved[3])
-                    _cuda._sdd_tiled_pays = pays
+                        if plan is not None:
+                            print(f"     {plan}", flush=True)
+                    configs.set_tiles(**saved)
                 del W, wd, xs, dys
     print("\nbest per (b, density, N, op); ms; eff = dense * density / best:")
     print("(peer: torch BSR for X @ W, cuSPARSE SDDMM via torch.sparse.sampled_addmm for sdd)")
@@ -148,9 +157,9 @@ def main():
         ok = [r for r in rows if r[:4] == key and r[8] < 1e-4]
         if ok:
             best = min(ok, key=lambda r: r[5])
-            first = [r for r in rows if r[:4] == key][0]
+            first = next(r for r in rows if r[:4] == key)
             b, d, n, op = key
-            print(f"{b:4d} {d:5.2f} {n:5d} {op:>4} {str(best[4]):26s} {best[5]:8.4f} "
+            print(f"{b:4d} {d:5.2f} {n:5d} {op:>4} {best[4]!s:26s} {best[5]:8.4f} "
                   f"{first[5]:8.4f} {best[6]:8.4f} {best[7]:8.4f} {best[6] * d / best[5]:5.2f} "
                   f"{best[7] / best[5]:8.2f}")
 

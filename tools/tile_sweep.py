@@ -1,24 +1,25 @@
 """Tile-configuration sweep on the device: every candidate tile of each op at N=C=K=4096,
 fp16, density 0.25 (random layout), checked against float32 dense math, CUDA-graph timed
-next to dense cupy.matmul. Prints one table; the fastest correct tile per (op, b) is
-what goes into DSD_TC / SDD_TC in cubsparse/_cuda.py (bench/NOTES.md keeps the history).
+next to dense cupy.matmul. Prints one table, each candidate's plan under its line; the
+fastest correct tile per (op, b) is what goes into the tables of cubsparse/_cuda/tiles.py
+(bench/NOTES.md keeps the history).
 
     PYTHONPATH=.:tools python3 tools/tile_sweep.py [--wgmma] [--group] [--ws] [--union]
-        [--ops=fwd,bwd,sdd]
-        [--density=0.25] [b ...]
+        [--ops=fwd,bwd,sdd] [--density=0.25] [b ...]
 
 Each candidate runs alone: the mma.sync tiles with the wgmma kernels switched off, a
-wgmma tile with the mma.sync choice as it is.
+wgmma tile with the mma.sync choice as it is. The plan decisions a candidate needs are
+forced with ``plans.override``, the dense path always off.
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
 
 import cupy as cp
-
-from cubsparse import _cuda
 from gpu_probe import OPS, bench, checked_ms, setup
+
+from cubsparse._cuda import configs, plans, tiles
 
 # dsd: (rows per CTA, warps m, warps n, k depth, stages); sdd: (blocks per CTA, warps m,
 # warps n, k depth, stages). The current choice is listed first.
@@ -46,14 +47,14 @@ SDD_TILED = {
         (8, 16, 32, 2, 4, 4), (16, 8, 32, 4, 2, 4)],
     16: [(8, 8, 32, 2, 4, 4), (8, 16, 32, 2, 4, 3)],
 }
-# Hopper wgmma dsd: (output blocks per CTA, 64-row tiles, warpgroups, stages[, swap]),
-# tried after the mma.sync tiles for fwd and bwd.
+# Hopper single-block wgmma dsd, in WGMMA_DSD's format (64-row tiles per warpgroup,
+# warpgroups, stages), tried after the mma.sync tiles for fwd and bwd.
 WGMMA = {
-    16: [(4, 1, 2, 4), (4, 1, 2, 6), (4, 1, 1, 6), (2, 1, 1, 6)],
-    32: [(1, 1, 2, 4), (1, 1, 2, 5), (1, 1, 2, 6), (1, 1, 1, 4), (1, 1, 1, 6), (1, 1, 1, 8),
-         (1, 2, 1, 4), (1, 2, 1, 6), (1, 2, 2, 3)],
-    64: [(1, 1, 2, 4), (1, 1, 2, 5), (1, 1, 1, 6), (1, 2, 1, 4)],
-    128: [(1, 1, 2, 4), (1, 1, 2, 3)],
+    16: [(1, 2, 4), (1, 2, 6), (1, 1, 6)],
+    32: [(1, 2, 4), (1, 2, 5), (1, 2, 6), (1, 1, 4), (1, 1, 6), (1, 1, 8), (2, 1, 4), (2, 1, 6),
+         (2, 2, 3)],
+    64: [(1, 2, 4), (1, 2, 5), (1, 1, 6), (2, 1, 4)],
+    128: [(1, 2, 4), (1, 2, 3)],
 }
 # Hopper persistent warp-specialized dsd, in WGMMA_DSD_WS's format (64-row tiles per
 # warpgroup, consumer warpgroups, stages, CTAs per SM[, slices in flight[, tma[, rows]]]),
@@ -99,88 +100,102 @@ SDD = {
          (2, 2, 2, 32, 3)],
     128: [(1, 2, 2, 32, 4), (1, 2, 2, 32, 3), (1, 2, 2, 16, 4), (1, 2, 4, 32, 3)],
 }
+#: The tables a candidate sets (set_tiles keywords); all but dsd and sdd are switched off
+#: for the block size before each candidate.
+TUNED = ("dsd", "sdd", "wgmma", "wgmma_sdd", "group", "sdd_tile", "wgmma_ws", "wgmma_union",
+         "wgmma_tall")
+
+
+def _candidates(op, b, args, saved):
+    """The candidates of ``op`` at block size ``b`` that the flags select: a tile, or
+    (kind, *tile) for the kernel families other than the single-block mma.sync ones."""
+    if op == "sdd":
+        cands = (SDD.get(b, []) + [("wgmma_sdd", *c) for c in WGMMA_SDD.get(b, [])]
+                 + [("tile", *c) for c in SDD_TILED.get(b, [])])
+    else:
+        cands = (DSD[b] + [("group", *c) for c in GROUP.get(b, [])]
+                 + [("wgmma", *c) for c in WGMMA.get(b, [])]
+                 + [("ws", *c) for c in WS.get(b, [])]
+                 + [("union", *c) for c in UNION.get(b, [])])
+    if args.wgmma:
+        cands = [c for c in cands if str(c[0]).startswith("wgmma")]
+    if args.group:  # the small-block kernels
+        cands = [c for c in cands if c[0] in ("group", "tile")]
+    if args.ws and saved["wgmma"].get(b):
+        cands = [("wgmma", *saved["wgmma"][b])] + [c for c in cands if c[0] == "ws"]
+    if args.union:
+        now = ([("ws", *saved["wgmma_ws"][b])] if saved["wgmma_ws"].get(b) else
+               [("wgmma", *saved["wgmma"][b])] if saved["wgmma"].get(b) else [])
+        cands = now + [c for c in cands if c[0] == "union"]
+    return cands
+
+
+def _apply(op, b, cfg, saved):
+    """Set the tiles of candidate ``cfg``; return the plan decisions it needs forced."""
+    # the single-block mma.sync kernels unless named (and no tall tile taking the place
+    # of a named persistent one)
+    configs.set_tiles(**{k: {b: None} for k in TUNED if k not in ("dsd", "sdd")})
+    kind = cfg[0]
+    if kind == "tile":
+        configs.set_tiles(sdd_tile={b: cfg[1:]})
+    elif kind == "group":
+        configs.set_tiles(group={b: cfg[1:]})
+    elif kind == "wgmma":
+        configs.set_tiles(wgmma={b: cfg[1:]})
+    elif kind == "ws":  # the persistent form of the single-block wgmma kernel
+        configs.set_tiles(wgmma={b: (1, 2, 4)}, wgmma_ws={b: cfg[1:]})
+    elif kind == "union":
+        configs.set_tiles(wgmma={b: saved["wgmma"][b]}, wgmma_union={b: cfg[1:]})
+    elif kind == "wgmma_sdd":
+        configs.set_tiles(wgmma_sdd={b: cfg[1:]})
+    else:
+        configs.set_tiles(**{op if op == "sdd" else "dsd": {b: cfg}})
+    # the union kernel reads W's blocks as stored for X @ W
+    return {"sdd_tiled": kind == "tile", "group": kind == "group", "union": kind == "union",
+            "kn": True if kind == "union" else None, "dense": False}
 
 
 def main():
-    only_wgmma = "--wgmma" in sys.argv  # only the wgmma candidates
-    only_group = "--group" in sys.argv  # only the grouped small-block candidates
-    only_ws = "--ws" in sys.argv  # the persistent dsd against the current wgmma tile
-    only_union = "--union" in sys.argv  # the union dsd against the current wgmma tile
-    density = float(next((a[10:] for a in sys.argv if a.startswith("--density=")), 0.25))
-    ops = next((a[6:].split(",") for a in sys.argv if a.startswith("--ops=")), list(OPS))
-    blocks = [int(a) for a in sys.argv[1:] if a.isdigit()] or [16, 32, 64, 128]
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--wgmma", action="store_true", help="only the wgmma candidates")
+    parser.add_argument("--group", action="store_true",
+                        help="only the grouped small-block candidates")
+    parser.add_argument("--ws", action="store_true",
+                        help="the persistent dsd against the current wgmma tile")
+    parser.add_argument("--union", action="store_true",
+                        help="the union dsd against the current persistent or wgmma tile")
+    parser.add_argument("--ops", type=lambda v: v.split(","), default=list(OPS),
+                        help="comma-separated ops of fwd, bwd, sdd (default: all)")
+    parser.add_argument("--density", type=float, default=0.25)
+    parser.add_argument("blocks", type=int, nargs="*", default=[16, 32, 64, 128],
+                        help="block sizes (default: 16 32 64 128)")
+    args = parser.parse_intermixed_args()
+    density, ops, blocks = args.density, args.ops, args.blocks
     print("GPU:", cp.cuda.runtime.getDeviceProperties(0)["name"].decode())
     rows = []
-    saved = (dict(_cuda.DSD_TC), dict(_cuda.SDD_TC), dict(_cuda.WGMMA_DSD), dict(_cuda.WGMMA_SDD),
-             dict(_cuda.DSD_GROUP), dict(_cuda.SDD_TILE), _cuda._sdd_tiled_pays, _cuda._group_pays,
-             dict(_cuda.WGMMA_DSD_WS), dict(_cuda.WGMMA_DSD_UNION), set(_cuda.WGMMA_DSD_KN),
-             _cuda._union_pays, dict(_cuda.WGMMA_DSD_TALL))
+    saved = {k: dict(tiles.TABLES[k][0]) for k in TUNED}
     for b in blocks:
         W, xs, dys = setup(b, density)
-        dense = bench(lambda: cp.matmul(xs[0], xs[1]), reps=50)
+        dense = bench(lambda x=xs[0], y=xs[1]: cp.matmul(x, y), reps=50)
         for op in ops:
-            if op == "sdd":
-                cands = (SDD.get(b, []) + [("wgmma_sdd",) + c for c in WGMMA_SDD.get(b, [])]
-                         + [("tile",) + c for c in SDD_TILED.get(b, [])])
-            else:
-                cands = (DSD[b] + [("group",) + c for c in GROUP.get(b, [])]
-                         + [("wgmma",) + c for c in WGMMA.get(b, [])]
-                         + [("ws",) + c for c in WS.get(b, [])]
-                         + [("union",) + c for c in UNION.get(b, [])])
-            if only_wgmma:
-                cands = [c for c in cands if str(c[0]).startswith("wgmma")]
-            if only_group:  # the small-block kernels
-                cands = [c for c in cands if c[0] in ("group", "tile")]
-            if only_ws and saved[2].get(b):
-                cands = [("wgmma",) + saved[2][b]] + [c for c in cands if c[0] == "ws"]
-            if only_union:
-                now = ([("ws",) + saved[8][b]] if saved[8].get(b) else
-                       [("wgmma",) + saved[2][b]] if saved[2].get(b) else [])
-                cands = now + [c for c in cands if c[0] == "union"]
-            for cfg in cands:
-                # the single-block mma.sync kernels unless named (and no tall tile taking
-                # the place of a named persistent one)
-                _cuda.set_tiles(wgmma={b: None}, wgmma_sdd={b: None}, group={b: None},
-                                sdd_tile={b: None}, wgmma_ws={b: None}, wgmma_union={b: None},
-                                wgmma_tall={b: None})
-                _cuda._sdd_tiled_pays = lambda *args: cfg[0] == "tile"
-                _cuda._group_pays = lambda *args: cfg[0] == "group"
-                _cuda._union_pays = lambda *args: cfg[0] == "union"
-                _cuda.WGMMA_DSD_KN = saved[10] | ({b} if cfg[0] == "union" else set())
-                if cfg[0] == "tile":
-                    _cuda.set_tiles(sdd_tile={b: cfg[1:]})
-                elif cfg[0] == "group":
-                    _cuda.set_tiles(group={b: cfg[1:]})
-                elif cfg[0] == "wgmma":
-                    _cuda.set_tiles(wgmma={b: cfg[1:]})
-                elif cfg[0] == "ws":  # the persistent form of the single-block wgmma kernel
-                    _cuda.set_tiles(wgmma={b: (1, 1, 2, 4)}, wgmma_ws={b: cfg[1:]})
-                elif cfg[0] == "union":
-                    _cuda.set_tiles(wgmma={b: saved[2][b]}, wgmma_union={b: cfg[1:]})
-                elif cfg[0] == "wgmma_sdd":
-                    _cuda.set_tiles(wgmma_sdd={b: cfg[1:]})
-                else:
-                    _cuda.set_tiles(**({"sdd": {b: cfg}} if op == "sdd" else {"dsd": {b: cfg}}))
-                err, t = checked_ms(op, W, xs, dys, 50, f"{op} {b} {cfg}")
+            for cfg in _candidates(op, b, args, saved):
+                with plans.override(**_apply(op, b, cfg, saved)):
+                    err, t, plan = checked_ms(op, W, xs, dys, 50, f"{op} {b} {cfg}")
                 rows.append((b, op, cfg, t, dense, err))
-                print(f"{b:4d} {op} {str(cfg):22s} {t:7.4f} ms  eff {dense * density / t:5.2f}  err {err:.1e}",
-                      flush=True)
-            _cuda.DSD_TC.update(saved[0])
-            _cuda.SDD_TC.update(saved[1])
-            _cuda.set_tiles(wgmma={b: saved[2][b]}, wgmma_sdd={b: saved[3][b]},
-                            wgmma_ws={b: saved[8].get(b)}, wgmma_union={b: saved[9].get(b)},
-                            group={b: saved[4].get(b)}, sdd_tile={b: saved[5].get(b)},
-                            wgmma_tall={b: saved[12].get(b)})
-            _cuda._sdd_tiled_pays, _cuda._group_pays = saved[6], saved[7]
-            _cuda._union_pays, _cuda.WGMMA_DSD_KN = saved[11], saved[10]
+                print(f"{b:4d} {op} {cfg!s:22s} {t:7.4f} ms  eff {dense * density / t:5.2f}  "
+                      f"err {err:.1e}", flush=True)
+                if plan is not None:
+                    print(f"     {plan}", flush=True)
+            configs.set_tiles(**{k: {b: saved[k].get(b)} for k in TUNED})
     print("\nbest per (b, op), dense ms in the same run:")
     for b in blocks:
         for op in ops:
             ok = [r for r in rows if r[0] == b and r[1] == op and r[5] < 1e-2]
             if ok:
                 best = min(ok, key=lambda r: r[3])
-                first = [r for r in rows if r[0] == b and r[1] == op][0]
-                print(f"{b:4d} {op} best {str(best[2]):22s} {best[3]:7.4f} (first {first[3]:7.4f}) "
+                first = next(r for r in rows if r[0] == b and r[1] == op)
+                print(f"{b:4d} {op} best {best[2]!s:22s} {best[3]:7.4f} (first {first[3]:7.4f}) "
                       f"dense {best[4]:7.4f} eff {best[4] * density / best[3]:5.2f}")
 
 
