@@ -3,14 +3,22 @@ belongs to, its module, a host copy."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 
 def backend_of(array) -> str | None:
     """``"cpu"`` for a NumPy array, ``"cuda"`` for a CuPy array, ``None`` otherwise."""
+    t = type(array)
+    if t is np.ndarray:  # exact types first: this runs several times in every op
+        return "cpu"
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and t is cupy.ndarray:
+        return "cuda"
     if isinstance(array, np.ndarray):
         return "cpu"
-    if type(array).__module__.startswith("cupy") and hasattr(array, "device"):
+    if t.__module__.startswith("cupy") and hasattr(array, "device"):
         return "cuda"
     return None
 

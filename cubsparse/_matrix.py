@@ -581,9 +581,13 @@ class BlockSparseMatrix(SparseOperand):
         """The transpose, a view sharing this matrix's values (no copy)."""
         if self._base is not None:
             return self._base
-        view = BlockSparseMatrix.__new__(BlockSparseMatrix)
-        # The view keeps the untransposed storage; ops read it through the transpose index.
-        view._init(self._data, self._structure, self._blocksize, base=self)
+        view = self.__dict__.get("_transposed")
+        if view is None:  # made once: `dy @ W.T` in a loop makes no new object per call
+            view = BlockSparseMatrix.__new__(BlockSparseMatrix)
+            # The view keeps the untransposed storage; ops read it through the transpose
+            # index.
+            view._init(self._data, self._structure, self._blocksize, base=self)
+            self._transposed = view
         return view
 
     def _blocks_shape(self):

@@ -18,15 +18,18 @@ import numpy as np
 
 from ._arrays import SparseOperand, array_module, backend_of
 
+_IMPLS: dict = {}
+
 
 def _backend_module(backend: str):
-    if backend == "cpu":
-        from . import _cpu
-
-        return _cpu
-    from . import _cuda
-
-    return _cuda
+    impl = _IMPLS.get(backend)
+    if impl is None:
+        if backend == "cpu":
+            from . import _cpu as impl
+        else:
+            from . import _cuda as impl
+        _IMPLS[backend] = impl
+    return impl
 
 
 def _check_dense(name: str, array, backend: str, dtype, sparse: str = "the sparse operand"):
@@ -123,7 +126,7 @@ def matmul(a, b, out=None, alpha: float = 1.0, beta: float = 0.0, *, tf32: bool 
     True
     """
     w, dense, b_sparse, out_shape = _matmul_operands(a, b, out, alpha, beta)
-    backend, dtype = w.backend, w._data.dtype
+    backend, dtype = backend_of(w._data), w._data.dtype
     base = w if w._base is None else w._base
     tf32 = _use_tf32(tf32, dtype)
     impl = _backend_module(backend)
@@ -163,7 +166,7 @@ def _matmul_operands(a, b, out, alpha, beta):
         )
     _check_scalars(alpha, beta, out)
     w, dense = (b, a) if b_sparse else (a, b)
-    backend, dtype = w.backend, w._data.dtype
+    backend, dtype = backend_of(w._data), w._data.dtype
     _check_dense("the dense operand", dense, backend, dtype)
     m, n = w.shape
     if b_sparse:

@@ -19,6 +19,8 @@ def main(argv=None) -> int:
     ap.add_argument("--density", type=float, default=0.1)
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--top", type=int, default=18)
+    ap.add_argument("--breakdown", action="store_true",
+                    help="time the steps of one X @ W call apart instead of profiling")
     args = ap.parse_args(argv)
     import cupy as cp
 
@@ -27,6 +29,8 @@ def main(argv=None) -> int:
     lay = cs.layouts.random(args.ck // args.b, args.ck // args.b, args.density, seed=0)
     w = cs.BlockSparseMatrix.from_layout(lay, args.b, dtype=args.dtype, seed=1, backend="cuda")
     x = cp.ones((args.n, args.ck), args.dtype)
+    if args.breakdown:
+        return breakdown(cp, cs, x, w, args.calls)
     ops = {"X @ W": lambda: x @ w, "dY @ W.T": lambda: x @ w.T,
            "sampled": lambda: cs.sampled_matmul(x.T, x, like=w)}
     for name, fn in ops.items():
@@ -41,6 +45,55 @@ def main(argv=None) -> int:
         print(f"== {name}: {args.calls} calls, {args.dtype}, N = {args.n}, C = K = {args.ck}, "
               f"b = {args.b}")
         pstats.Stats(prof).sort_stats("tottime").print_stats(args.top)
+    return 0
+
+
+def breakdown(cp, cs, x, w, calls) -> int:
+    """Host µs of each step of an eager X @ W, each timed alone in a loop."""
+    import time
+
+    from cubsparse import _ops
+    from cubsparse._cuda import device, launch, run
+
+    x @ w
+    r = run._dsd_runner(x.shape[0], w, False, False)
+    stream = run._stream()
+    width = r.width
+    lib = device.libcuda()
+    steps = {
+        "x @ W (whole call)": lambda: x @ w,
+        "cubsparse.matmul(x, W)": lambda: cs.matmul(x, w),
+        "_cuda.dsd (after the checks)": lambda: run.dsd(x, w, False, None, 1.0, 0.0),
+        "operand checks": lambda: _ops._matmul_operands(x, w, None, 1.0, 0.0),
+        "runner lookup": lambda: run._dsd_runner(x.shape[0], w, False, False),
+        "cupy.ndarray (the output)": lambda: cp.ndarray((x.shape[0], width), x.dtype),
+        "current stream": run._stream,
+        "launch (ctypes cuLaunchKernel)": lambda: r.main(stream),
+        "ctypes call, no launch (cuCtxGetDevice)": lambda: lib.cuCtxGetDevice(
+            launch.ctypes.byref(launch.ctypes.c_int())),
+    }
+    try:
+        from cuda.bindings import driver
+
+        f = driver.CUfunction(r.main._fn)
+        g, bl, sm, pp = r.main._grid, r.main._block, r.main._smem, r.main._pp
+        st = driver.CUstream(stream)
+        steps["launch (cuda.bindings cuLaunchKernel)"] = lambda: driver.cuLaunchKernel(
+            f, *g, *bl, sm, st, pp, 0)
+    except Exception as exc:  # no cuda-bindings, or another version's API
+        print(f"cuda.bindings launch not timed: {exc}")
+    for name, fn in steps.items():
+        fn()
+        cp.cuda.get_current_stream().synchronize()
+        best = float("inf")
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(calls // 10):
+                fn()
+            best = min(best, (time.perf_counter() - t0) / (calls // 10) * 1e6)
+            cp.cuda.get_current_stream().synchronize()
+        print(f"{name:42s} {best:7.2f} us")
+    print(f"plan: {cs.matmul_plan(x, w)}")
     return 0
 
 

@@ -10,9 +10,14 @@ import functools
 
 def current() -> int:
     """The current CUDA device's ordinal."""
+    return _runtime().getDevice()
+
+
+@functools.cache
+def _runtime():
     import cupy
 
-    return cupy.cuda.runtime.getDevice()
+    return cupy.cuda.runtime
 
 
 @functools.cache

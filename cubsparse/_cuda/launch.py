@@ -44,6 +44,7 @@ class Launch:
     def __init__(self, function, grid, block, smem: int, signature: str, values):
         self.name = getattr(function, "name", "kernel")
         self._fn = function.ptr
+        self._launch = device.libcuda().cuLaunchKernel
         grid = tuple(grid) + (1,) * (3 - len(grid))
         block = tuple(block) + (1,) * (3 - len(block))
         self._grid, self._block, self._smem = grid, block, int(smem)
@@ -73,8 +74,8 @@ class Launch:
 
     def __call__(self, stream: int) -> None:
         g, b = self._grid, self._block
-        res = device.libcuda().cuLaunchKernel(self._fn, g[0], g[1], g[2], b[0], b[1], b[2],
-                                              self._smem, stream, self._pp, None)
+        res = self._launch(self._fn, g[0], g[1], g[2], b[0], b[1], b[2], self._smem, stream,
+                           self._pp, None)
         if res:
             raise LaunchError(f"cuLaunchKernel failed for {self.name} (CUresult {res}), grid "
                               f"{g}, block {b}, {self._smem} bytes of shared memory")

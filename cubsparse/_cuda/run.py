@@ -10,6 +10,7 @@ no per-call Python work that grows with the layout.
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import numpy as np
@@ -31,9 +32,14 @@ def _aligned(arr, align: int) -> bool:
 
 
 def _stream() -> int:
+    return _cupy().cuda.get_current_stream().ptr
+
+
+@functools.cache
+def _cupy():
     import cupy
 
-    return cupy.cuda.get_current_stream().ptr
+    return cupy
 
 
 _MAX_RUNNERS = 64  # per matrix; a script that varies its batch size cycles through them
@@ -64,18 +70,21 @@ def _dsd_runner(n, w, trans, tf32):
 
 def dsd(x, w, trans: bool, out, alpha: float, beta: float, tf32: bool = False):
     """``alpha * (x @ op(w)) + beta * out`` with op the transpose when ``trans``."""
-    import cupy
+    r = _dsd_runner(x.shape[0], w, trans, tf32)
+    if r.plan.path == "dense" and x.shape[0] and r.width:
+        return r.dense(x, w._data, out, alpha, beta)
+    return _dsd_sparse(r, x, w._data, out, alpha, beta)
 
+
+def _dsd_sparse(r, x, wdata, out, alpha, beta):
     n = x.shape[0]
-    r = _dsd_runner(n, w, trans, tf32)
-    dtype = w._data.dtype
     y = out if (out is not None and _aligned(out, r.out_align)) else None
     if y is None:  # a fresh array: `out` itself may be contiguous yet misaligned
-        y = cupy.ndarray((n, r.width), dtype) if beta == 0 else out.copy(order="C")
+        y = _cupy().ndarray((n, r.width), wdata.dtype) if beta == 0 else out.copy(order="C")
     if n and r.width:
         if not _aligned(x, 16):  # every kernel copies X in 16-byte segments
             x = x.copy(order="C")  # a new, aligned buffer
-        r(x, w._data, y, alpha, beta, _stream())
+        r(x, wdata, y, alpha, beta, _stream())
     if out is not None and y is not out:
         out[...] = y
         return out
@@ -153,10 +162,7 @@ class _DsdRunner:
         self.trans = self.plan.product == "X @ W.T"
 
     def __call__(self, x, wdata, y, alpha, beta, stream):
-        import cupy
-
-        if self.plan.path == "dense":
-            return self._dense(x, wdata, y, alpha, beta, stream, cupy)
+        cupy = _cupy()
         it = self.it
         if self.tcopy is not None:  # wgmma kernels reading [n][k] blocks: transpose W's
             t = cupy.ndarray(wdata.shape, wdata.dtype)
@@ -201,23 +207,27 @@ class _DsdRunner:
             rv[7].value = beta
             self.reduce(stream)
 
-    def _dense(self, x, wdata, y, alpha, beta, stream, cupy):
+    def dense(self, x, wdata, out, alpha, beta):
+        """The dense path: W's blocks into the dense buffer (its other elements stay
+        zero), then cuBLAS."""
+        cupy = _cupy()
         if cupy.cuda.get_current_stream().is_capturing():
             # CuPy refuses cuBLAS calls inside a stream capture: a graph records the
             # sparse kernels instead.
-            return self._sparse_twin()(x, wdata, y, alpha, beta, stream)
-        sv = self.scatter.v
-        sv[0].value = wdata.data.ptr
-        self.scatter(stream)
-        wd = self.dense_w.T if self.trans else self.dense_w
-        if alpha == 1 and beta == 0 and y.flags.c_contiguous:
-            cupy.matmul(x, wd, out=y)
-        elif alpha == 1 and beta == 0:
-            y[...] = cupy.matmul(x, wd)
-        else:  # in float32 (float64 for float64 data), rounded once
-            acc = np.float64 if y.dtype == np.float64 else np.float32
-            prod = cupy.matmul(x, wd).astype(acc)
-            y[...] = (alpha * prod + beta * y.astype(acc)).astype(y.dtype)
+            return _dsd_sparse(self._sparse_twin(), x, wdata, out, alpha, beta)
+        self.scatter.v[0].value = wdata.data.ptr
+        self.scatter(_stream())
+        prod = cupy.matmul(x, self.dense_w.T if self.trans else self.dense_w)
+        if alpha != 1 or beta != 0:  # in float32 (float64 for float64 data), rounded once
+            acc = np.float64 if prod.dtype == np.float64 else np.float32
+            prod = alpha * prod.astype(acc)
+            if beta != 0:
+                prod += beta * out.astype(acc)
+            prod = prod.astype(wdata.dtype)
+        if out is None:
+            return prod
+        out[...] = prod
+        return out
 
     def _sparse_twin(self):
         """The sparse runner of the same call (built on first use)."""
@@ -292,8 +302,7 @@ def _sdd_runner(like, inner, a_km, b_nk, tf32):
 
 def sdd(a, b_mat, like, out_data, alpha: float, beta: float, tf32: bool = False):
     """``alpha * (a @ b_mat)`` on ``like``'s blocks ``+ beta * out_data``."""
-    import cupy
-
+    cupy = _cupy()
     s, dtype = like._structure, like._data.dtype
     data = out_data if out_data is not None else cupy.ndarray(like._data.shape, dtype)
     if s.nnzb == 0:
@@ -337,8 +346,7 @@ class _SddRunner:
                                                    s.indices, None, None, None])
 
     def __call__(self, a, b_mat, a_src, b_src, data, alpha, beta, stream):
-        import cupy
-
+        cupy = _cupy()
         v = self.main.v
         if self.plan.path == "dense":
             if cupy.cuda.get_current_stream().is_capturing():  # no cuBLAS in a capture
