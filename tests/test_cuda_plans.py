@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import BACKENDS, poison, to_backend, to_numpy
 
 import cubsparse as cs
-from conftest import BACKENDS, poison, to_backend, to_numpy
 from cubsparse._cuda import dense_model, plans
 
 CUDA = [p for p in BACKENDS if p.values == ("cuda",)]
@@ -53,7 +53,8 @@ def test_dense_path_where_the_model_says_so():
     s = structure(512, 512, 0.5)  # b = 8 at d = 0.5: the sparse kernels lose to cuBLAS
     assert dense_model.ratio("matmul", "float16", 8, 4096, 0.5) > 2
     p = plans.plan_dsd(s, "float16", 8, 4096, False, False, 90, SMS, dense_bytes_limit=1 << 30)
-    assert p.path == "dense" and p.kernel.kernel == "scatter_blocks"
+    assert p.path == "dense"
+    assert p.kernel.kernel == "scatter_blocks"
     assert "dense" in str(p)
     # forbidden, or over the memory bound: sparse
     assert plans.plan_dsd(s, "float16", 8, 4096, False, False, 90, SMS, None).path == "sparse"
@@ -62,7 +63,8 @@ def test_dense_path_where_the_model_says_so():
     s64 = structure(64, 64, 0.25)
     assert plans.plan_dsd(s64, "float16", 64, 4096, False, False, 90, SMS, 1 << 30).path == "sparse"
     q = plans.plan_sdd(s, "float16", 8, 4096, True, False, False, 90, 1 << 30)
-    assert q.path == "dense" and q.kernel.kernel == "gather_blocks"
+    assert q.path == "dense"
+    assert q.kernel.kernel == "gather_blocks"
 
 
 def test_dense_model_has_no_data_for_float64_and_tf32():
@@ -82,11 +84,13 @@ def test_override_forces_and_restores():
             "sparse"
         with plans.override(split=2):
             p = plans.plan_dsd(s, "float16", 8, 64, False, False, 90, SMS, 1 << 30)
-            assert p.split == 2 and p.reduce is not None and "split at 2" in str(p)
-    assert plans.forced("dense") is None and plans.forced("split") is None
-    with pytest.raises(ValueError, match="unknown plan decisions"):
-        with plans.override(colour=True):
-            pass
+            assert p.split == 2
+            assert p.reduce is not None
+            assert "split at 2" in str(p)
+    assert plans.forced("dense") is None
+    assert plans.forced("split") is None
+    with pytest.raises(ValueError, match="unknown plan decisions"), plans.override(colour=True):
+        pass
 
 
 def test_options_are_checked():
@@ -156,7 +160,8 @@ def test_plan_is_built_once_and_calls_repeat_bitwise(backend, b, dtype):
     first = w.__rmatmul__(x)
     runners = dict(w._runners)
     again = [x @ w for _ in range(3)]
-    assert w._runners == runners and len(runners) == 1
+    assert w._runners == runners
+    assert len(runners) == 1
     for y in again:
         assert bool(cupy.array_equal(y, first))
     ref = _ref(x, w, False)
@@ -208,3 +213,43 @@ def test_cuda_graph_replays_after_in_place_updates(backend, dtype, b, n):
             ref = (to_numpy(x).astype(np.float64).T @ to_numpy(dy).astype(np.float64)) * mask
             got = to_numpy(dw.toarray()).astype(np.float64)
             assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < tol
+
+
+def test_launch_packs_parameters_once(monkeypatch):
+    """A Launch hands cuLaunchKernel pointers to its packed values: constants set once,
+    per-call values written in place, tensor maps pointed at (a fake driver here)."""
+    import ctypes
+    import sys
+
+    from cubsparse._cuda import device, launch
+
+    calls = []
+
+    class Driver:
+        def cuLaunchKernel(self, *args):
+            f, gx, gy, gz, bx, by, bz, smem, stream, pp, _extra = args
+            params = ctypes.cast(pp, ctypes.POINTER(ctypes.c_void_p))
+            calls.append((f, (gx, gy, gz), (bx, by, bz), smem, stream,
+                          ctypes.cast(params[0], ctypes.POINTER(ctypes.c_uint64))[0],
+                          ctypes.cast(params[1], ctypes.POINTER(ctypes.c_int32))[0],
+                          ctypes.cast(params[2], ctypes.POINTER(ctypes.c_float))[0],
+                          params[3]))
+            return 0
+
+    class Fn:
+        ptr, name = 1234, "k"
+
+    class Map:
+        address = 4096
+
+    monkeypatch.setattr(device, "libcuda", Driver)
+    monkeypatch.setitem(sys.modules, "cuda.bindings", None)  # the ctypes launcher
+    L = launch.Launch(Fn(), (5,), (128,), 99, "pift", [None, 7, None, None])
+    L.v[0].value = 0xABC
+    L.v[2].value = 0.5
+    L.set_map(3, Map())
+    L(77)
+    assert calls == [(1234, (5, 1, 1), (128, 1, 1), 99, 77, 0xABC, 7, 0.5, 4096)]
+    L.v[0].value = 0xDEF
+    L(78)
+    assert calls[-1][4:6] == (78, 0xDEF)

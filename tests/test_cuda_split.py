@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import BACKENDS, poison, to_backend, to_numpy
 
 import cubsparse as cs
-from conftest import BACKENDS, poison, to_backend, to_numpy
 
 # The CUDA parameter of the shared backend fixture (with its visible skip without a GPU).
 pytestmark = pytest.mark.parametrize(
@@ -26,7 +26,7 @@ def forced_split():
         yield
 
 
-@pytest.mark.parametrize("dtype,tf32", [("float16", False), ("bfloat16", False),
+@pytest.mark.parametrize(("dtype", "tf32"), [("float16", False), ("bfloat16", False),
                                         ("float32", True), ("float32", False),
                                         ("float64", False)])  # float64 is never split
 @pytest.mark.parametrize("b", [16, 32, 64])

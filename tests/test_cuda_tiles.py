@@ -320,7 +320,8 @@ def test_tall_tiles_taken_by_default(backend, monkeypatch, force, b, dtype):
     """The default choice of the tall persistent tile (a grid of two CTAs makes enough
     tiles per CTA at n = 600; X's rows as wgmma's N at b = 64, 128): X @ W with W read as
     stored and transposed, and dY @ W.T, against SciPy, with an empty output block each;
-    then a layout without blocks, whose tensor map points at a stand-in block (zeros over a poisoned output)."""
+    then a layout without blocks, whose tensor map points at a stand-in block (zeros over a
+    poisoned output)."""
     force(grid_limit=2)
     n = 600
     xcfg = configs.wgmma_config(dtype, b, tall=True)

@@ -277,7 +277,7 @@ def test_mixed_numpy_cupy(backend):
         cs.matmul(x, W)
     with pytest.raises(TypeError, match=r"NumPy array but the sparse operand lives on the cuda"):
         cs.matmul(W, x.T)
-    with pytest.raises(TypeError, match=r"NumPy array but the sparse operand lives on the cuda"):
+    with pytest.raises(TypeError, match=r"a is a NumPy array but like lives on the cuda"):
         cs.sampled_matmul(x.T, cupy.asarray(x), like=W)
     Wc = matrix("cpu")
     with pytest.raises(TypeError, match=r"CuPy array but the sparse operand lives on the cpu"):

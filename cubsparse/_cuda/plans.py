@@ -189,9 +189,8 @@ class DsdPlan:
                  f"{k.name}", f"{k.rows_per_cta} rows x {k.group} block(s) per tile",
                  f"grid {self.grid}" + (f" ({k.persistent}/SM, persistent)" if k.persistent
                                         else "")]
-        if self.product == "X @ W":
-            parts.append("W read as stored" if self.reads_w_as_stored
-                         else f"W's blocks transposed per call ({self.w_copy})")
+        if self.w_copy:
+            parts.append(f"W's blocks transposed per call ({self.w_copy})")
         if self.split:
             parts.append(f"lists split at {self.split} ({self.slots} partial tiles, "
                          f"{self.reduce.kernel})")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import weakref
 
 import numpy as np
 
@@ -42,6 +43,7 @@ def _cupy():
     return cupy
 
 
+_KEEP_WORKSPACE = 32 << 20  # bytes of a split product's workspace kept per stream
 _MAX_RUNNERS = 64  # per matrix; a script that varies its batch size cycles through them
 
 
@@ -97,7 +99,8 @@ class _DsdRunner:
     def __init__(self, w, dev, n, trans, tf32, sparse_only=False):
         import cupy
 
-        self._args, self._twin = (w, dev, n, trans, tf32), None
+        # the matrix by weak reference: it holds this runner
+        self._args, self._twin = (weakref.ref(w), dev, n, trans, tf32), None
         s, b = w._structure, w.blocksize
         dtype = w._data.dtype
         self.plan = p = plan_dsd(s, dtype, b, n, trans, tf32, device.arch(dev),
@@ -111,6 +114,8 @@ class _DsdRunner:
         self.n, self.b, self.it = n, b, it
         if p.path == "dense":
             self._init_dense(w, dev, cupy)
+            # made now, not inside a stream capture (where its table uploads would fail)
+            self._twin = _DsdRunner(w, dev, n, trans, tf32, sparse_only=True)
             return
         cfg = p.kernel
         work, blk, gidx, red = worklists.dsd_tables(s, dev, trans, p.split, cfg.group)
@@ -149,13 +154,20 @@ class _DsdRunner:
                                                self.width])
         self.dev = dev
         self.stand_in = cupy.zeros((1, b, b), dtype) if cfg.tma and s.nnzb == 0 else None
+        if cfg.tma:  # made now, not inside a stream capture
+            device.tile_counter(dev, _stream())
+        self._ws = {}  # stream -> workspace, where small enough to keep
 
     def _init_dense(self, w, dev, cupy):
         from .configs import scatter_config
 
         s, b = w._structure, w.blocksize
         rows, cols = worklists.block_coordinates(s, dev)
-        self.dense_w = cupy.zeros((s.block_shape[0] * b, s.block_shape[1] * b), w._data.dtype)
+        # One buffer per layout, dtype and device, whatever the rows of X: zero but for W's
+        # blocks, which every call writes again (values may change between calls).
+        dtype = w._data.dtype
+        self.dense_w = s.cached(("dense_w", dev, dtype.str), lambda: cupy.zeros(
+            (s.block_shape[0] * b, s.block_shape[1] * b), dtype))
         self.scatter = Launch(get_kernel(scatter_config(w._data.dtype.name, b)), (s.nnzb,),
                               (256,), 0, "pppPl".replace("P", "p"),
                               [None, rows, cols, self.dense_w, self.dense_w.shape[1]])
@@ -195,7 +207,13 @@ class _DsdRunner:
         v[i + 3].value = beta
         ws = None
         if self.reduce is not None:
-            ws = cupy.ndarray(self.ws_shape, np.float32)
+            # Launches on one stream run in order, so a stream's calls can share one
+            # workspace: kept where small, else allocated per call.
+            ws = self._ws.get(stream)
+            if ws is None:
+                ws = cupy.ndarray(self.ws_shape, np.float32)
+                if ws.nbytes <= _KEEP_WORKSPACE:
+                    self._ws[stream] = ws
             v[self.i_ws].value = ws.data.ptr
         L(stream)
         if ws is not None:
@@ -232,7 +250,8 @@ class _DsdRunner:
     def _sparse_twin(self):
         """The sparse runner of the same call (built on first use)."""
         if self._twin is None:
-            self._twin = _DsdRunner(*self._args, sparse_only=True)
+            w, *rest = self._args
+            self._twin = _DsdRunner(w(), *rest, sparse_only=True)
         return self._twin
 
 
@@ -321,7 +340,7 @@ def sdd(a, b_mat, like, out_data, alpha: float, beta: float, tf32: bool = False)
 
 class _SddRunner:
     def __init__(self, like, dev, inner, a_km, b_nk, tf32, sparse_only=False):
-        self._args, self._twin = (like, dev, inner, a_km, b_nk, tf32), None
+        self._args, self._twin = (weakref.ref(like), dev, inner, a_km, b_nk, tf32), None
         s, b = like._structure, like.blocksize
         dtype = like._data.dtype
         self.plan = p = plan_sdd(s, dtype, b, inner, a_km, b_nk, tf32, device.arch(dev),
@@ -330,6 +349,7 @@ class _SddRunner:
         cfg = p.kernel
         f = "d" if p.dtype == "float64" else "f"
         if p.path == "dense":
+            self._twin = _SddRunner(like, dev, inner, a_km, b_nk, tf32, sparse_only=True)
             rows, cols = worklists.block_coordinates(s, dev)
             self.main = Launch(get_kernel(cfg), (s.nnzb,), (256,), 0, "plpppdd",
                                [None, s.block_shape[1] * b, rows, cols, None, None, None])
@@ -372,7 +392,8 @@ class _SddRunner:
     def _sparse_twin(self):
         """The sparse runner of the same call (built on first use)."""
         if self._twin is None:
-            self._twin = _SddRunner(*self._args, sparse_only=True)
+            like, *rest = self._args
+            self._twin = _SddRunner(like(), *rest, sparse_only=True)
         return self._twin
 
 
