@@ -46,6 +46,13 @@ UNION_MIN_ROWS = 2048
 TALL_MIN_WAVES = 2
 #: The float32 tiled sdd's break-even fill (stored blocks per block of its non-empty tiles).
 SDD_TILE_SIMT_FILL = {8: 0.25, 16: 0.75}
+#: A split adds a launch (dsd_reduce), which costs an eager call about as much host time
+#: as the first: lists are split only where the longest would take longer than this
+#: (microseconds, predicted from its bytes at one SM's share of the memory bandwidth).
+SPLIT_MIN_US = 20.0
+#: One SM's share of the device's memory bandwidth, bytes per microsecond (H100/H200:
+#: 3.3-4.8 TB/s over 132 SMs).
+SM_BYTES_PER_US = 30_000
 #: A launch covers at most this many row tiles (the grid's y limit).
 MAX_GRID_Y = 65535
 #: Bytes of float32 partial sums a split product may use.
@@ -275,8 +282,11 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
         slots = max(2, 512 // cfg.threads) * sms
         split = _FORCED.get("split")
         if split is None:
-            split = split_length(worklists.list_lengths(structure, trans, cfg.group),
-                                 row_tiles, slots, shortest)
+            lens = worklists.list_lengths(structure, trans, cfg.group)
+            entry_bytes = (cfg.group * b * b + cfg.rows_per_cta * b) * _itemsize(name)
+            longest_us = (int(lens.max()) if lens.size else 0) * entry_bytes / SM_BYTES_PER_US
+            split = (split_length(lens, row_tiles, slots, shortest)
+                     if longest_us > SPLIT_MIN_US else 0)
     work, _, _, red, n_slots = worklists.dsd_host(structure, trans, split, cfg.group)
     if split and (n_slots * n * cfg.group * b * 4 > MAX_WORKSPACE or red.shape[0] > MAX_GRID_Y):
         split = 0
