@@ -291,6 +291,8 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
     if split and (n_slots * n * cfg.group * b * 4 > MAX_WORKSPACE or red.shape[0] > MAX_GRID_Y):
         split = 0
         work, _, _, red, n_slots = worklists.dsd_host(structure, trans, 0, cfg.group)
+    if not n_slots:  # no list longer than a segment: nothing to add up
+        split = 0
     grid = (work.shape[0], row_tiles)
     if cfg.persistent:  # one 1-D grid walks every (work item, row tile)
         grid = (min(grid[0] * grid[1], persistent_ctas(cfg, sms)),)

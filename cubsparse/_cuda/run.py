@@ -43,6 +43,11 @@ def _cupy():
     return cupy
 
 
+def _stride_grid(items: int) -> int:
+    """CTAs of 256 threads for a grid-stride loop over ``items``."""
+    return max(1, min(-(-items // 256), 16384))
+
+
 _KEEP_WORKSPACE = 32 << 20  # bytes of a split product's workspace kept per stream
 _MAX_RUNNERS = 64  # per matrix; a script that varies its batch size cycles through them
 
@@ -168,9 +173,10 @@ class _DsdRunner:
         dtype = w._data.dtype
         self.dense_w = s.cached(("dense_w", dev, dtype.str), lambda: cupy.zeros(
             (s.block_shape[0] * b, s.block_shape[1] * b), dtype))
-        self.scatter = Launch(get_kernel(scatter_config(w._data.dtype.name, b)), (s.nnzb,),
-                              (256,), 0, "pppPl".replace("P", "p"),
-                              [None, rows, cols, self.dense_w, self.dense_w.shape[1]])
+        nvec = s.nnzb * b * b * dtype.itemsize // 16
+        self.scatter = Launch(get_kernel(scatter_config(dtype.name, b)), (_stride_grid(nvec),),
+                              (256,), 0, "ppppll",
+                              [None, rows, cols, self.dense_w, self.dense_w.shape[1], nvec])
         self.trans = self.plan.product == "X @ W.T"
 
     def __call__(self, x, wdata, y, alpha, beta, stream):
@@ -351,8 +357,9 @@ class _SddRunner:
         if p.path == "dense":
             self._twin = _SddRunner(like, dev, inner, a_km, b_nk, tf32, sparse_only=True)
             rows, cols = worklists.block_coordinates(s, dev)
-            self.main = Launch(get_kernel(cfg), (s.nnzb,), (256,), 0, "plpppdd",
-                               [None, s.block_shape[1] * b, rows, cols, None, None, None])
+            n = s.nnzb * b * b
+            self.main = Launch(get_kernel(cfg), (_stride_grid(n),), (256,), 0, "plpppddl",
+                               [None, s.block_shape[1] * b, rows, cols, None, None, None, n])
         elif p.tiled:
             tiles, bmap = worklists.sdd_tiles(s, dev, *_tile_shape(p))
             nbr, nbc = s.block_shape

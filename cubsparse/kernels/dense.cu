@@ -17,37 +17,36 @@ __device__ __forceinline__ void store_acc(BF16 t, u16* p, float v) { *p = from_f
 __device__ __forceinline__ void store_acc(F32, float* p, float v) { *p = v; }
 __device__ __forceinline__ void store_acc(F64, double* p, double v) { *p = v; }
 
-// dense[rows[p] * B + i][cols[p] * B + j] = data[p][i][j]: one CTA per block, 16-byte
-// copies (a block row is at least 16 bytes; the dense rows are `ld` elements apart, a
-// multiple of 16 bytes).
+// dense[rows[p] * B + i][cols[p] * B + j] = data[p][i][j], one thread per 16-byte vector
+// of the blocks (a block row is at least 16 bytes; the dense rows are `ld` elements apart,
+// a multiple of 16 bytes): the reads of `data` are contiguous whatever the block size, so
+// small blocks move at the bandwidth of large ones. Grid-stride over the `nvec` vectors.
 template <class T, int B>
 __global__ void __launch_bounds__(256)
     scatter_blocks(const T* __restrict__ data, const int* __restrict__ rows,
-                   const int* __restrict__ cols, T* __restrict__ dense, i64 ld) {
-  constexpr int VEC = 16 / sizeof(T), PER_ROW = B / VEC;
-  const i64 p = blockIdx.x;
-  const T* src = data + p * (B * B);
-  T* dst = dense + (i64)rows[p] * B * ld + (i64)cols[p] * B;
-  for (int v = threadIdx.x; v < B * PER_ROW; v += 256) {
-    const int i = v / PER_ROW, j = (v % PER_ROW) * VEC;
-    *(int4*)(dst + i * ld + j) = *(const int4*)(src + i * B + j);
+                   const int* __restrict__ cols, T* __restrict__ dense, i64 ld, i64 nvec) {
+  constexpr int VEC = 16 / sizeof(T), PER_ROW = B / VEC, PER_BLOCK = B * PER_ROW;
+  for (i64 v = (i64)blockIdx.x * 256 + threadIdx.x; v < nvec; v += (i64)gridDim.x * 256) {
+    const i64 p = v / PER_BLOCK;
+    const int r = (int)(v % PER_BLOCK), i = r / PER_ROW, j = (r % PER_ROW) * VEC;
+    *(int4*)(dense + ((i64)rows[p] * B + i) * ld + (i64)cols[p] * B + j) =
+        ((const int4*)data)[v];
   }
 }
 
 // data[p] = alpha * dense[block p] + beta * data[p] (beta == 0: data is not read), in
-// float (double for float64).
+// float (double for float64), one thread per element of the `n` stored ones.
 template <class Tag, int B>
 __global__ void __launch_bounds__(256)
     gather_blocks(const typename Tag::storage* __restrict__ dense, i64 ld,
                   const int* __restrict__ rows, const int* __restrict__ cols,
-                  typename Tag::storage* __restrict__ data, double alpha, double beta) {
-  const i64 p = blockIdx.x;
-  const typename Tag::storage* src = dense + (i64)rows[p] * B * ld + (i64)cols[p] * B;
-  typename Tag::storage* dst = data + p * (B * B);
-  for (int e = threadIdx.x; e < B * B; e += 256) {
-    const int i = e / B, j = e % B;
-    auto v = load_acc(Tag(), src + i * ld + j) * (decltype(load_acc(Tag(), src)))alpha;
-    if (beta != 0.0) v += (decltype(v))beta * load_acc(Tag(), dst + e);
-    store_acc(Tag(), dst + e, v);
+                  typename Tag::storage* __restrict__ data, double alpha, double beta, i64 n) {
+  for (i64 e = (i64)blockIdx.x * 256 + threadIdx.x; e < n; e += (i64)gridDim.x * 256) {
+    const i64 p = e / (B * B);
+    const int r = (int)(e % (B * B)), i = r / B, j = r % B;
+    const auto* src = dense + ((i64)rows[p] * B + i) * ld + (i64)cols[p] * B + j;
+    auto v = load_acc(Tag(), src) * (decltype(load_acc(Tag(), src)))alpha;
+    if (beta != 0.0) v += (decltype(v))beta * load_acc(Tag(), data + e);
+    store_acc(Tag(), data + e, v);
   }
 }
