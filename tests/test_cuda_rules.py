@@ -92,6 +92,8 @@ def test_tall_tiles_need_two_per_cta(monkeypatch, b):
     # N = 512: at most 2 row tiles per output block, fewer tiles than two per CTA
     assert not plans.tall_pays(cfg, 512, n_out, ctas)
     assert plans.tall_pays(cfg, 4096, n_out, ctas)
+    # fewer rows than one tall tile: never, however many output blocks
+    assert not plans.tall_pays(cfg, rows // 2, 100 * ctas, ctas)
     # the boundary: exactly TALL_MIN_WAVES tiles per CTA
     n = -(-plans.TALL_MIN_WAVES * ctas // n_out) * rows
     assert plans.tall_pays(cfg, n, n_out, ctas)

@@ -84,9 +84,11 @@ def union_pays(structure, trans: bool, group: int, n: int) -> bool:
 
 
 def tall_pays(cfg: KernelConfig, n: int, n_out: int, ctas: int) -> bool:
-    """Every one of ``ctas`` persistent CTAs gets TALL_MIN_WAVES tiles of ``cfg`` for ``n``
-    rows of X and ``n_out`` output blocks: with fewer, taller tiles leave CTAs idle."""
-    return -(-n // cfg.rows_per_cta) * n_out >= TALL_MIN_WAVES * ctas
+    """X has at least a tall tile of rows (else most of the tile's MMAs and copies are of
+    absent rows), and every one of ``ctas`` persistent CTAs gets TALL_MIN_WAVES tiles of
+    ``cfg`` for ``n`` rows of X and ``n_out`` output blocks (with fewer, taller tiles leave
+    CTAs idle)."""
+    return n >= cfg.rows_per_cta and -(-n // cfg.rows_per_cta) * n_out >= TALL_MIN_WAVES * ctas
 
 
 def sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:
