@@ -14,7 +14,7 @@ from bench.timing import CupyClock
 from cubsparse._cuda.compile import COMPILE_OPTIONS, source
 from cubsparse._cuda.device import tensor_map
 
-SRC = source("dsd_sm90") + r'''
+SRC = source("dsd_wgmma_tma") + r'''
 extern "C" __global__ void ldcg_read(const int4* __restrict__ p, long long n, int reps,
                                      int* out) {
   int acc = 0;

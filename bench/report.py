@@ -479,6 +479,35 @@ def borrow_copy_bandwidth(results: list[dict]) -> int:
     return filled
 
 
+_OPS = {"xw": "X @ W", "dywt": "dY @ W.T", "sdd": "X.T @ dY"}
+
+
+def _us(ms):
+    return "-" if ms is None else f"{ms * 1e3:.1f}"
+
+
+def eager_table(rows: list[dict]) -> str:
+    """Markdown: per case and op, cubsparse's eager figures (host µs per call, eager µs per
+    call back to back, synchronized latency, CUDA-graph replay, eager / graph) beside dense
+    torch's (on the densified matrix) and the plan that ran."""
+    out = []
+    for r in rows:
+        dense = r.get("dense") or {}
+        dt = dense.get("dense_torch") or {}
+        plan = (r.get("cubsparse_plan") or "").split(": ", 1)[-1]
+        plan = plan.split("<", 1)[0] if "<" in plan.split(" ", 1)[0] else plan.split(" ", 1)[0]
+        ratio = r.get("cubsparse_eager_over_graph")
+        out.append([_OPS.get(r["op"], r["op"]), r["dtype"], r["n"], r["c"], r["b"],
+                    f"{r['density_target']:g}", f"{r['cubsparse_host_us']:.1f}",
+                    _us(r.get("cubsparse_eager_ms")), _us(r.get("cubsparse_sync_ms")),
+                    _us(r.get("cubsparse_graph_ms")), "-" if ratio is None else f"{ratio:.2f}",
+                    "-" if dt.get("host_us") is None else f"{dt['host_us']:.1f}",
+                    _us(dt.get("eager_ms")), f"`{plan}`" if plan else "-"])
+    return _md_table(["op", "dtype", "N", "C = K", "b", "d", "host µs", "eager µs", "sync µs",
+                      "graph µs", "eager / graph", "torch host µs", "torch eager µs",
+                      "kernel"], out)
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m bench.report results.json [...] > docs/performance.md``."""
     ap = argparse.ArgumentParser(prog="python -m bench.report", description=__doc__,
@@ -495,6 +524,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="per-row tables (auto: at most 400 rows)")
     ap.add_argument("--summary", action="store_true",
                     help="print the fixed-width run summary instead of Markdown")
+    ap.add_argument("--eager", action="store_true",
+                    help="print the Markdown table of eager figures (host µs per call, eager, "
+                         "synchronized and graph µs) instead of the report")
     ap.add_argument("--commit", default=None,
                     help="commit the results were measured at, cited for files that record "
                          "none (default: per file, the last commit that changed it if git "
@@ -508,6 +540,9 @@ def main(argv: list[str] | None = None) -> int:
     borrow_copy_bandwidth(results)
     if args.summary:
         print(summary_table([r for res in results for r in res.get("rows", [])]))
+        return 0
+    if args.eager:
+        print(eager_table([r for res in results for r in res.get("rows", [])]))
         return 0
     md_dir = args.md_dir or ("docs" if Path("docs").is_dir() else ".")
     plots_dir = None if args.no_plots else (args.plots_dir or str(Path(md_dir) / "img"))

@@ -28,15 +28,14 @@ def warmup(dtypes=None, blocksizes=None, ops=None, verbose: bool = False) -> lis
     :func:`cubsparse.warmup`); Hopper-only kernels only on Hopper."""
     from . import device
     from .compile import get_kernel
+    from .configs import GROUPS
 
-    aliases = {"matmul": ("dsd", "dsd_sm90", "dense"), "sampled_matmul": ("sdd", "sdd_sm90",
-                                                                          "dense")}
-    from .configs import FAMILIES
-
-    families = [f for o in (ops or FAMILIES) for f in aliases.get(o, (o,))]
+    aliases = {"matmul": ("dsd", "dsd_sm90", "dense"),
+               "sampled_matmul": ("sdd", "sdd_sm90", "dense")}
+    groups = [g for o in (ops or GROUPS) for g in aliases.get(o, (o,))]
     hopper = device.arch(device.current()) == 90
     names = []
-    for cfg in all_configs(dtypes, blocksizes, families):
+    for cfg in all_configs(dtypes, blocksizes, groups):
         if cfg.arch == "sm_90a" and not hopper:
             continue
         if verbose:

@@ -25,14 +25,21 @@ class KernelCompileError(RuntimeError):
 
 @functools.cache
 def source(family: str) -> str:
-    """The family's CUDA source with its ``.cuh`` headers inlined (NVRTC needs no -I)."""
+    """The family's CUDA source with its ``.cuh`` headers inlined, each once (NVRTC gets no
+    include path)."""
     kdir = importlib.resources.files("cubsparse") / "kernels"
-    text = (kdir / f"{family}.cu").read_text()
+    seen: set = set()
 
-    def header(m):
-        return (kdir / m.group(1)).read_text().replace("#pragma once\n", "")
+    def inline(text: str) -> str:
+        def header(m):
+            if m.group(1) in seen:
+                return ""
+            seen.add(m.group(1))
+            return inline((kdir / m.group(1)).read_text().replace("#pragma once\n", ""))
 
-    return re.sub(r'#include "(\w+\.cuh)"', header, text)
+        return re.sub(r'#include "(\w+\.cuh)"', header, text)
+
+    return inline((kdir / f"{family}.cu").read_text())
 
 
 def get_kernel(cfg: KernelConfig):

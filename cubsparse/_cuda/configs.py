@@ -31,8 +31,13 @@ from .tiles import (
 
 TC_TAGS = {"float16": "F16", "bfloat16": "BF16"}
 SIMT_TYPES = {"float32": "float", "float64": "double"}
-#: The kernel sources, ``kernels/<family>.cu``.
-FAMILIES = ("dsd", "sdd", "dsd_sm90", "sdd_sm90", "dense")
+#: The kernel sources, ``kernels/<family>.cu``: one kernel schedule per file where the
+#: schedule is a file's size (the Hopper ones); the sm_80 families keep their variants of
+#: one schedule together.
+FAMILIES = ("dsd", "sdd", "dsd_wgmma_single", "dsd_wgmma_ws", "dsd_wgmma_tma",
+            "dsd_wgmma_union", "transpose_blocks", "sdd_sm90", "dense")
+#: Groups of kernels for :func:`all_configs` (what ``warmup`` compiles per op).
+GROUPS = ("dsd", "sdd", "dsd_sm90", "sdd_sm90", "dense")
 
 #: Bumped by every :func:`set_tiles`; the plan caches key on it.
 GENERATION = [0]
@@ -188,7 +193,7 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
         expr = (f"dsd_wgmma_union<{tag},{b},{u.group},{u.m_tiles},{u.consumer_wgs},"
                 f"{u.stages},{_b(kn)},{u.ctas_per_sm}>")
         smem = u.stages * (64 * u.m_tiles + u.group * b) * 128 + 1024
-        return KernelConfig("dsd_sm90", expr, (u.consumer_wgs + 1) * 128, smem,
+        return KernelConfig("dsd_wgmma_union", expr, (u.consumer_wgs + 1) * 128, smem,
                             64 * u.m_tiles, u.group, "sm_90a", u.ctas_per_sm)
     p = (tall and WGMMA_DSD_TALL.get(b)) or WGMMA_DSD_WS.get(b)
     if p is not None:
@@ -199,13 +204,13 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
                 else f"dsd_wgmma_ws<{expr}>")
         smem = p.stages * (rows + b) * 128 + 1024  # + slack to align tiles to 1 KiB
         threads = p.warpgroups * 128 + (32 if p.tma else 128)  # a producer warp or warpgroup
-        return KernelConfig("dsd_sm90", expr, threads, smem, rows, 1, "sm_90a",
+        return KernelConfig(expr.split("<", 1)[0], expr, threads, smem, rows, 1, "sm_90a",
                             p.ctas_per_sm, p.tma)
     t = WGMMA_DSD[b]
     rows = 64 * t.m_tiles * t.warpgroups
     expr = f"dsd_wgmma_single<{tag},{b},{t.m_tiles},{t.warpgroups},{t.stages},{_b(kn)}>"
     smem = t.stages * (rows + b) * 128 + 1024
-    return KernelConfig("dsd_sm90", expr, t.warpgroups * 128, smem, rows, 1, "sm_90a")
+    return KernelConfig("dsd_wgmma_single", expr, t.warpgroups * 128, smem, rows, 1, "sm_90a")
 
 
 @functools.cache
@@ -224,7 +229,7 @@ def sdd_wgmma_config(dtype, b: int) -> KernelConfig | None:
 @functools.cache
 def transpose_config(b: int) -> KernelConfig:
     """Transposes every block of a 16-bit W (X @ W on a wgmma kernel reading [n][k])."""
-    return KernelConfig("dsd_sm90", f"transpose_blocks<{b}>", 256, 0, 0, 1, "sm_90a")
+    return KernelConfig("transpose_blocks", f"transpose_blocks<{b}>", 256, 0, 0, 1, "sm_90a")
 
 
 _STORAGE = {"float16": "u16", "bfloat16": "u16", "float32": "float", "float64": "double"}
@@ -260,17 +265,18 @@ def set_tiles(**tables) -> None:
     GENERATION[0] += 1
 
 
-def all_configs(dtypes=None, blocksizes=None, families=None) -> list[KernelConfig]:
-    """Every instantiation the backend can launch (what ``warmup`` and CI compile)."""
+def all_configs(dtypes=None, blocksizes=None, groups=None) -> list[KernelConfig]:
+    """Every instantiation the backend can launch (what ``warmup`` and CI compile), of the
+    ``groups`` (default :data:`GROUPS`)."""
     names = [d if d == "bfloat16" else _dtypes.as_dtype(d).name
              for d in (dtypes or _dtypes.SUPPORTED_DTYPES)]
     if "bfloat16" not in names and dtypes is None:
         names.append("bfloat16")  # compiled even where ml_dtypes is missing
     out = []
-    for fam in families or FAMILIES:
+    for group in groups or GROUPS:
         for dt in names:
             for b in blocksizes or _dtypes.BLOCK_SIZES:
-                out += _family_configs(fam, dt, b)
+                out += _family_configs(group, dt, b)
     return list(dict.fromkeys(out))
 
 

@@ -1,0 +1,224 @@
+// dsd on Hopper: the persistent, warp-specialized single-block kernel with its copies by
+// the TMA engine and its tiles handed out at run time (sm90_single.cuh describes the
+// tile).
+#include "sm90_single.cuh"
+
+// Stores warpgroup wg's m64nXN accumulator of the transposed product (rows: the block's
+// columns 64 wg.., columns: XN rows of X) as single_store does. Register pair (4q + 2h,
+// + 1) holds column c = 64 wg + 16 w + lane / 4 + 8 h at X rows 8 q + 2 (lane % 4) + {0, 1},
+// and lanes l, l ^ 4 hold adjacent columns: trading one value (transpose_pair) gives each
+// lane one X row at two adjacent columns, a 4-byte store.
+template <class Tag, int B, int XN>
+__device__ __forceinline__ void rows_n_store(const float (&acc)[XN / 2], int wg, int tid,
+                                             int row0, int nrows, int j, int slot, u16* y,
+                                             i64 ldy, float alpha, float beta, float* ws,
+                                             i64 ws_stride) {
+  const int lane = tid & 31, wiw = (tid % 128) / 32;
+#pragma unroll
+  for (int q = 0; q < XN / 8; ++q)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float s0, s1;
+      const bool even = transpose_pair(lane, acc[4 * q + 2 * h], acc[4 * q + 2 * h + 1], s0, s1);
+      const int r = row0 + q * 8 + (lane & 3) * 2 + (even ? 0 : 1);
+      const int col = wg * 64 + wiw * 16 + (lane >> 2) + h * 8 - (even ? 0 : 1);
+      if (r >= nrows) continue;
+      if (slot < 0)
+        store_pair(Tag(), y + (i64)r * ldy + (i64)j * B + col, s0, s1, alpha, beta);
+      else
+        *(float2*)(ws + slot * ws_stride + (i64)r * B + col) = make_float2(s0, s1);
+    }
+}
+
+// Tiles handed out at run time: a persistent CTA takes its first tile by blockIdx.x and
+// each next one from a global counter (`next_tile`, zero at launch), so CTAs that
+// drew short lists take more tiles instead of the kernel waiting on the unluckiest one: at
+// b = 128, d = 0.25 (lists of 8 +- 2.4 blocks) the fixed stride gave the busiest CTA 1.27x
+// the mean work. Tiles are still taken in order, so the CTAs running at one time share
+// rows of X, and each tile is reduced by one CTA in list order: the results do not depend
+// on which CTA takes which tile. The producer's lane 0 takes the tiles and passes each to
+// the consumers through a ring of DEPTH slots in shared memory (a tile of an empty list
+// has no slice to pace the producer, so the ring itself does); `n` counts the tiles the
+// calling thread has passed through it. The barriers order each slot's write before its
+// reads and the reads before the next write; the slot is still accessed atomically,
+// since compute-sanitizer's racecheck flagged plain stores and loads handed over by
+// mbarrier alone.
+struct TileQueue {
+  static constexpr int DEPTH = 4;
+  unsigned long long full[DEPTH], empty[DEPTH];
+  int tile[DEPTH];
+
+  __device__ __forceinline__ void init(int consumer_warps) {
+#pragma unroll
+    for (int q = 0; q < DEPTH; ++q) {
+      mbar_init(&full[q], 1);
+      mbar_init(&empty[q], consumer_warps);
+    }
+  }
+  // The producer warp's next tile (every lane gets it). Tiles past the first are handed
+  // out once each and every CTA makes one last request that finds none left, so a launch
+  // makes exactly `ntiles` requests: the one that reads ntiles - 1 is the last and puts
+  // the counter back to zero for the next launch on the stream (no memset per call).
+  __device__ __forceinline__ int next(int* counter, int ntiles, int lane) const {
+    int t = 0;
+    if (lane == 0) {
+      const int c = atomicAdd(counter, 1);
+      if (c == ntiles - 1) atomicExch(counter, 0);
+      t = gridDim.x + c;
+    }
+    return __shfl_sync(0xffffffffu, t, 0);
+  }
+  __device__ __forceinline__ void publish(int t, unsigned& n) {
+    const int q = n % DEPTH;
+    mbar_wait(&empty[q], ((n / DEPTH) & 1) ^ 1);  // the first round passes at once
+    atomicExch(&tile[q], t);
+    mbar_arrive(&full[q]);  // releases the write
+    ++n;
+  }
+  __device__ __forceinline__ int take(int tid, unsigned& n) {
+    const int q = n % DEPTH;
+    mbar_wait(&full[q], (n / DEPTH) & 1);
+    const int t = atomicAdd(&tile[q], 0);
+    __syncwarp();  // every lane has read the slot
+    if ((tid & 31) == 0) mbar_arrive(&empty[q]);
+    ++n;
+    return t;
+  }
+};
+
+// dsd_wgmma_ws with its copies made by the TMA engine. The cp.async producer warpgroup
+// spends its issue slots on 16-byte copies, and its stages arrived about 1,400 cycles
+// apart at b = 128 against about 500 cycles of MMAs each (bench/NOTES.md); here one thread of a
+// producer warp issues a tensor copy per operand tile, and the copy engine moves the
+// bytes. Each list entry contributes a tile of X (BM rows, EK = min(B, 64) columns) and a
+// tile of its block (EK deep) per 64-deep slice, as rows of SW = 2 * EK bytes in the
+// SW-byte swizzle (the tensor maps ask for it): b = 64/128 fill one 128-byte tile per
+// slice, b = 32 two 64-byte ones (X's in boxes of at most 256 rows, the TMA limit, so a
+// 512-row tile takes two). A slice's entries past the list read out-of-bounds
+// boxes, which land as zeros, so the consumers never branch around a wgmma.
+// The tensor maps: `xmap` over X (nrows x xcols), `wmap` over the blocks as rows, [n][k]
+// (K-major) or, with KN, as W stores them, [k][n], read N-major in 64-column panels.
+// XN > 0 (b = 64, 128): the transposed product, Y tile^T = block^T @ X tile^T, with the
+// tile's XN rows of X as wgmma's N and each of the WG = b / 64 consumer warpgroups owning
+// 64 of the block's columns as M (MW = 1). One m64nXN wgmma per k16 step reads 2 KB of
+// the block and XN * 32 bytes of X from shared memory, where the m64nB form rereads the
+// block for every m64 tile of rows: at b = 128 two m64n128 read 12 KB per 128 tensor
+// cycles, two m64n256 20 KB per 256. The epilogue trades values between lane pairs
+// (transpose_pair) to store pairs of adjacent columns.
+template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int MINB, int INFLIGHT,
+          int XN = 0>
+__global__ void __launch_bounds__(WG * 128 + 32, MINB)
+    dsd_wgmma_tma(const __grid_constant__ TmaMap xmap, const __grid_constant__ TmaMap wmap,
+                  int nrows, int xcols, int wrows, const int4* __restrict__ work, int nwork,
+                  const int* __restrict__ blk, const int* __restrict__ gidx, u16* y, i64 ldy,
+                  float alpha, float beta, float* ws, i64 ws_stride, int* next_tile) {
+  constexpr int BK = 64, BM = XN ? XN : 64 * MW * WG, CONSUMERS = WG * 128;
+  constexpr int EK = B < BK ? B : BK, EPS = BK / EK, SPE = B / EK;  // per entry / slice
+  constexpr int SW = 2 * EK, A_TILE = BM * SW, W_TILE = B * SW, XBOX = BM < 256 ? BM : 256;
+  constexpr int A_BYTES = EPS * A_TILE, STAGE_BYTES = A_BYTES + EPS * W_TILE;
+  constexpr int PANELS = KN ? (B > 64 ? B / 64 : 1) : 1, PANEL_N = B / PANELS;
+  static_assert(B >= 32 && STAGE_BYTES % 1024 == 0, "stages keep the swizzle atoms aligned");
+  static_assert(!XN || (WG == B / 64 && MW == 1 && XN % 64 == 0 && XN <= 256),
+                "XN: one m64 warpgroup per 64 columns of the block, up to 256 rows");
+  extern __shared__ unsigned char smem_raw[];
+  const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
+  __shared__ unsigned long long full[STAGES], empty[STAGES];
+  __shared__ int s_g[LIST_CAP], s_p[LIST_CAP];
+  __shared__ TileQueue tiles;
+  unsigned ntaken = 0;  // tiles through the queue (this thread's count)
+  const int tid = threadIdx.x;
+  if (tid == 0) {
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(&full[s], 1);                // the producer's arrival, with the bytes
+      mbar_init(&empty[s], CONSUMERS / 32);  // one arrival per consumer warp
+    }
+    tiles.init(CONSUMERS / 32);
+    fence_mbarrier_init();
+  }
+  __syncthreads();  // the only CTA-wide barrier
+  const int ntiles = nwork * ((nrows + BM - 1) / BM);
+  unsigned it = 0;
+
+  if (tid >= CONSUMERS) {  // the producer warp: the list by the warp, copies by lane 0
+    const int lane = tid - CONSUMERS;
+    for (int t = blockIdx.x;; t = tiles.next(next_tile, ntiles, lane)) {
+      if (lane == 0) tiles.publish(t, ntaken);
+      if (t >= ntiles) break;
+      const int4 item = work[t % nwork];
+      const int q0 = item.y, len = item.z, row0 = (t / nwork) * BM;
+      __syncwarp();  // lane 0 is done with the previous list
+      fill_work_list(s_g, s_p, gidx, blk, q0, len, lane, 32);
+      __syncwarp();
+      if (lane != 0) continue;
+      const WorkList list{s_g, s_p, gidx, blk, q0};
+      const int ktiles = (len * B + BK - 1) / BK;
+      for (int kt = 0; kt < ktiles; ++kt, ++it) {
+        const int s = it % STAGES;
+        mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // the first round passes at once
+        mbar_arrive_expect_tx(&full[s], STAGE_BYTES);
+        const unsigned sA = base + s * STAGE_BYTES, sW = sA + A_BYTES;
+        const int off = (kt % SPE) * EK;  // k offset inside the entry
+#pragma unroll
+        for (int el = 0; el < EPS; ++el) {
+          const int e = kt / SPE * EPS + el;
+          const bool live = e < len;
+#pragma unroll
+          for (int h = 0; h < BM / XBOX; ++h)  // a box spans at most 256 rows
+            tma_load_2d(sA + el * A_TILE + h * XBOX * SW, &xmap,
+                        live ? list.input(e) * B + off : xcols, row0 + h * XBOX, &full[s]);
+          const int wrow = live ? list.block(e) * B : wrows;
+#pragma unroll
+          for (int p = 0; p < PANELS; ++p) {
+            if constexpr (KN)  // rows of k, PANEL_N columns of n per panel
+              tma_load_2d(sW + el * W_TILE + p * (W_TILE / PANELS), &wmap, p * PANEL_N,
+                          wrow + off, &full[s]);
+            else  // rows of n, EK columns of k
+              tma_load_2d(sW + el * W_TILE, &wmap, off, wrow, &full[s]);
+          }
+        }
+      }
+    }
+    return;
+  }
+
+  const int wg = tid / 128;  // consumer warpgroup
+  constexpr int AM = XN ? 1 : MW, AN = XN ? XN / 2 : B / 2;  // accumulator tiles, registers
+  float acc[AM][AN];
+  for (int t = tiles.take(tid, ntaken); t < ntiles; t = tiles.take(tid, ntaken)) {
+    const int4 item = work[t % nwork];
+    const int j = item.x, len = item.z, slot = item.w;
+    const int ktiles = (len * B + BK - 1) / BK;
+    consume_tile<STAGES, INFLIGHT, false>(ktiles, it, acc, full, empty, tid, [&](int s) {
+      const unsigned sA = base + s * STAGE_BYTES, sW = sA + A_BYTES;
+      if constexpr (XN > 0) {  // A: columns 64 wg.. of the block (M-major as stored if KN)
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk)
+          Wgmma<Tag, XN, KN ? 1 : 0>::mma(
+              acc[0],
+              KN ? MnTile<B, BK>::desc(sW, wg, kk) : wgmma_desc_k<128>(sW + wg * 64 * 128 + kk * 32),
+              wgmma_desc_k<128>(sA + kk * 32));
+      } else {
+#pragma unroll
+        for (int el = 0; el < EPS; ++el)
+#pragma unroll
+          for (int kk = 0; kk < EK / 16; ++kk) {  // k16 steps advance 32 bytes inside a row
+            // KN: entry el's rows of k follow entry el - 1's in the one N-major panel set
+            const unsigned long long db = KN ? MnTile<B, BK>::desc(sW, 0, el * (EK / 16) + kk)
+                                             : wgmma_desc_k<SW>(sW + el * W_TILE + kk * 32);
+#pragma unroll
+            for (int m = 0; m < AM; ++m)
+              Wgmma<Tag, B, KN ? 2 : 0>::mma(
+                  acc[m], wgmma_desc_k<SW>(sA + el * A_TILE + (wg * MW + m) * 64 * SW + kk * 32),
+                  db);
+          }
+      }
+    });
+    if constexpr (XN > 0)
+      rows_n_store<Tag, B, XN>(acc[0], wg, tid, (t / nwork) * BM, nrows, j, slot, y, ldy,
+                               alpha, beta, ws, ws_stride);
+    else
+      single_store<Tag, B, MW>(acc, wg, tid, (t / nwork) * BM, nrows, j, slot, y, ldy, alpha,
+                               beta, ws, ws_stride);
+  }
+}

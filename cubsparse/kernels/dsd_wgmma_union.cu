@@ -1,0 +1,172 @@
+// dsd on Hopper for small blocks: a persistent tile of G adjacent output blocks walks
+// the union of their lists (sm90_single.cuh describes the shared parts).
+#include "sm90_single.cuh"
+
+// The grouped kernel made persistent and warp-specialized (b = 16-64), for the products
+// whose cost is the X slices streamed from L2: a single-block tile reads d * K columns of X
+// per b output columns, a group of G adjacent output blocks reads the union of its
+// members' lists once (at b = 32, d = 0.25, G = 8: 0.25 -> 0.11 of K per output column).
+// The persistent loop, the producer warpgroup and the mbarrier ring are those of
+// dsd_wgmma_ws; what differs:
+// * Consumer warpgroup c owns members c * GPC .. c * GPC + GPC - 1, over all BM = 64 * MW
+//   rows. One member's MMAs for one entry of a slice form a whole wgmma group (fence,
+//   MMAs, commit, wait) inside the branch on its presence bit: branching between wgmmas of
+//   one group makes ptxas serialize every one of them (bench/NOTES.md).
+// * The producer copies a slice of X and only the blocks of members present there, and
+//   publishes the slice's presence bits beside the data: its thread 0 stores them and adds
+//   one ordinary (releasing) arrival to `full`, so a consumer that sees the phase complete
+//   sees the bits too.
+// * W's blocks are read transposed ([n][k], K-major B tiles) or, with KN, as stored
+//   (N-major B tiles, no transposed copy).
+template <class Tag, int B, int G, int MW, int CW, int STAGES, bool KN, int MINB>
+__global__ void __launch_bounds__((CW + 1) * 128, MINB)
+    dsd_wgmma_union(const u16* __restrict__ x, i64 ldx, int nrows, int nout,
+                    const u16* __restrict__ wk, const int4* __restrict__ work, int nwork,
+                    const int* __restrict__ blk, const int* __restrict__ gidx, u16* y, i64 ldy,
+                    float alpha, float beta, float* ws, i64 ws_stride) {
+  constexpr int BK = 64, BM = 64 * MW, CONSUMERS = CW * 128, GPC = G / CW;
+  constexpr int EPS = BK / B, EK = B / 16;  // list entries per slice, k16 steps per entry
+  constexpr int W_BYTES = B * BK * 2;       // one member's B tile, K- or N-major
+  constexpr int A_BYTES = BM * 128, STAGE_BYTES = A_BYTES + G * W_BYTES;
+  constexpr int CAP = 256;  // list entries kept in shared memory
+  static_assert(G % CW == 0 && EPS * G <= 64 && B >= 16 && B <= BK, "bad union tile");
+  static_assert(W_BYTES % 1024 == 0, "B tiles start on 1 KiB boundaries (swizzle)");
+  extern __shared__ unsigned char smem_raw[];
+  const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
+  unsigned char* smem = smem_raw + (base - smem_addr(smem_raw));
+  __shared__ unsigned long long full[STAGES], empty[STAGES], present[STAGES];
+  __shared__ int s_g[CAP], s_p[CAP * G], s_m[CAP];
+  const int tid = threadIdx.x;
+  if (tid == 0) {
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(&full[s], 128 + 1);          // the producer's copies and its presence bits
+      mbar_init(&empty[s], CONSUMERS / 32);  // one arrival per consumer warp
+    }
+  }
+  __syncthreads();  // the only CTA-wide barrier
+  const int ntiles = nwork * ((nrows + BM - 1) / BM);
+  unsigned it = 0;  // slices through the pipeline so far
+
+  if (tid >= CONSUMERS) {  // producer
+    const int ptid = tid - CONSUMERS;
+    // X and K-major B rows: rows r0, r0 + 16, ... and chunk c, which lies in entry c * 8 / B
+    // of every slice; N-major B tiles: chunk kn_c of rows of k kn_r0, kn_r0 + KN_RS, ...
+    const int r0 = ptid / 8, c = ptid % 8, ce = c * 8 / B, off = (c * 8) % B;
+    const int dst0 = r0 * 128 + ((c ^ (r0 & 7)) << 4);  // swizzle phase shared by its rows
+    constexpr int KN_CH = B / 8, KN_RS = 128 / KN_CH, KN_IT = (BK + KN_RS - 1) / KN_RS;
+    const int kn_c = ptid % KN_CH, kn_r0 = ptid / KN_CH;
+    for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+      const int4 item = work[t % nwork];
+      const int q0 = item.y, len = item.z, row0 = (t / nwork) * BM;
+      named_barrier_sync(1, 128);  // every producer thread is done with the previous list
+      fill_group_list<G, CAP>(s_g, s_p, s_m, gidx, blk, q0, len, ptid, 128);
+      named_barrier_sync(1, 128);
+      const GroupList<G, CAP> list{s_g, s_p, s_m, gidx, blk, q0};
+      const u16* a_row = x + (i64)(row0 + r0) * ldx;
+      const int ktiles = (len * B + BK - 1) / BK;
+      for (int kt = 0; kt < ktiles; ++kt, ++it) {
+        const int s = it % STAGES;
+        mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // the first round passes at once
+        unsigned char* sA = smem + s * STAGE_BYTES;
+        unsigned char* sB = sA + A_BYTES;
+        const int e = kt * EPS + ce;  // this thread's entry (X and K-major B)
+        if (e < len) {  // entries past the list are never multiplied: nothing to copy
+          const u16* asrc = a_row + (i64)list.input(e) * B + off;
+#pragma unroll
+          for (int i = 0; i < BM / 16; ++i) {  // rows past X are zero-filled
+            const bool ok = row0 + r0 + i * 16 < nrows;
+            cp_async16(sA + dst0 + i * 16 * 128, ok ? asrc + i * 16 * ldx : x, ok ? 16 : 0);
+          }
+          if constexpr (!KN) {
+            // Only the members present (a quarter at d = 0.25): walk the entry's presence
+            // bits rather than test every member. Member g's tile is rows g * B ...
+            for (unsigned bits = list.mask(e); bits; bits &= bits - 1) {
+              const int g = __ffs(bits) - 1;
+              const u16* bsrc = wk + (i64)list.block(e, g) * (B * B) + r0 * B + off;
+#pragma unroll
+              for (int i = 0; i < B / 16; ++i)
+                cp_async16(sB + g * W_BYTES + dst0 + i * 16 * 128, bsrc + i * 16 * B, 16);
+            }
+          }
+        }
+        if constexpr (KN) {
+#pragma unroll
+          for (int j = 0; j < KN_IT; ++j) {
+            const int k = kn_r0 + j * KN_RS;  // row of k in the slice: entry k / B
+            if (KN_RS > BK && k >= BK) break;
+            const int ek = kt * EPS + k / B;
+            if (ek >= len) continue;
+            const unsigned dst = MnTile<B, BK>::offset(k, kn_c);
+            for (unsigned bits = list.mask(ek); bits; bits &= bits - 1) {  // present members
+              const int g = __ffs(bits) - 1;
+              cp_async16(sB + g * W_BYTES + dst,
+                         wk + (i64)list.block(ek, g) * (B * B) + (k % B) * B + kn_c * 8, 16);
+            }
+          }
+        }
+        cp_async_mbar_arrive(&full[s]);
+        if (ptid == 0) {  // presence bit el * G + g: entry el of the slice has member g
+          unsigned long long bits = 0;
+#pragma unroll
+          for (int el = 0; el < EPS; ++el)
+            if (kt * EPS + el < len) bits |= (unsigned long long)list.mask(kt * EPS + el) << (el * G);
+          present[s] = bits;
+          mbar_arrive(&full[s]);
+        }
+      }
+    }
+    cp_async_wait<0>();
+    return;
+  }
+
+  const int wg = tid / 128;  // consumer warpgroup: members wg * GPC ...
+  float acc[GPC][MW][B / 2];
+  for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+    const int4 item = work[t % nwork];
+    const int grp = item.x, len = item.z, slot = item.w;
+    const int ktiles = (len * B + BK - 1) / BK;
+#pragma unroll
+    for (int g = 0; g < GPC; ++g)
+#pragma unroll
+      for (int m = 0; m < MW; ++m)
+#pragma unroll
+        for (int i = 0; i < B / 2; ++i) acc[g][m][i] = 0.f;
+    for (int kt = 0; kt < ktiles; ++kt, ++it) {
+      const int s = it % STAGES;
+      mbar_wait(&full[s], (it / STAGES) & 1);
+      const unsigned long long bits = present[s] >> (wg * GPC);
+      fence_proxy_async();  // the landed cp.async data -> visible to the tensor cores
+      const unsigned sA = base + s * STAGE_BYTES, sB = sA + A_BYTES + wg * GPC * W_BYTES;
+#pragma unroll
+      for (int g = 0; g < GPC; ++g)
+#pragma unroll
+        for (int el = 0; el < EPS; ++el)
+          if ((bits >> (el * G + g)) & 1u) {
+            keep_in_registers(acc[g]);
+            wgmma_fence();
+#pragma unroll
+            for (int kk = el * EK; kk < (el + 1) * EK; ++kk) {
+              const unsigned sBg = sB + g * W_BYTES;
+              const unsigned long long db =
+                  KN ? MnTile<B, BK>::desc(sBg, 0, kk) : wgmma_desc_sw128(sBg + kk * 32);
+#pragma unroll
+              for (int m = 0; m < MW; ++m)
+                Wgmma<Tag, B, KN ? 2 : 0>::mma(acc[g][m], wgmma_desc_sw128(sA + m * 64 * 128 + kk * 32), db);
+            }
+            wgmma_commit();
+            wgmma_wait<0>();
+            keep_in_registers(acc[g]);
+          }
+      if ((tid & 31) == 0) mbar_arrive(&empty[s]);
+    }
+    const int row0 = (t / nwork) * BM;
+#pragma unroll
+    for (int g = 0; g < GPC; ++g) {
+      const int i = wg * GPC + g, j = grp * G + i;  // member, output block
+      if (j < nout)  // the last group may be partial; split partials are G * B wide
+        single_store<Tag, B, MW, G * B>(acc[g], 0, tid, row0, nrows, j, slot, y, ldy, alpha,
+                                        beta, ws + i * B, ws_stride);
+    }
+  }
+}
