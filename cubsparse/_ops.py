@@ -80,14 +80,14 @@ def matmul(a, b, out=None, alpha: float = 1.0, beta: float = 0.0, *, tf32: bool 
 
     Exactly one operand is a :class:`BlockSparseMatrix` (or its transpose ``W.T``):
 
-    ============================  =================  ===============================
-    call                          dense shape        result shape
-    ============================  =================  ===============================
-    ``matmul(x, W)``               ``(..., M)``       ``(..., N)``  (layer forward)
-    ``matmul(dy, W.T)``            ``(..., N)``       ``(..., M)``  (gradient of x)
-    ``matmul(W, d)``               ``(N, k)`` or (N,) ``(M, k)`` or (M,)
-    ``matmul(W.T, d)``             ``(M, k)`` or (M,) ``(N, k)`` or (N,)
-    ============================  =================  ===============================
+    ====================  ======================  ===============================
+    call                  dense shape             result shape
+    ====================  ======================  ===============================
+    ``matmul(x, W)``      ``(..., M)``            ``(..., N)``  (layer forward)
+    ``matmul(dy, W.T)``   ``(..., N)``            ``(..., M)``  (gradient of x)
+    ``matmul(W, d)``      ``(N, k)`` or ``(N,)``  ``(M, k)`` or ``(M,)``
+    ``matmul(W.T, d)``    ``(M, k)`` or ``(M,)``  ``(N, k)`` or ``(N,)``
+    ====================  ======================  ===============================
 
     with ``W`` of shape ``(M, N)``. Leading batch dimensions of a left dense operand
     are kept. The operator ``@`` calls this function.
@@ -256,9 +256,14 @@ def sampled_matmul(
 
     Parameters
     ----------
-    a : array, shape ``(M, n)``
+    a : array, shape ``(M, n)`` or ``(..., M, n)``
         Usually a transposed view such as ``x.T``; it is read in place, not copied.
-    b : array, shape ``(n, N)``
+        With leading dimensions (a batch of products, e.g. the time steps of a sequence
+        model: ``a = x.swapaxes(-1, -2)`` for ``x`` of shape ``(T, n, M)``) the products
+        are summed, ``sum_t a[t] @ b[t]``, as one product over the concatenated inner
+        dimension: no loop, and no copy where ``x`` and ``b`` are contiguous (their
+        leading dimensions then merge into the inner one as views).
+    b : array, shape ``(n, N)`` or ``(..., n, N)``, the same leading dimensions as ``a``
     like : BlockSparseMatrix, shape ``(M, N)``
         Supplies the layout (shared with the result, not copied).
     out : BlockSparseMatrix, optional
@@ -287,6 +292,15 @@ def sampled_matmul(
     >>> dense = (x.T @ dy) * np.kron(W.layout, np.ones((8, 8)))
     >>> bool(np.allclose(dW.toarray(), dense, atol=1e-4))
     True
+
+    A batch of products, summed (three time steps):
+
+    >>> xs = rng.standard_normal((3, 10, 16), dtype=np.float32)
+    >>> dys = rng.standard_normal((3, 10, 32), dtype=np.float32)
+    >>> dW = cubsparse.sampled_matmul(xs.swapaxes(-1, -2), dys, like=W)
+    >>> ref = sum(xs[t].T @ dys[t] for t in range(3)) * np.kron(W.layout, np.ones((8, 8)))
+    >>> bool(np.allclose(dW.toarray(), ref, atol=1e-4))
+    True
     """
     base, a, b = _sampled_operands(a, b, like, out, alpha, beta)
     out_data = None if out is None else out._data
@@ -308,8 +322,14 @@ def _sampled_operands(a, b, like, out, alpha, beta):
     backend, dtype = like.backend, like._data.dtype
     for name, arr in (("a", a), ("b", b)):  # each named: the message says which is off
         _check_dense(name, arr, backend, dtype, "like")
-    if a.ndim != 2 or b.ndim != 2:
-        raise ValueError(f"a and b must be 2-D, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
+    if a.ndim < 2 or a.ndim != b.ndim or a.shape[:-2] != b.shape[:-2]:
+        raise ValueError(
+            "a and b must be 2-D, or have the same leading (batch) dimensions, got shapes "
+            f"{tuple(a.shape)} and {tuple(b.shape)}"
+        )
+    if a.ndim > 2:  # sum over the batch: the batch joins the inner dimension
+        a = a.swapaxes(-1, -2).reshape(-1, a.shape[-2]).T
+        b = b.reshape(-1, b.shape[-1])
     m, n = like.shape
     if a.shape[0] != m or b.shape[1] != n or a.shape[1] != b.shape[0]:
         raise ValueError(

@@ -31,11 +31,11 @@ from .tiles import (
 
 TC_TAGS = {"float16": "F16", "bfloat16": "BF16"}
 SIMT_TYPES = {"float32": "float", "float64": "double"}
-#: The kernel sources, ``kernels/<family>.cu``: one kernel schedule per file where the
-#: schedule is a file's size (the Hopper ones); the sm_80 families keep their variants of
-#: one schedule together.
-FAMILIES = ("dsd", "sdd", "dsd_wgmma_single", "dsd_wgmma_ws", "dsd_wgmma_tma",
-            "dsd_wgmma_union", "transpose_blocks", "sdd_sm90", "dense")
+#: The kernel sources, ``kernels/<family>.cu``: one kernel schedule per file, named after
+#: its kernel (``dense.cu`` holds the dense path's scatter and gather).
+FAMILIES = ("dsd_tc", "dsd_group_tc", "dsd_simt", "dsd_reduce", "sdd_tc", "sdd_tile_tc",
+            "sdd_simt", "sdd_tile_simt", "dsd_wgmma_single", "dsd_wgmma_ws", "dsd_wgmma_tma",
+            "dsd_wgmma_union", "transpose_blocks", "sdd_wgmma", "dense")
 #: Groups of kernels for :func:`all_configs` (what ``warmup`` compiles per op).
 GROUPS = ("dsd", "sdd", "dsd_sm90", "sdd_sm90", "dense")
 
@@ -61,6 +61,11 @@ class KernelConfig:
     def kernel(self) -> str:
         """The template's name, e.g. ``dsd_wgmma_tma``."""
         return self.name.split("<", 1)[0]
+
+
+def _instance(expr: str, *launch) -> KernelConfig:
+    """The KernelConfig of ``expr``, compiled from the file named after its kernel."""
+    return KernelConfig(expr.split("<", 1)[0], expr, *launch)
 
 
 def dtype_name(dtype) -> str:
@@ -94,14 +99,14 @@ def dsd_config(dtype, b: int, trans: bool, tf32: bool = False,
         t = (DSD_TC_SMALL if small else DSD_TC)[b]
         expr = f"dsd_tc<{tag},{b},{t.rows},{t.k},{t.warps_m},{t.warps_n},{t.stages},{_b(trans)}>"
         smem = _tc_smem(t.rows, b, t.k, t.stages, False, trans, esize)
-        return KernelConfig("dsd", expr, t.warps_m * t.warps_n * 32, smem, t.rows, 1)
+        return _instance(expr, t.warps_m * t.warps_n * 32, smem, t.rows, 1)
     t = (DSD_SIMT_SMALL if small else DSD_SIMT)[b]
     esize = np.dtype(name).itemsize
     expr = (f"dsd_simt<{SIMT_TYPES[name]},{b},{t.rows},{t.rows_per_thread},"
             f"{t.cols_per_thread},{t.k},{t.stages},{_b(trans)}>")
     smem = _tc_smem(t.rows, b, t.k, t.stages, False, trans, esize)
     threads = (t.rows // t.rows_per_thread) * (b // t.cols_per_thread)
-    return KernelConfig("dsd", expr, threads, smem, t.rows, 1)
+    return _instance(expr, threads, smem, t.rows, 1)
 
 
 @functools.cache
@@ -118,13 +123,13 @@ def sdd_config(dtype, b: int, a_km: bool = True, b_nk: bool = False,
         expr = (f"sdd_tc<{tag},{b},{t.rows},{t.k},{t.warps_m},{t.warps_n},{t.stages},"
                 f"{_b(a_km)},{_b(b_nk)}>")
         smem = _tc_smem(max(b, 16), t.rows * b, t.k, t.stages, a_km, b_nk, esize)
-        return KernelConfig("sdd", expr, t.warps_m * t.warps_n * 32, smem, 0, t.rows)
+        return _instance(expr, t.warps_m * t.warps_n * 32, smem, 0, t.rows)
     t = (SDD_SIMT_F64 if name == "float64" else SDD_SIMT)[b]
     expr = (f"sdd_simt<{SIMT_TYPES[name]},{b},{t.rows},{t.rows_per_thread},"
             f"{t.cols_per_thread},{t.k},{t.stages},{_b(a_km)},{_b(b_nk)}>")
     smem = _tc_smem(b, t.rows * b, t.k, t.stages, a_km, b_nk, np.dtype(name).itemsize)
     threads = (b // t.rows_per_thread) * (t.rows * b // t.cols_per_thread)
-    return KernelConfig("sdd", expr, threads, smem, 0, t.rows)
+    return _instance(expr, threads, smem, 0, t.rows)
 
 
 @functools.cache
@@ -136,7 +141,7 @@ def sdd_tile_config(dtype, b: int) -> KernelConfig | None:
         t = SDD_TILE_SIMT[b]
         tr, ts = t.block_rows, t.block_cols
         lds = (tr * b + tr * b // 8) + (ts * b + ts * b // 8)  # 16 bytes pad per 128
-        return KernelConfig("sdd", f"sdd_tile_simt<{b},{tr},{ts},{t.k},{t.stages}>",
+        return KernelConfig("sdd_tile_simt", f"sdd_tile_simt<{b},{tr},{ts},{t.k},{t.stages}>",
                             (tr * b // 8) * (ts * b // 8), t.stages * t.k * lds * 4, 0, tr * ts)
     t = SDD_TILE.get(b)
     if name not in TC_TAGS or t is None:
@@ -145,7 +150,7 @@ def sdd_tile_config(dtype, b: int) -> KernelConfig | None:
     expr = (f"sdd_tile_tc<{TC_TAGS[name]},{b},{tr},{ts},{t.k},{t.warps_m},{t.warps_n},"
             f"{t.stages}>")
     smem = _tc_smem(tr * b, ts * b, t.k, t.stages, True, False)
-    return KernelConfig("sdd", expr, t.warps_m * t.warps_n * 32, smem, 0, tr * ts)
+    return _instance(expr, t.warps_m * t.warps_n * 32, smem, 0, tr * ts)
 
 
 def sdd_tile_shape(dtype, b: int) -> tuple[int, int]:
@@ -160,7 +165,7 @@ def reduce_config(dtype, b: int, tf32: bool = False, group: int = 1) -> KernelCo
     float32 partials of IEEE float32 lists add up in the float32-storage (TF32 tag)
     instance: the reduction itself is plain float32 arithmetic."""
     tag = TC_TAGS.get(dtype_name(dtype), "TF32" if tf32 else None)
-    return KernelConfig("dsd", f"dsd_reduce<{tag},{group * b}>", 256, 0, 0, group)
+    return KernelConfig("dsd_reduce", f"dsd_reduce<{tag},{group * b}>", 256, 0, 0, group)
 
 
 @functools.cache
@@ -173,7 +178,7 @@ def group_config(dtype, b: int, trans: bool) -> KernelConfig | None:
     expr = (f"dsd_group_tc<{TC_TAGS[name]},{b},{t.group},{t.rows},{t.warps_m},{t.warps_n},"
             f"{t.entries},{t.stages},{_b(trans)}>")
     smem = t.stages * t.entries * (t.rows + t.group * b) * b * 2
-    return KernelConfig("dsd", expr, t.warps_m * t.warps_n * 32, smem, t.rows, t.group)
+    return _instance(expr, t.warps_m * t.warps_n * 32, smem, t.rows, t.group)
 
 
 @functools.cache
@@ -204,7 +209,7 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
                 else f"dsd_wgmma_ws<{expr}>")
         smem = p.stages * (rows + b) * 128 + 1024  # + slack to align tiles to 1 KiB
         threads = p.warpgroups * 128 + (32 if p.tma else 128)  # a producer warp or warpgroup
-        return KernelConfig(expr.split("<", 1)[0], expr, threads, smem, rows, 1, "sm_90a",
+        return _instance(expr, threads, smem, rows, 1, "sm_90a",
                             p.ctas_per_sm, p.tma)
     t = WGMMA_DSD[b]
     rows = 64 * t.m_tiles * t.warpgroups
@@ -223,7 +228,7 @@ def sdd_wgmma_config(dtype, b: int) -> KernelConfig | None:
     expr = (f"sdd_wgmma<{TC_TAGS[name]},{b},{t.group},{t.wg_m},{t.wg_n},{t.stages},"
             f"{_b(t.flip)}>")
     smem = t.stages * (b + t.group * b) * 64 * 2 + 1024
-    return KernelConfig("sdd_sm90", expr, t.wg_m * t.wg_n * 128, smem, 0, t.group, "sm_90a")
+    return KernelConfig("sdd_wgmma", expr, t.wg_m * t.wg_n * 128, smem, 0, t.group, "sm_90a")
 
 
 @functools.cache

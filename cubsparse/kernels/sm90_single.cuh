@@ -1,7 +1,7 @@
 // Shared parts of the Hopper (sm_90a) dsd kernels: dense = dense @ op(block-sparse) with
 // warpgroup MMA (wgmma), one kernel schedule per file (dsd_wgmma_*.cu).
 //
-// The work decomposition of dsd.cu (a CTA owns output blocks and reduces their lists in a
+// The work decomposition of the sm_80 dsd (dsd_copies.cuh) (a CTA owns output blocks and reduces their lists in a
 // fixed order; split lists write float32 partials), with the products on wgmma, which
 // reads both operands from shared memory and runs asynchronously:
 //

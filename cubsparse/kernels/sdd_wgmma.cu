@@ -1,7 +1,7 @@
 // sdd on Hopper (sm_90a): the weight gradient dW = X.T @ dY, sampled on W's blocks, with
 // warpgroup MMA (wgmma).
 //
-// The work decomposition of sdd.cu: a CTA owns a group of up to G blocks of one block row
+// The work decomposition of the sm_80 sdd (sdd_copies.cuh): a CTA owns a group of up to G blocks of one block row
 // r (columns c_0 .. c_{cnt-1}) and reduces over all rows of X and dY inside the CTA, in a
 // fixed order (bitwise-reproducible, no atomics). Both operands arrive as rows of the
 // reduction axis: X[n, r*B : r*B + B] and dY[n, c_g*B : c_g*B + B]. wgmma reads them in
