@@ -427,10 +427,12 @@ def test_sampled_matmul_wrong_shapes(backend):
         cs.sampled_matmul(xp.ones((16, 5), f), xp.ones((5, 24), f), like=W.T)
     with pytest.raises(
         ValueError,
-        match=r"a and b must be 2-D, got shapes \(16, 5, 1\) and \(5, 24\)",
+        match=r"a and b must be 2-D, or have the same leading \(batch\) dimensions, got "
+              r"shapes \(16, 5, 1\) and \(5, 24\)",
     ):
         cs.sampled_matmul(xp.ones((16, 5, 1), f), xp.ones((5, 24), f), like=W)
-    with pytest.raises(ValueError, match=r"a and b must be 2-D, got shapes \(16, 5\) and \(5,\)"):
+    with pytest.raises(ValueError, match=r"leading \(batch\) dimensions, got shapes \(16, 5\) "
+                                         r"and \(5,\)"):
         cs.sampled_matmul(xp.ones((16, 5), f), xp.ones(5, f), like=W)
 
 

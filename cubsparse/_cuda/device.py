@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import threading
 
 
 def current() -> int:
@@ -93,13 +94,19 @@ _counters: dict = {}
 
 def tile_counter(device: int, stream: int):
     """A zeroed int32 the persistent TMA kernel takes its tiles from, one per (device,
-    stream). The kernel's last tile request sets it back to zero, so the next launch on
+    stream) and, for the per-thread default stream (whose handle every thread shares),
+    per thread. The kernel's last tile request sets it back to zero, so the next launch on
     the stream finds it zeroed without a memset; launches on one stream never overlap,
     so they can share it."""
-    key = (device, stream)
+    key = (device, stream, threading.get_ident() if stream in (1, 2) else 0)
     ctr = _counters.get(key)
     if ctr is None:
         import cupy
 
+        if cupy.cuda.get_current_stream().is_capturing():
+            # Its zeroing would only be recorded into the graph, not done.
+            raise RuntimeError(
+                "cubsparse: this stream has no tile counter yet and it cannot be made during "
+                "a CUDA-graph capture; call the op once on the stream before capturing")
         ctr = _counters[key] = cupy.zeros(1, dtype=cupy.int32)
     return ctr

@@ -21,7 +21,7 @@ from . import device, worklists
 from .compile import get_kernel
 from .configs import GENERATION, TC_TAGS, transpose_config
 from .launch import Launch
-from .plans import plan_dsd, plan_sdd
+from .plans import MAX_GRID_Y, plan_dsd, plan_sdd
 
 
 def _aligned(arr, align: int) -> bool:
@@ -30,6 +30,17 @@ def _aligned(arr, align: int) -> bool:
     st = arr.strides
     return (arr.ndim == 2 and (st[1] == it or arr.shape[1] <= 1)
             and st[0] % align == 0 and arr.data.ptr % align == 0)
+
+
+_GRAPH_HELD: list = []  # per-call temporaries that captured CUDA graphs read
+
+
+def _held(arr):
+    """``arr``, a per-call temporary, kept alive for good where the current stream is being
+    captured: the graph replays read its address long after the call has returned."""
+    if _cupy().cuda.get_current_stream().is_capturing():
+        _GRAPH_HELD.append(arr)
+    return arr
 
 
 def _stream() -> int:
@@ -70,16 +81,23 @@ def dsd_plan(x_rows: int, w, trans: bool, tf32: bool):
 
 def _dsd_runner(n, w, trans, tf32):
     dev = device.current()
-    key = ("dsd", dev, n, trans, tf32, GENERATION[0], _options.GENERATION[0],
+    key = ("dsd", dev, n, trans, tf32, GENERATION[0], _options.dense_bytes_limit(),
            threading.get_ident())
     return _runner(w, key, lambda: _DsdRunner(w, dev, n, trans, tf32))
 
 
 def dsd(x, w, trans: bool, out, alpha: float, beta: float, tf32: bool = False):
     """``alpha * (x @ op(w)) + beta * out`` with op the transpose when ``trans``."""
-    r = _dsd_runner(x.shape[0], w, trans, tf32)
-    if r.plan.path == "dense" and x.shape[0] and r.width:
+    n = x.shape[0]
+    r = _dsd_runner(n, w, trans, tf32)
+    if r.plan.path == "dense" and n and r.width:
         return r.dense(x, w._data, out, alpha, beta)
+    step = MAX_GRID_Y * r.plan.kernel.rows_per_cta
+    if not r.plan.kernel.persistent and n > step:  # a launch covers 65535 row tiles at most
+        y = out if out is not None else _cupy().ndarray((n, r.width), w._data.dtype)
+        for r0 in range(0, n, step):
+            dsd(x[r0:r0 + step], w, trans, y[r0:r0 + step], alpha, beta, tf32)
+        return y
     return _dsd_sparse(r, x, w._data, out, alpha, beta)
 
 
@@ -88,9 +106,11 @@ def _dsd_sparse(r, x, wdata, out, alpha, beta):
     y = out if (out is not None and _aligned(out, r.out_align)) else None
     if y is None:  # a fresh array: `out` itself may be contiguous yet misaligned
         y = _cupy().ndarray((n, r.width), wdata.dtype) if beta == 0 else out.copy(order="C")
+        if out is not None:  # a temporary, copied into `out` below
+            _held(y)
     if n and r.width:
         if not _aligned(x, 16):  # every kernel copies X in 16-byte segments
-            x = x.copy(order="C")  # a new, aligned buffer
+            x = _held(x.copy(order="C"))  # a new, aligned buffer
         r(x, wdata, y, alpha, beta, _stream())
     if out is not None and y is not out:
         out[...] = y
@@ -106,6 +126,7 @@ class _DsdRunner:
 
         # the matrix by weak reference: it holds this runner
         self._args, self._twin = (weakref.ref(w), dev, n, trans, tf32), None
+        self.dev = dev
         s, b = w._structure, w.blocksize
         dtype = w._data.dtype
         self.plan = p = plan_dsd(s, dtype, b, n, trans, tf32, device.arch(dev),
@@ -157,7 +178,6 @@ class _DsdRunner:
                                                   red.shape[0]), (rc.threads,), 0,
                                  "plpiplffl", [None, n * width, red, n, None, None, None, None,
                                                self.width])
-        self.dev = dev
         self.stand_in = cupy.zeros((1, b, b), dtype) if cfg.tma and s.nnzb == 0 else None
         if cfg.tma:  # made now, not inside a stream capture
             device.tile_counter(dev, _stream())
@@ -168,27 +188,34 @@ class _DsdRunner:
 
         s, b = w._structure, w.blocksize
         rows, cols = worklists.block_coordinates(s, dev)
-        # One buffer per layout, dtype and device, whatever the rows of X: zero but for W's
-        # blocks, which every call writes again (values may change between calls).
         dtype = w._data.dtype
-        self.dense_w = s.cached(("dense_w", dev, dtype.str), lambda: cupy.zeros(
-            (s.block_shape[0] * b, s.block_shape[1] * b), dtype))
+        self.structure, self.dense_shape, self.dense_dtype = s, (
+            s.block_shape[0] * b, s.block_shape[1] * b), dtype
         nvec = s.nnzb * b * b * dtype.itemsize // 16
         self.scatter = Launch(get_kernel(scatter_config(dtype.name, b)), (_stride_grid(nvec),),
                               (256,), 0, "ppppll",
-                              [None, rows, cols, self.dense_w, self.dense_w.shape[1], nvec])
+                              [None, rows, cols, None, self.dense_shape[1], nvec])
+
+    def _dense_buffer(self, stream):
+        """The dense W of this layout, dtype, device and stream: zero but for W's blocks,
+        which every call writes again (values may change between calls). One per stream,
+        so that calls on two streams (or of two matrices of one layout) never overwrite a
+        buffer another stream's product is still reading."""
+        return self.structure.cached(
+            ("dense_w", self.dev, self.dense_dtype.str, stream),
+            lambda: _cupy().zeros(self.dense_shape, self.dense_dtype))
         self.trans = self.plan.product == "X @ W.T"
 
     def __call__(self, x, wdata, y, alpha, beta, stream):
         cupy = _cupy()
         it = self.it
         if self.tcopy is not None:  # wgmma kernels reading [n][k] blocks: transpose W's
-            t = cupy.ndarray(wdata.shape, wdata.dtype)
+            t = _held(cupy.ndarray(wdata.shape, wdata.dtype))
             self.tcopy.v[0].value, self.tcopy.v[1].value = wdata.data.ptr, t.data.ptr
             self.tcopy(stream)
             wdata = t
         elif self.plan.w_copy == "transpose":  # TF32 reads [n][k] blocks too
-            wdata = cupy.ascontiguousarray(wdata.transpose(0, 2, 1))
+            wdata = _held(cupy.ascontiguousarray(wdata.transpose(0, 2, 1)))
         L = self.main
         v = L.v
         if self.tma:
@@ -220,6 +247,7 @@ class _DsdRunner:
                 ws = cupy.ndarray(self.ws_shape, np.float32)
                 if ws.nbytes <= _KEEP_WORKSPACE:
                     self._ws[stream] = ws
+            _held(ws)  # a kept workspace too: its runner may be dropped
             v[self.i_ws].value = ws.data.ptr
         L(stream)
         if ws is not None:
@@ -239,10 +267,16 @@ class _DsdRunner:
             # CuPy refuses cuBLAS calls inside a stream capture: a graph records the
             # sparse kernels instead.
             return _dsd_sparse(self._sparse_twin(), x, wdata, out, alpha, beta)
-        self.scatter.v[0].value = wdata.data.ptr
-        self.scatter(_stream())
-        prod = cupy.matmul(x, self.dense_w.T if self.trans else self.dense_w)
-        if alpha != 1 or beta != 0:  # in float32 (float64 for float64 data), rounded once
+        stream = _stream()
+        dense_w = self._dense_buffer(stream)
+        sv = self.scatter.v
+        sv[0].value, sv[3].value = wdata.data.ptr, dense_w.data.ptr
+        self.scatter(stream)
+        prod = cupy.matmul(x, dense_w.T if self.trans else dense_w)
+        if alpha != 1 or beta != 0:
+            # In float32 (float64 for float64 data); cuBLAS has already rounded the product
+            # to the storage dtype, so half types are rounded twice here, unlike the sparse
+            # kernels, which apply alpha and beta to the float32 sums.
             acc = np.float64 if prod.dtype == np.float64 else np.float32
             prod = alpha * prod.astype(acc)
             if beta != 0:
@@ -320,7 +354,7 @@ def sdd_plan(a, b_mat, like, tf32: bool):
 
 def _sdd_runner(like, inner, a_km, b_nk, tf32):
     dev = device.current()
-    key = ("sdd", dev, inner, a_km, b_nk, tf32, GENERATION[0], _options.GENERATION[0],
+    key = ("sdd", dev, inner, a_km, b_nk, tf32, GENERATION[0], _options.dense_bytes_limit(),
            threading.get_ident())
     return _runner(like, key, lambda: _SddRunner(like, dev, inner, a_km, b_nk, tf32))
 
@@ -339,6 +373,10 @@ def sdd(a, b_mat, like, out_data, alpha: float, beta: float, tf32: bool = False)
             data *= dtype.type(beta)
         return data
     a_src, b_src, a_km, b_nk, inner = sdd_operands(a, b_mat, tf32)
+    if a_src is not a and a_src is not a.T:
+        _held(a_src)
+    if b_src is not b_mat and b_src is not b_mat.T:
+        _held(b_src)
     r = _sdd_runner(like, inner, a_km, b_nk, tf32)
     r(a, b_mat, a_src, b_src, data, alpha, beta, _stream())
     return data
