@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 import numbers
+import weakref
 
 import numpy as np
 
-from . import _dtypes, _ops
+from . import _arith, _dtypes, _ops
+from ._arith import may_share_memory as _may_share_memory
 from ._arrays import SparseOperand, array_module, backend_of, to_host
 from ._index import Structure
 
 _BACKENDS = ("cpu", "cuda")
-
-
-def _may_share_memory(a, b) -> bool:
-    """Whether two arrays of one backend may overlap in memory (a cheap bounds test)."""
-    if isinstance(a, np.ndarray):
-        return bool(np.may_share_memory(a, b))
-    import cupy
-
-    return bool(cupy.may_share_memory(a, b))
 
 
 def _check_backend(backend: str) -> str:
@@ -186,6 +179,14 @@ class BlockSparseMatrix(SparseOperand):
     ``ml_dtypes``), float32 and float64 are supported. Metadata is read-only; ops return
     new matrices unless ``out=`` is given. ``W.T`` is a view sharing ``W``'s values.
 
+    A matrix does arithmetic on its stored values, keeping its dtype: ``2 * W``,
+    ``W / s``, ``-W``, ``abs(W)``, ``W + V``, ``W - 0.1 * V`` and :meth:`multiply` for a
+    matrix ``V`` of the same layout (the result shares the index structure), and in place
+    ``W -= lr * dW``, ``W += V``, ``W *= s``, ``W /= s``, which write into the existing
+    values buffer (buffers that CUDA plans or graphs hold stay valid). Adding a nonzero
+    scalar (it would fill the absent blocks) or a dense array raises ``TypeError``.
+    :meth:`sum` and :meth:`block_norms` reduce the values.
+
     Examples
     --------
     >>> import numpy as np, cubsparse
@@ -200,6 +201,14 @@ class BlockSparseMatrix(SparseOperand):
     >>> x = np.ones((3, 16), dtype=np.float32)
     >>> bool(np.allclose(x @ W, x @ W.toarray()))
     True
+    >>> storage = W.data
+    >>> W -= 0.5 * W                                  # in place: the same values buffer
+    >>> W.data is storage, float(W.data[0, 0, 1])
+    (True, 0.5)
+    >>> W + 1
+    Traceback (most recent call last):
+        ...
+    TypeError: W + s with a nonzero scalar s would change every entry, including those ...
     """
 
     # NumPy and CuPy arrays must hand `array @ W` to W.__rmatmul__: opting out of ufuncs
@@ -504,10 +513,7 @@ class BlockSparseMatrix(SparseOperand):
         """
         if self._base is None:
             return self._data
-        perm = self._structure.transposed().cached(
-            "perm_device", lambda: array_module(self.backend).asarray(self._structure.transpose[0])
-        )
-        return self._data[perm].transpose(0, 2, 1)
+        return self._data[self._perm_device()].transpose(0, 2, 1)
 
     @data.setter
     def data(self, value):
@@ -578,17 +584,38 @@ class BlockSparseMatrix(SparseOperand):
 
     @property
     def T(self) -> BlockSparseMatrix:
-        """The transpose, a view sharing this matrix's values (no copy)."""
+        """The transpose, a view sharing this matrix's values (no copy).
+
+        In-place arithmetic on the view (``W.T -= G.T``) writes into this matrix's values.
+        """
         if self._base is not None:
             return self._base
-        view = self.__dict__.get("_transposed")
-        if view is None:  # made once: `dy @ W.T` in a loop makes no new object per call
+        ref = self.__dict__.get("_transposed")
+        view = ref() if ref is not None else None
+        if view is None:
             view = BlockSparseMatrix.__new__(BlockSparseMatrix)
             # The view keeps the untransposed storage; ops read it through the transpose
-            # index.
+            # index. It is cached by weak reference: while a script holds it, `W.T` returns
+            # the same object, and W and its view never keep each other alive.
             view._init(self._data, self._structure, self._blocksize, base=self)
-            self._transposed = view
+            self._transposed = weakref.ref(view)
         return view
+
+    @T.setter
+    def T(self, value):
+        # `W.T -= g` updates the view in place (into W's values), then Python assigns the
+        # result back to the attribute: accept that, refuse anything else.
+        if value is not self.T:
+            raise AttributeError(
+                "W.T is a view and cannot be assigned; update it in place (W.T -= G.T) or "
+                "assign to W.data"
+            )
+
+    def _perm_device(self):
+        """For a view: the storage position of each of its blocks, on the backend."""
+        return self._structure.transposed().cached(
+            "perm_device", lambda: array_module(self.backend).asarray(self._structure.transpose[0])
+        )
 
     def _blocks_shape(self):
         r, c = self._structure.block_shape
@@ -690,6 +717,145 @@ class BlockSparseMatrix(SparseOperand):
                         f"the device copy of {name} differs from its host copy: the layout "
                         "was overwritten in device memory (it is immutable once built)"
                     )
+
+    # -- arithmetic on the stored values (implemented in _arith) ------------------------
+    # Scalars: Python and NumPy real numbers (and 0-d arrays of the matrix's backend); the
+    # result keeps W's dtype. Matrices: the same backend, dtype, shape and layout. The
+    # results share W's index structure; the in-place forms write into W's storage.
+    def __add__(self, other):
+        return _arith.add(self, other)
+
+    def __radd__(self, other):
+        return _arith.add(self, other, reflected=True)
+
+    def __sub__(self, other):
+        return _arith.subtract(self, other)
+
+    def __rsub__(self, other):
+        return _arith.subtract(self, other, reflected=True)
+
+    def __mul__(self, other):
+        return _arith.scale(self, other)
+
+    def __rmul__(self, other):
+        return _arith.scale(self, other, reflected=True)
+
+    def __truediv__(self, other):
+        return _arith.divide(self, other)
+
+    def __rtruediv__(self, other):
+        return _arith.divide(self, other, reflected=True)
+
+    def __neg__(self):
+        return _arith.negative(self)
+
+    def __pos__(self):
+        return _arith.positive(self)
+
+    def __abs__(self):
+        return _arith.absolute(self)
+
+    def __iadd__(self, other):
+        return _arith.iadd(self, other)
+
+    def __isub__(self, other):
+        return _arith.isub(self, other)
+
+    def __imul__(self, other):
+        return _arith.imul(self, other)
+
+    def __itruediv__(self, other):
+        return _arith.itruediv(self, other)
+
+    def multiply(self, other) -> BlockSparseMatrix:
+        """Elementwise product with a matrix of the same layout, or with a scalar.
+
+        Parameters
+        ----------
+        other : BlockSparseMatrix or real scalar
+            A matrix of the same backend, dtype, shape and layout (the same structure,
+            or an equal one), or a real number (then the same as ``self * other``).
+
+        Returns
+        -------
+        BlockSparseMatrix
+            A new matrix sharing this one's index structure, with this one's dtype.
+
+        Raises
+        ------
+        TypeError
+            For a dense array (``W.toarray() * x`` is the dense product), another backend
+            or another dtype.
+        ValueError
+            For another shape or layout.
+
+        Notes
+        -----
+        ``W * V`` between two matrices is refused (it is elementwise for NumPy arrays but
+        a matrix product for ``scipy.sparse`` matrices); this method names the product.
+
+        Examples
+        --------
+        >>> import numpy as np, cubsparse
+        >>> W = cubsparse.BlockSparseMatrix.from_layout(np.eye(2, dtype=bool), 8, init="ones")
+        >>> V = 3 * W
+        >>> P = W.multiply(V - W)                  # same layout: elementwise
+        >>> float(P.data[0, 0, 0]), P.layout is W.layout
+        (2.0, True)
+        >>> W.multiply(np.ones((16, 16), dtype=np.float32))
+        Traceback (most recent call last):
+            ...
+        TypeError: W.multiply(V) needs V to be a BlockSparseMatrix with W's layout ...
+        """
+        return _arith.multiply(self, other)
+
+    def sum(self):
+        """The sum of the stored values, as a 0-d array of the matrix's backend.
+
+        float16 and bfloat16 values are accumulated in float32 and the result is float32
+        (a float16 sum overflows at 65504); float32 and float64 return their own dtype.
+        A transposed view sums to the same value as its base. On the CUDA backend the
+        result stays on the device (a 0-d CuPy array; ``float()`` reads it).
+
+        Examples
+        --------
+        >>> import numpy as np, cubsparse
+        >>> W = cubsparse.BlockSparseMatrix.from_layout(np.eye(2, dtype=bool), 8, init="ones",
+        ...                                             dtype="float16")
+        >>> W.sum()
+        array(128., dtype=float32)
+        >>> float((2 * W.T).sum())
+        256.0
+        """
+        return _arith.total(self)
+
+    def block_norms(self, ord="fro"):
+        """The norm of each stored block, shape ``(nnzb,)``: for pruning and regrowth.
+
+        Parameters
+        ----------
+        ord : {"fro"}, optional
+            The Frobenius norm, ``sqrt(sum(block ** 2))`` (the only one supported).
+
+        Returns
+        -------
+        array
+            A NumPy or CuPy array (the matrix's backend), in the block order of
+            :attr:`data` (for a transposed view, the view's order); float32 for float16
+            and bfloat16 matrices (the squares are summed in float32), else the matrix's
+            dtype.
+
+        Examples
+        --------
+        >>> import numpy as np, cubsparse
+        >>> W = cubsparse.BlockSparseMatrix.from_layout(np.eye(2, dtype=bool), 8, init="ones")
+        >>> W.data[1] *= 2
+        >>> W.block_norms()
+        array([ 8., 16.], dtype=float32)
+        >>> np.flatnonzero(W.block_norms() < 10)     # the blocks a pruning step would drop
+        array([0])
+        """
+        return _arith.block_norms(self, ord)
 
     # -- protocols --------------------------------------------------------------------------
     def __array__(self, dtype=None, copy=None):
