@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import poison, to_backend, to_numpy
 
 import cubsparse as cs
-from conftest import poison, to_backend, to_numpy
 
 
 def _ref(xs, dys, lay, b):
