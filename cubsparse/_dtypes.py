@@ -11,8 +11,11 @@ try:  # bfloat16 is not a NumPy dtype; ml_dtypes supplies one that CuPy also und
 except ImportError:  # pragma: no cover - exercised only where ml_dtypes is missing
     bfloat16 = None
 
+#: The block sizes ``b`` (blocks of ``b x b``) that both backends support.
 BLOCK_SIZES = (8, 16, 32, 64, 128)
 
+#: The dtypes this installation supports: float16, bfloat16 (where ``ml_dtypes`` is
+#: installed), float32 and float64.
 SUPPORTED_DTYPES = tuple(
     d for d in (np.dtype(np.float16), bfloat16, np.dtype(np.float32), np.dtype(np.float64))
     if d is not None

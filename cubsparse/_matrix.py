@@ -438,19 +438,23 @@ class BlockSparseMatrix(SparseOperand):
     # -- read-only metadata -------------------------------------------------------------
     @property
     def shape(self) -> tuple[int, int]:
+        """``(M, N)``, the dense shape."""
         r, c = self._blocks_shape()
         return (r * self._blocksize, c * self._blocksize)
 
     @property
     def ndim(self) -> int:
+        """Always 2."""
         return 2
 
     @property
     def blocksize(self) -> int:
+        """``b``: blocks are ``b x b``."""
         return self._blocksize
 
     @property
     def nnzb(self) -> int:
+        """Number of stored blocks."""
         return self._structure.nnzb
 
     @property
@@ -466,10 +470,12 @@ class BlockSparseMatrix(SparseOperand):
 
     @property
     def dtype(self) -> np.dtype:
+        """The values' dtype."""
         return self._data.dtype
 
     @property
     def backend(self) -> str:
+        """``"cpu"`` (NumPy values) or ``"cuda"`` (CuPy values)."""
         return backend_of(self._data)
 
     @property
