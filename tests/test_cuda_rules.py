@@ -86,7 +86,8 @@ def test_half_type_tiled_sdd_follows_the_loads():
 def test_tall_tiles_need_two_per_cta(monkeypatch, b):
     cfg = configs.wgmma_config("float16", b, tall=True)
     rows = cfg.rows_per_cta
-    assert rows >= 256 and cfg.tma
+    assert rows >= 256
+    assert cfg.tma
     ctas = SMS * cfg.persistent
     n_out = 4096 // b
     # N = 512: at most 2 row tiles per output block, fewer tiles than two per CTA

@@ -7,6 +7,7 @@ import pytest
 
 import cubsparse as cs
 
+
 def _structure(layout):
     w = cs.BlockSparseMatrix.from_layout(layout, 8, dtype="float32", seed=0)
     return w._structure
@@ -38,8 +39,9 @@ def test_grouped_lists_hold_each_product_once_in_order(name, trans, group):
         assert np.all((rows >= 0).any(axis=1)), "every entry multiplies at least one block"
         for i in range(group):
             j = g * group + i
-            want = {} if j >= n_out else dict(zip(gidx[ptr[j]:ptr[j + 1]], blk[ptr[j]:ptr[j + 1]]))
-            got = {int(k): int(p) for k, p in zip(keys, rows[:, i]) if p >= 0}
+            want = {} if j >= n_out else dict(zip(gidx[ptr[j]:ptr[j + 1]],
+                                                       blk[ptr[j]:ptr[j + 1]], strict=True))
+            got = {int(k): int(p) for k, p in zip(keys, rows[:, i], strict=True) if p >= 0}
             assert got == {int(k): int(p) for k, p in want.items()}
 
 

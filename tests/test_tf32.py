@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import poison, to_backend, to_numpy
 
 import cubsparse as cs
-from conftest import poison, to_backend, to_numpy
 
 TF32_TOL = 3e-3  # relative Frobenius error; TF32 rounds each operand to 11 significant bits
 
@@ -41,7 +41,9 @@ def test_tf32_accuracy_and_path(problem, backend, op):
     xb, dyb = to_backend(x, backend), to_backend(dy, backend)
     mask = np.kron(w.layout, np.ones((w.blocksize, w.blocksize)))
     if op == "x@W":
-        run = lambda tf32: cs.matmul(xb, w, out=poison((37, w.shape[1]), np.float32, backend), tf32=tf32)  # noqa: E731
+        def run(tf32):
+            out = poison((37, w.shape[1]), np.float32, backend)
+            return cs.matmul(xb, w, out=out, tf32=tf32)
         ref = x.astype(np.float64) @ wd
     elif op == "dy@W.T":
         run = lambda tf32: cs.matmul(dyb, w.T, tf32=tf32)  # noqa: E731
@@ -69,7 +71,8 @@ def test_cupy_tf32_environment_variable(problem, backend, monkeypatch):
     monkeypatch.setenv("CUPY_TF32", "1")
     np.testing.assert_array_equal(to_numpy(cs.matmul(xb, w)), explicit)
     monkeypatch.setenv("CUPY_TF32", "0")
-    np.testing.assert_array_equal(to_numpy(cs.matmul(xb, w)), to_numpy(cs.matmul(xb, w, tf32=False)))
+    np.testing.assert_array_equal(to_numpy(cs.matmul(xb, w)),
+                                  to_numpy(cs.matmul(xb, w, tf32=False)))
 
 
 def test_tf32_ignored_for_other_dtypes(backend):

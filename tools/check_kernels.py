@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cubsparse._cuda import compile as _compile  # noqa: E402
-from cubsparse._cuda import configs as _configs  # noqa: E402
+from cubsparse._cuda import compile as _compile
+from cubsparse._cuda import configs as _configs
 
 
 def _gencode(arch: str) -> list[str]:
@@ -37,7 +37,8 @@ def compile_nvcc(nvcc: str, family: str, names: list[str], arch: str) -> tuple[b
     """Compile ``names`` with nvcc; returns (ok, ptxas log)."""
     src = _compile.source(family)
     refs = ",\n".join(f"  (const void*)&{n}" for n in names)
-    src += f"\n// Host-side references force each instantiation.\nconst void* cubsparse_keep[] = {{\n{refs}\n}};\n"
+    src += ("\n// Host-side references force each instantiation.\n"
+            f"const void* cubsparse_keep[] = {{\n{refs}\n}};\n")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{family}.cu"
         path.write_text(src)
