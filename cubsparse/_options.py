@@ -7,8 +7,6 @@ import contextlib
 
 _DEFAULTS = {"dense_fallback": True, "dense_max_bytes": 1 << 30}
 _OPTIONS = dict(_DEFAULTS)
-#: Bumped by every change; cached plans key on it.
-GENERATION = [0]
 
 
 def get_options() -> dict:
@@ -53,7 +51,6 @@ def set_options(**options) -> dict:
             raise ValueError(f"dense_max_bytes must be a non-negative int, got {v!r}")
     old = dict(_OPTIONS)
     _OPTIONS.update(options)
-    GENERATION[0] += 1
     return old
 
 

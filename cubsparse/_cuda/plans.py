@@ -299,18 +299,13 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
     if cfg.persistent:  # one 1-D grid walks every (work item, row tile)
         grid = (min(grid[0] * grid[1], persistent_ctas(cfg, sms)),)
     rcfg = reduce_config(name, b, tf32 or name == "float32", cfg.group) if split else None
-    plan = DsdPlan("X @ W.T" if trans else "X @ W", n, name, b, "sparse", cfg, kn or trans,
-                   w_copy, split, n_slots if split else 0, grid, rcfg, None)
-
-    ratio = dense_model.ratio("matmul_t" if trans else "matmul", name, b, n,
-                              _density(structure), tf32)
-    m_rows, n_cols = structure.block_shape
-    dense_bytes = m_rows * n_cols * b * b * _itemsize(name)
-    if _dense_wins(ratio, dense_bytes, dense_bytes_limit, structure, name, b, n, sparse_out=False):
-        plan = dataclasses.replace(plan, path="dense", kernel=scatter_config(name, b),
-                                   w_copy=None, split=0, slots=0, reduce=None, grid=(
-                                       structure.nnzb,), ratio=ratio)
-    return dataclasses.replace(plan, ratio=ratio)
+    dense, ratio = _dense_choice("matmul_t" if trans else "matmul", structure, name, b, n,
+                                 tf32, dense_bytes_limit)
+    if dense:
+        return DsdPlan("X @ W.T" if trans else "X @ W", n, name, b, "dense",
+                       scatter_config(name, b), kn or trans, None, 0, 0, (), None, ratio)
+    return DsdPlan("X @ W.T" if trans else "X @ W", n, name, b, "sparse", cfg, kn or trans,
+                   w_copy, split, n_slots if split else 0, grid, rcfg, ratio)
 
 
 def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32: bool,
@@ -330,34 +325,31 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
             tiled = _decide("sdd_tiled", sdd_tiled_pays, structure, name, b,
                             sdd_config(name, b, a_km, b_nk).group)
         cfg = tcfg if tiled else (wcfg or sdd_config(name, b, a_km, b_nk))
-    plan = SddPlan(name, b, "sparse", cfg, tiled, a_km, b_nk, tf32, None)
-    ratio = dense_model.ratio("sampled", name, b, inner, _density(structure), tf32)
-    m_rows, n_cols = structure.block_shape
-    dense_bytes = m_rows * n_cols * b * b * _itemsize(name)
-    if _dense_wins(ratio, dense_bytes, dense_bytes_limit, structure, name, b, inner,
-                   sparse_out=True):
-        plan = dataclasses.replace(plan, path="dense", kernel=gather_config(name, b),
-                                   tiled=False)
-    return dataclasses.replace(plan, ratio=ratio)
+    dense, ratio = _dense_choice("sampled", structure, name, b, inner, tf32, dense_bytes_limit)
+    if dense:
+        return SddPlan(name, b, "dense", gather_config(name, b), False, a_km, b_nk, tf32, ratio)
+    return SddPlan(name, b, "sparse", cfg, tiled, a_km, b_nk, tf32, ratio)
 
 
 def _itemsize(name: str) -> int:
     return 2 if name in TC_TAGS else np.dtype(name).itemsize
 
 
-def _density(structure) -> float:
-    r, c = structure.block_shape
-    return structure.nnzb / (r * c) if r * c else 0.0
-
-
-def _dense_wins(ratio, dense_bytes, limit, structure, name, b, n, sparse_out) -> bool:
-    """Whether the dense path is predicted faster, its own overhead counted: the sparse
-    kernel's modelled time against the dense product's plus the moving of the blocks."""
+def _dense_choice(op: str, structure, name: str, b: int, n: int, tf32: bool,
+                  limit: int | None) -> tuple[bool, float | None]:
+    """(take the dense path, the model's sparse / dense time ratio) for ``op`` with ``n``
+    rows (inner dimension for "sampled"). Dense where the ratio exceeds one plus the dense
+    path's own overhead (moving the blocks) and its buffer fits ``limit`` (None: never)."""
+    rows, cols = structure.block_shape
+    nnzb = structure.nnzb
+    ratio = dense_model.ratio(op, name, b, n, nnzb / (rows * cols) if rows * cols else 0.0,
+                              tf32)
+    if limit is None or nnzb == 0:
+        return False, ratio
     force = _FORCED.get("dense")
     if force is not None:
-        return bool(force) and limit is not None and structure.nnzb > 0
-    if ratio is None or limit is None or dense_bytes > limit or structure.nnzb == 0:
-        return False
-    m_rows, n_cols = structure.block_shape
-    overhead = dense_model.overhead(name, m_rows * b, n_cols * b, n, structure.nnzb * b * b)
-    return ratio > 1.0 + overhead
+        return bool(force), ratio
+    if ratio is None or rows * cols * b * b * _itemsize(name) > limit:
+        return False, ratio
+    overhead = dense_model.overhead(name, rows * b, cols * b, n, nnzb * b * b)
+    return ratio > 1.0 + overhead, ratio

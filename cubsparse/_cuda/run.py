@@ -1,25 +1,24 @@
 """Running plans: the two backend primitives of the CUDA backend.
 
 A call finds its runner in a small dict on the matrix, keyed by (device, rows, transposed,
-TF32, tuning generation, options, thread). A runner is built once: the plan
-(:mod:`.plans`), its device tables, and :class:`~.launch.Launch` objects whose constant
-parameters are packed. The eager call then checks its operands' alignment, allocates the
-output, writes the few parameters that change and launches: no host synchronization and
-no per-call Python work that grows with the layout.
+TF32, tuning generation, the dense path's memory limit, thread). A runner is built once:
+the plan (:mod:`.plans`), its device tables, and :class:`~.launch.Launch` objects whose
+constant parameters are packed. The eager call then checks its operands' alignment,
+allocates the output, writes the few parameters that change and launches: no host
+synchronization and no per-call Python work that grows with the layout.
 """
 
 from __future__ import annotations
 
 import functools
 import threading
-import weakref
 
 import numpy as np
 
 from .. import _options
 from . import device, worklists
 from .compile import get_kernel
-from .configs import GENERATION, TC_TAGS, transpose_config
+from .configs import GENERATION, scatter_config, sdd_tile_shape, transpose_config
 from .launch import Launch
 from .plans import MAX_GRID_Y, plan_dsd, plan_sdd
 
@@ -122,10 +121,6 @@ class _DsdRunner:
     """Everything a call of one dsd plan needs, made once."""
 
     def __init__(self, w, dev, n, trans, tf32, sparse_only=False):
-        import cupy
-
-        # the matrix by weak reference: it holds this runner
-        self._args, self._twin = (weakref.ref(w), dev, n, trans, tf32), None
         self.dev = dev
         s, b = w._structure, w.blocksize
         dtype = w._data.dtype
@@ -137,11 +132,12 @@ class _DsdRunner:
         it = dtype.itemsize
         # The tensor-core epilogue and dsd_reduce store pairs of outputs.
         self.out_align = it if p.dtype == "float64" else 2 * it
-        self.n, self.b, self.it = n, b, it
+        self.b, self.it = b, it
         if p.path == "dense":
-            self._init_dense(w, dev, cupy)
-            # made now, not inside a stream capture (where its table uploads would fail)
-            self._twin = _DsdRunner(w, dev, n, trans, tf32, sparse_only=True)
+            self._init_dense(w, dev)
+            # What a CUDA-graph capture runs (CuPy refuses cuBLAS there); made now, since
+            # its table uploads would fail inside a capture.
+            self.sparse = _DsdRunner(w, dev, n, trans, tf32, sparse_only=True)
             return
         cfg = p.kernel
         work, blk, gidx, red = worklists.dsd_tables(s, dev, trans, p.split, cfg.group)
@@ -178,15 +174,14 @@ class _DsdRunner:
                                                   red.shape[0]), (rc.threads,), 0,
                                  "plpiplffl", [None, n * width, red, n, None, None, None, None,
                                                self.width])
-        self.stand_in = cupy.zeros((1, b, b), dtype) if cfg.tma and s.nnzb == 0 else None
+        self.stand_in = _cupy().zeros((1, b, b), dtype) if cfg.tma and s.nnzb == 0 else None
         if cfg.tma:  # made now, not inside a stream capture
             device.tile_counter(dev, _stream())
         self._ws = {}  # stream -> workspace, where small enough to keep
 
-    def _init_dense(self, w, dev, cupy):
-        from .configs import scatter_config
-
+    def _init_dense(self, w, dev):
         s, b = w._structure, w.blocksize
+        self.trans = self.plan.product == "X @ W.T"
         rows, cols = worklists.block_coordinates(s, dev)
         dtype = w._data.dtype
         self.structure, self.dense_shape, self.dense_dtype = s, (
@@ -204,7 +199,6 @@ class _DsdRunner:
         return self.structure.cached(
             ("dense_w", self.dev, self.dense_dtype.str, stream),
             lambda: _cupy().zeros(self.dense_shape, self.dense_dtype))
-        self.trans = self.plan.product == "X @ W.T"
 
     def __call__(self, x, wdata, y, alpha, beta, stream):
         cupy = _cupy()
@@ -264,9 +258,7 @@ class _DsdRunner:
         zero), then cuBLAS."""
         cupy = _cupy()
         if cupy.cuda.get_current_stream().is_capturing():
-            # CuPy refuses cuBLAS calls inside a stream capture: a graph records the
-            # sparse kernels instead.
-            return _dsd_sparse(self._sparse_twin(), x, wdata, out, alpha, beta)
+            return _dsd_sparse(self.sparse, x, wdata, out, alpha, beta)
         stream = _stream()
         dense_w = self._dense_buffer(stream)
         sv = self.scatter.v
@@ -287,13 +279,6 @@ class _DsdRunner:
         out[...] = prod
         return out
 
-    def _sparse_twin(self):
-        """The sparse runner of the same call (built on first use)."""
-        if self._twin is None:
-            w, *rest = self._args
-            self._twin = _DsdRunner(w(), *rest, sparse_only=True)
-        return self._twin
-
 
 # -- sdd -----------------------------------------------------------------------------------
 def _rows(arr, it) -> bool:
@@ -312,16 +297,15 @@ def _cols(arr, it) -> bool:
 
 def _padded_rows(a, inner_pad: int):
     """``a`` (rows, inner) as a row-major copy with zero columns up to ``inner_pad``."""
-    import cupy
-
-    buf = cupy.zeros((a.shape[0], inner_pad), a.dtype)
+    buf = _held(_cupy().zeros((a.shape[0], inner_pad), a.dtype))
     buf[:, :a.shape[1]] = a
     return buf
 
 
 def sdd_operands(a, b_mat, tf32: bool):
     """(a_src, b_src, a_km, b_nk, inner): the operands as the kernels read them, in place
-    where their rows can be streamed with 16-byte copies, else copied."""
+    where their rows can be streamed with 16-byte copies, else copied (copies held for a
+    graph being captured)."""
     inner = a.shape[1]
     it = a.dtype.itemsize
     if tf32:  # A[m][k] and B[n][k], k contiguous and padded to whole 16-byte copies
@@ -337,13 +321,13 @@ def sdd_operands(a, b_mat, tf32: bool):
     elif _rows(a, it) and whole:
         a_km, a_src = False, a
     else:
-        a_km, a_src = True, a.T.copy(order="C")
+        a_km, a_src = True, _held(a.T.copy(order="C"))
     if _rows(b_mat, it):
         b_nk, b_src = False, b_mat
     elif _cols(b_mat, it) and whole:
         b_nk, b_src = True, b_mat.T
     else:
-        b_nk, b_src = False, b_mat.copy(order="C")
+        b_nk, b_src = False, _held(b_mat.copy(order="C"))
     return a_src, b_src, a_km, b_nk, inner
 
 
@@ -373,10 +357,6 @@ def sdd(a, b_mat, like, out_data, alpha: float, beta: float, tf32: bool = False)
             data *= dtype.type(beta)
         return data
     a_src, b_src, a_km, b_nk, inner = sdd_operands(a, b_mat, tf32)
-    if a_src is not a and a_src is not a.T:
-        _held(a_src)
-    if b_src is not b_mat and b_src is not b_mat.T:
-        _held(b_src)
     r = _sdd_runner(like, inner, a_km, b_nk, tf32)
     r(a, b_mat, a_src, b_src, data, alpha, beta, _stream())
     return data
@@ -384,7 +364,6 @@ def sdd(a, b_mat, like, out_data, alpha: float, beta: float, tf32: bool = False)
 
 class _SddRunner:
     def __init__(self, like, dev, inner, a_km, b_nk, tf32, sparse_only=False):
-        self._args, self._twin = (weakref.ref(like), dev, inner, a_km, b_nk, tf32), None
         s, b = like._structure, like.blocksize
         dtype = like._data.dtype
         self.plan = p = plan_sdd(s, dtype, b, inner, a_km, b_nk, tf32, device.arch(dev),
@@ -393,13 +372,14 @@ class _SddRunner:
         cfg = p.kernel
         f = "d" if p.dtype == "float64" else "f"
         if p.path == "dense":
-            self._twin = _SddRunner(like, dev, inner, a_km, b_nk, tf32, sparse_only=True)
+            # what a capture runs (see _DsdRunner)
+            self.sparse = _SddRunner(like, dev, inner, a_km, b_nk, tf32, sparse_only=True)
             rows, cols = worklists.block_coordinates(s, dev)
             n = s.nnzb * b * b
             self.main = Launch(get_kernel(cfg), (_stride_grid(n),), (256,), 0, "plpppddl",
                                [None, s.block_shape[1] * b, rows, cols, None, None, None, n])
         elif p.tiled:
-            tiles, bmap = worklists.sdd_tiles(s, dev, *_tile_shape(p))
+            tiles, bmap = worklists.sdd_tiles(s, dev, *sdd_tile_shape(p.dtype, b))
             nbr, nbc = s.block_shape
             self.main = Launch(get_kernel(cfg), (tiles.shape[0],), (cfg.threads,), cfg.smem,
                                "plpliiipppff", [None, None, None, None, inner, nbr, nbc, tiles,
@@ -415,7 +395,7 @@ class _SddRunner:
         v = self.main.v
         if self.plan.path == "dense":
             if cupy.cuda.get_current_stream().is_capturing():  # no cuBLAS in a capture
-                return self._sparse_twin()(a, b_mat, a_src, b_src, data, alpha, beta, stream)
+                return self.sparse(a, b_mat, a_src, b_src, data, alpha, beta, stream)
             prod = cupy.matmul(a, b_mat)
             v[0].value = prod.data.ptr
             v[4].value = data.data.ptr
@@ -434,18 +414,4 @@ class _SddRunner:
         self.main(stream)
 
 
-    def _sparse_twin(self):
-        """The sparse runner of the same call (built on first use)."""
-        if self._twin is None:
-            like, *rest = self._args
-            self._twin = _SddRunner(like(), *rest, sparse_only=True)
-        return self._twin
-
-
-def _tile_shape(p):
-    from .configs import sdd_tile_shape
-
-    return sdd_tile_shape(p.dtype, p.blocksize)
-
-
-__all__ = ["TC_TAGS", "dsd", "dsd_plan", "sdd", "sdd_plan"]
+__all__ = ["dsd", "dsd_plan", "sdd", "sdd_plan"]
