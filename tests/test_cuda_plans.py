@@ -33,12 +33,17 @@ DSD_CHOICES = [
     ("float32", 32, 4096, True, 90, 0.25, "dsd_simt<float,32,128,8,4,32,3,true>"),
     ("float32", 32, 32, False, 90, 0.1, "dsd_simt<float,32,32,4,4,32,4,false>"),
     ("float64", 64, 4096, False, 90, 0.25, "dsd_simt<double,64,128,8,8,16,3,false>"),
+    # 128 rows at C = K = 1024 (16 output blocks of 64): one regular 128-row tile per
+    # column would fill 16 of 132 SMs, so the short tiles run (short_pays)
+    ("float32", 64, 128, False, 90, 0.1, "dsd_simt<float,64,32,4,4,32,4,false>"),
+    ("float16", 64, 128, True, 80, 0.1, "dsd_tc<F16,64,64,64,2,2,6,true>"),
 ]
 
 
 @pytest.mark.parametrize(("dtype", "b", "n", "trans", "arch", "d", "kernel"), DSD_CHOICES)
 def test_dsd_plan_picks_the_kernel(dtype, b, n, trans, arch, d, kernel):
-    s = structure(4096 // b, 4096 // b, d)
+    ck = 1024 if n == 128 else 4096
+    s = structure(ck // b, ck // b, d)
     p = plans.plan_dsd(s, dtype, b, n, trans, False, arch, SMS, dense_bytes_limit=None)
     assert p.path == "sparse"
     assert p.kernel.name == kernel

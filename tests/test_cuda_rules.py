@@ -111,6 +111,27 @@ def test_tall_tiles_need_two_per_cta(monkeypatch, b):
         configs.set_tiles()
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_short_tiles_where_the_regular_ones_leave_sms_idle(dtype):
+    cfg = configs.dsd_config(dtype, 64, False)
+    rows = cfg.rows_per_cta
+    assert rows > plans.SMALL_ROWS
+    # 16 output blocks: a few hundred rows leave most SMs idle; thousands fill them
+    assert plans.short_pays(cfg, 128, 16, SMS)
+    assert not plans.short_pays(cfg, 4096, 16, SMS)
+    # the boundary: SHORT_FILL x SMS CTAs exactly
+    n_out = 33  # 132 / 33 = 4 row tiles
+    assert not plans.short_pays(cfg, 4 * rows, n_out, SMS)
+    assert plans.short_pays(cfg, 3 * rows, n_out, SMS)
+    s = cs.BlockSparseMatrix.from_layout(np.eye(16, dtype=bool), 64, backend="cpu")._structure
+    p = plans.plan_dsd(s, dtype, 64, 300, False, False, 80, SMS)
+    assert p.kernel.rows_per_cta == configs.dsd_config(dtype, 64, False, small=True).rows_per_cta
+    assert p.grid == (16, -(-300 // p.kernel.rows_per_cta))
+    with plans.override(short=False):
+        q = plans.plan_dsd(s, dtype, 64, 300, False, False, 80, SMS)
+    assert q.kernel == cfg
+
+
 def test_union_needs_more_sharing_at_few_rows():
     """The union dsd shares each X slice among the G output blocks of a group; below
     UNION_MIN_ROWS rows of X its few tiles need twice the sharing to pay."""

@@ -460,3 +460,25 @@ def test_simt_sdd_tiles_match_scipy(backend, sdd_simt_tile, dtype, n):
         lay, np.ones((b, b)))
     dense = to_numpy(got.toarray()).astype(np.float64)
     assert np.linalg.norm(dense - ref) / np.linalg.norm(ref) < cs._dtypes.TOLERANCE[dtype]
+
+
+@pytest.mark.parametrize(("dtype", "tf32"), [("float16", False), ("float32", True),
+                                        ("float32", False), ("float64", False)])
+@pytest.mark.parametrize("b", [8, 64, 128])
+def test_short_tiles_at_many_rows_match_scipy(backend, dtype, tf32, b):
+    # The short mma.sync / CUDA-core dsd tiles taken past SMALL_ROWS rows
+    # (plans.short_pays), forced at 1000 rows: many row tiles, the last one partial.
+    lay = cs.layouts.random(5, 3, 0.6, seed=b)
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=3, backend=backend)
+    rng = np.random.default_rng(b + 1)
+    n = 1000
+    x = to_backend(rng.standard_normal((n, 5 * b)).astype(np.float32), backend).astype(w.dtype)
+    dy = to_backend(rng.standard_normal((n, 3 * b)).astype(np.float32), backend).astype(w.dtype)
+    wd = to_numpy(w.toarray().astype("float64"))
+    tol = 3e-3 if tf32 else cs._dtypes.TOLERANCE[dtype]
+    with plans.override(short=True, group=False, union=False, tall=False, dense=False):
+        for a, op, ref, cols in ((x, w, to_numpy(x.astype("float64")) @ wd, 3 * b),
+                                 (dy, w.T, to_numpy(dy.astype("float64")) @ wd.T, 5 * b)):
+            got = to_numpy(cs.matmul(a, op, out=poison((n, cols), w.dtype, backend),
+                                     tf32=tf32).astype("float64"))
+            assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < tol

@@ -44,6 +44,9 @@ UNION_MIN_SHARING = 3.0
 UNION_MIN_ROWS = 2048
 #: Tiles per persistent CTA below which the tall tiles are not used.
 TALL_MIN_WAVES = 2
+#: Fraction of the SMs the regular mma.sync / CUDA-core dsd tiles must fill; with fewer
+#: CTAs the short (SMALL_ROWS) tiles are taken at any number of rows.
+SHORT_FILL = 1.0
 #: The float32 tiled sdd's break-even fill (stored blocks per block of its non-empty tiles).
 SDD_TILE_SIMT_FILL = {8: 0.25, 16: 0.75}
 #: A split adds a launch (dsd_reduce), which costs an eager call about as much host time
@@ -91,6 +94,14 @@ def tall_pays(cfg: KernelConfig, n: int, n_out: int, ctas: int) -> bool:
     return n >= cfg.rows_per_cta and -(-n // cfg.rows_per_cta) * n_out >= TALL_MIN_WAVES * ctas
 
 
+def short_pays(cfg: KernelConfig, n: int, n_out: int, sms: int) -> bool:
+    """The regular tiles of ``cfg`` leave SMs idle: ``n`` rows of X in tiles of
+    ``cfg.rows_per_cta`` over ``n_out`` output blocks make fewer than SHORT_FILL x ``sms``
+    CTAs (a narrow W at a few hundred rows), so the short tiles, four times as many CTAs,
+    spread the same work wider."""
+    return -(-n // cfg.rows_per_cta) * n_out < SHORT_FILL * sms
+
+
 def sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:
     """The tiled sdd beats groups of ``group`` blocks of one block row. Tensor cores: when
     it loads fewer operand columns, (tr + ts) per non-empty tile against 1 + count per
@@ -113,7 +124,8 @@ def sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:
 
 # -- forced decisions ----------------------------------------------------------------------
 _FORCED: dict = {}
-DECISIONS = ("union", "group", "tall", "kn", "sdd_tiled", "split", "grid_limit", "dense")
+DECISIONS = ("union", "group", "tall", "short", "kn", "sdd_tiled", "split", "grid_limit",
+             "dense")
 
 
 @contextlib.contextmanager
@@ -122,9 +134,10 @@ def override(**decisions):
 
     Each keyword forces one decision; ``None`` restores its rule:
 
-    ``union``, ``group``, ``tall``, ``sdd_tiled`` : bool
+    ``union``, ``group``, ``tall``, ``short``, ``sdd_tiled`` : bool
         Take (or not) the union wgmma dsd, the grouped mma.sync dsd, the tall persistent
-        tiles, the tiled small-block sdd, wherever one is configured.
+        tiles, the short mma.sync / CUDA-core dsd tiles past SMALL_ROWS rows, the tiled
+        small-block sdd, wherever one is configured.
     ``kn`` : bool
         X @ W on a wgmma kernel reads W's blocks as stored (else a transposed copy).
     ``split`` : int
@@ -269,6 +282,8 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
     gcfg = group_config(name, b, trans) if wcfg is None and not small else None
     if gcfg is not None and not _decide("group", group_pays, structure, trans, gcfg.group):
         gcfg = None
+    if wcfg is None and gcfg is None and not small:
+        small = _decide("short", short_pays, dsd_config(name, b, trans, tf32), n, n_out, sms)
     cfg = wcfg or gcfg or dsd_config(name, b, trans, tf32, small)
     w_copy = None
     if not trans and (tf32 or (wcfg is not None and not kn)):
