@@ -58,10 +58,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO / "cubsparse" / "_cuda" / "dense_model.json"
 
-# The order of docs/performance.md's "Regenerate" command: later sessions re-measured
+# The order of docs/performance.md's "Regenerate" command: later sweeps re-measured
 # cases of earlier ones and must come after them to win. Within a folder the shards do
 # not overlap in what they keep (checked: either file order gives the same rows).
-DEFAULT_GLOBS = tuple(f"docs/results/session{s}/*.json.gz" for s in (5, 6, 8, 9, 10, 11))
+DEFAULT_GLOBS = tuple(f"docs/results/h200-sweep-{s}/*.json.gz" for s in range(1, 7))
 
 OP_NAMES = {"xw": "matmul", "dywt": "matmul_t", "sdd": "sampled"}
 DTYPE_CLASS = {"float16": "half", "bfloat16": "half", "float32": "float32"}
@@ -83,7 +83,7 @@ def default_sources() -> list[str]:
     Returns
     -------
     list of str
-        POSIX paths relative to the repository root; sorted within each session folder.
+        POSIX paths relative to the repository root; sorted within each sweep folder.
     """
     return [p.relative_to(REPO).as_posix() for g in DEFAULT_GLOBS for p in sorted(REPO.glob(g))]
 
