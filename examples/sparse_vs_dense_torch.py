@@ -10,20 +10,21 @@ students on the same task with PyTorch doing that work instead:
 * the block-sparse student's hidden layers are :class:`cubsparse.torch.BlockSparseLinear`
   (its input and output layers are ``torch.nn.Linear``), so autograd runs cubsparse's
   three products and ``torch.optim.Adam`` updates the stored blocks;
-* loss is ``mse_loss``; the per-epoch table, the final lines and ``--plot`` read as
-  in the NumPy example.
+* the loss is ``mse_loss``; the per-epoch table, the final lines and ``--plot`` are
+  those of the NumPy example.
 
 "The same" is meant literally. The settings (``SIZES``), the teacher and its data, the
 Watts-Strogatz block layouts, the dense width solved for, the initial weights and the
 batch order all come from ``sparse_vs_dense.py`` (loaded from this directory), so the two
 scripts differ only in who computes the gradients and the Adam steps; their losses
-agree to float32 rounding at first and drift apart slowly after that.
+agree to float32 rounding at first (torch's Adam also adds its ``eps`` after the bias
+correction, not before) and drift apart slowly after that.
 
 ``python examples/sparse_vs_dense_torch.py --help`` lists the options. ``--size tiny
---device cpu`` runs in a few seconds, ``--size small --device cpu`` in a few minutes, and
-``--size real --device cuda`` is meant for a GPU (CUDA tensors; cubsparse's CUDA backend
-needs CuPy). ``--device`` defaults to CUDA where torch sees a GPU. Everything random
-comes from ``--seed``.
+--device cpu`` runs in a few seconds; ``--size small --device cpu`` (the default size) in
+about a minute and a half on two CPU cores; ``--size real --device cuda`` is meant for a
+GPU (CUDA tensors; cubsparse's CUDA backend needs CuPy). ``--device`` defaults to cuda
+where torch sees a GPU. Everything random comes from ``--seed``.
 """
 
 from __future__ import annotations

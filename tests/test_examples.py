@@ -170,7 +170,7 @@ def test_sparse_vs_dense_torch_same_seed_same_losses(sparse_vs_dense_torch, caps
 
 def test_sparse_vs_dense_torch_matches_numpy(sparse_vs_dense_torch, sparse_vs_dense, capsys):
     # The same data, initial weights and batches as the NumPy example: after one epoch the
-    # losses differ only by float32 rounding (and Adam's eps, which torch adds elsewhere).
+    # losses differ only by float32 rounding (and where torch's Adam adds its eps).
     argv = ["--size", "tiny", "--epochs", "1"]
     torch_run = sparse_vs_dense_torch.main([*argv, "--device", "cpu"])
     numpy_run = sparse_vs_dense.main([*argv, "--backend", "cpu"])
