@@ -407,6 +407,70 @@ def _prepare_torch_bsr(data: CaseData, op: str) -> Prepared:
                     note="; ".join(failures) or None)
 
 
+# -- stk (Triton, 128 x 128 blocks) ------------------------------------------------------
+
+def _stk_matrix(data: CaseData, i: int):
+    """W of set ``i`` as an ``stk.Matrix`` (its BCSR: int16 block indices, int32 offsets;
+    the transpose metadata stk derives itself)."""
+    torch = _torch()
+    import stk
+
+    from .cases import csr_of_layout
+
+    def make():
+        c = data.case
+        vals = torch.from_dlpack(data.master(i)["w"]).to(_torch_dtype(torch, c.dtype))
+        indptr, indices, rows = csr_of_layout(data.layout)
+        dev = vals.device
+        return stk.Matrix((c.c, c.k), vals.contiguous(),
+                          torch.from_numpy(rows).to(dev, torch.int16),
+                          torch.from_numpy(indices).to(dev, torch.int16),
+                          torch.from_numpy(indptr).to(dev, torch.int32))
+
+    return data.get(("stk", i), make)
+
+
+def _prepare_stk(data: CaseData, op: str) -> Prepared:
+    """stk (Stanford's block-sparse kernels for MegaBlocks): b = 128, float16/bfloat16."""
+    c = data.case
+    if c.b != 128 or c.dtype not in ("float16", "bfloat16"):
+        raise NotRun("not applicable: stk runs 128 x 128 blocks in float16/bfloat16 only")
+    _torch()  # fail early, with the reason, where torch is missing
+    try:
+        import stk
+    except Exception as exc:
+        raise NotRun(f"unavailable: stk does not import ({type(exc).__name__}; "
+                     "pip install stanford-stk)") from None
+    if max(c.c, c.k) // 128 > np.iinfo(np.int16).max:
+        raise NotRun("not applicable: stk's int16 block indices")
+
+    def x(i):
+        return _to_torch(data, i, "x")
+
+    def dy(i):
+        return _to_torch(data, i, "dy")
+
+    def w(i):
+        return _stk_matrix(data, i)
+
+    if op == "xw":
+        forms = [("stk.ops.dds(x, W)", lambda i: partial(stk.ops.dds, x(i), w(i)), _identity)]
+    elif op == "dywt":
+        forms = [("stk.ops.dds(dy, W.t())", lambda i: partial(stk.ops.dds, dy(i), w(i).t()),
+                  _identity)]
+    else:  # the result is an stk.Matrix of W's topology
+        forms = [("stk.ops.sdd(x.T, dy, W)", lambda i: partial(stk.ops.sdd, x(i).T, dy(i), w(i)),
+                  stk.ops.to_dense),
+                 ("stk.ops.sdd(x.T.contiguous(), dy, W)",
+                  lambda i: partial(stk.ops.sdd, x(i).T.contiguous(), dy(i), w(i)),
+                  stk.ops.to_dense)]
+    impl, builder, post, failures = _first_working(forms, data)
+    calls = [builder(i) for i in range(data.sets_sparse)]
+    conv = _masked(data, op)
+    return Prepared(calls, "torch", lambda t: conv(_torch_to_xp(data, post(t))), impl,
+                    note="; ".join(failures) or None)
+
+
 # -- cuSPARSE CSR -----------------------------------------------------------------------
 
 def _prepare_cusparse(data: CaseData, op: str) -> Prepared:
@@ -511,6 +575,7 @@ def contenders(backend_name: str) -> list[Contender]:
                       dtypes=("float32",), shared_dense=True),
             Contender("torch_bsr", "peer", "torch BSR (Triton)", _prepare_torch_bsr),
             Contender("cusparse_csr", "peer", "cuSPARSE CSR", _prepare_cusparse),
+            Contender("stk", "peer", "stk (Triton)", _prepare_stk, dtypes=("float16", "bfloat16")),
         ]
     else:
         out += [
@@ -518,6 +583,8 @@ def contenders(backend_name: str) -> list[Contender]:
                       shared_dense=True),
             Contender("torch_bsr", "peer", "torch BSR (Triton)", _gpu_only("torch BSR")),
             Contender("cusparse_csr", "peer", "cuSPARSE CSR", _gpu_only("cuSPARSE")),
+            Contender("stk", "peer", "stk (Triton)", _gpu_only("stk"),
+                      dtypes=("float16", "bfloat16")),
             Contender("scipy_bsr", "peer", "SciPy BSR", _prepare_scipy_bsr),
         ]
     return out

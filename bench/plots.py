@@ -18,7 +18,7 @@ from pathlib import Path
 from .cases import DTYPE_SHORT, OPS
 
 PEER_COLORS = {"cubsparse": "#1f77b4", "torch_bsr": "#ff7f0e", "cusparse_csr": "#2ca02c",
-               "scipy_bsr": "#9467bd"}
+               "scipy_bsr": "#9467bd", "stk": "#8c564b"}
 
 
 class PlottingUnavailable(RuntimeError):
