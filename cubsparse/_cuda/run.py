@@ -62,6 +62,21 @@ _KEEP_WORKSPACE = 32 << 20  # bytes of a split product's workspace kept per stre
 _MAX_RUNNERS = 64  # per matrix; a script that varies its batch size cycles through them
 
 
+class DeviceMismatchError(ValueError):
+    """An operand lives on another CUDA device than the current one."""
+
+
+def _check_devices(dev: int, what: str, **arrays) -> None:
+    """Every array on the current device ``dev``, as CuPy requires of its own kernels: the
+    plans, tables and launches of a call are the current device's."""
+    for name, arr in arrays.items():
+        if arr is not None and arr.data.device_id != dev:
+            raise DeviceMismatchError(
+                f"{what}: {name} is on CUDA device {arr.data.device_id} but the current "
+                f"device is {dev}; run the call under `with cupy.cuda.Device("
+                f"{arr.data.device_id}):` or move the operands to one device")
+
+
 def _runner(w, key, build):
     runners = w.__dict__.setdefault("_runners", {})
     r = runners.get(key)
@@ -78,8 +93,8 @@ def dsd_plan(x_rows: int, w, trans: bool, tf32: bool):
     return _dsd_runner(x_rows, w, trans, tf32).plan
 
 
-def _dsd_runner(n, w, trans, tf32):
-    dev = device.current()
+def _dsd_runner(n, w, trans, tf32, dev=None):
+    dev = device.current() if dev is None else dev
     key = ("dsd", dev, n, trans, tf32, GENERATION[0], _options.dense_bytes_limit(),
            threading.get_ident())
     return _runner(w, key, lambda: _DsdRunner(w, dev, n, trans, tf32))
@@ -88,7 +103,12 @@ def _dsd_runner(n, w, trans, tf32):
 def dsd(x, w, trans: bool, out, alpha: float, beta: float, tf32: bool = False):
     """``alpha * (x @ op(w)) + beta * out`` with op the transpose when ``trans``."""
     n = x.shape[0]
-    r = _dsd_runner(n, w, trans, tf32)
+    dev = device.current()
+    if x.data.device_id != dev or w._data.data.device_id != dev or (
+            out is not None and out.data.device_id != dev):
+        _check_devices(dev, "matmul", **{"the dense operand": x, "W": w._data,
+                                         "out": out})
+    r = _dsd_runner(n, w, trans, tf32, dev)
     if r.plan.path == "dense" and n and r.width:
         return r.dense(x, w._data, out, alpha, beta)
     step = MAX_GRID_Y * r.plan.kernel.rows_per_cta
@@ -346,6 +366,12 @@ def _sdd_runner(like, inner, a_km, b_nk, tf32):
 def sdd(a, b_mat, like, out_data, alpha: float, beta: float, tf32: bool = False):
     """``alpha * (a @ b_mat)`` on ``like``'s blocks ``+ beta * out_data``."""
     cupy = _cupy()
+    dev = device.current()
+    if a.data.device_id != dev or b_mat.data.device_id != dev or (
+            like._data.data.device_id != dev) or (
+            out_data is not None and out_data.data.device_id != dev):
+        _check_devices(dev, "sampled_matmul", a=a, b=b_mat, out=out_data,
+                       like=like._data)
     s, dtype = like._structure, like._data.dtype
     data = out_data if out_data is not None else cupy.ndarray(like._data.shape, dtype)
     if s.nnzb == 0:
