@@ -576,7 +576,7 @@ def share_unique_id(
 def nccl_communicator(
     rank: int,
     world_size: int,
-    unique_id: tuple | None = None,
+    unique_id: bytes | tuple | None = None,
     *,
     init_file: str | os.PathLike | None = None,
     timeout: float = 300.0,
@@ -595,7 +595,7 @@ def nccl_communicator(
     ----------
     rank, world_size : int
         This process's rank and the number of ranks (see :func:`launch_env`).
-    unique_id : tuple of int, optional
+    unique_id : bytes or sequence of int, optional
         ``cupy.cuda.nccl.get_unique_id()`` from rank 0, the same on every rank.
     init_file : str or path-like, optional
         The file through which rank 0 hands the id to the others (:func:`share_unique_id`).
@@ -632,10 +632,22 @@ def nccl_communicator(
             path = os.fspath(init_file) if init_file is not None else default_init_file()
             unique_id = share_unique_id(rank, world_size, path, nccl.get_unique_id,
                                         timeout=timeout)
-    comm = nccl.NcclCommunicator(world_size, tuple(unique_id), rank)
+    comm = _communicator(nccl, world_size, unique_id, rank)
     if path is not None and rank == 0:
         # Making a communicator is collective: every rank has read the id by now, and a
         # file left behind could mislead a later launch that maps to the same name.
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
     return comm
+
+
+def _communicator(nccl, world_size: int, unique_id, rank: int):
+    """``NcclCommunicator`` from an id given as bytes or as a sequence of ints (how it
+    travels through :func:`share_unique_id`'s file). CuPy 13 and later take the id as
+    bytes; earlier versions took a tuple of (signed) char values."""
+    as_bytes = bytes(int(v) & 0xFF for v in unique_id)
+    try:
+        return nccl.NcclCommunicator(world_size, as_bytes, rank)
+    except TypeError:
+        signed = tuple(v - 256 if v > 127 else v for v in as_bytes)
+        return nccl.NcclCommunicator(world_size, signed, rank)

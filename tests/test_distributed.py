@@ -381,3 +381,25 @@ def test_example_on_one_gpu(example, no_launcher):
     assert result["identical"] is True
     assert result["world_size"] == 1
     assert all(math.isfinite(v) for v in result["losses"])
+
+
+@pytest.mark.parametrize("takes", ["bytes", "tuple"])
+def test_nccl_id_reaches_either_cupy_signature(takes):
+    # CuPy 13 and later take the id as bytes, earlier versions as signed char values;
+    # the id may arrive as bytes (get_unique_id) or as ints (through the init file).
+    from cubsparse.distributed import _communicator
+
+    raw = bytes([0, 1, 127, 128, 255])
+    seen = []
+
+    class FakeNccl:
+        class NcclCommunicator:
+            def __init__(self, n, uid, rank):
+                if not isinstance(uid, bytes if takes == "bytes" else tuple):
+                    raise TypeError("commId has incorrect type")
+                seen.append((n, uid, rank))
+
+    for uid in (raw, tuple(raw), list(raw)):
+        _communicator(FakeNccl, 2, uid, 1)
+    want = raw if takes == "bytes" else (0, 1, 127, -128, -1)
+    assert seen == [(2, want, 1)] * 3
