@@ -66,6 +66,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--check-every", type=int, default=1)
+    p.add_argument("--warmup", type=int, default=0,
+                   help="steps left out of the throughput (first calls build plans, compile)")
     p.add_argument("--log-every", type=int, default=0, help="default: steps // 10")
     p.add_argument("--json", help="rank 0 writes the result dict here")
     p.add_argument("--break-rank", type=int, help="to see the check fail: after step 1 this "
@@ -75,6 +77,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         p.error("--device cuda, but torch sees no GPU")
     if min(args.steps, args.per_gpu_batch, args.check_every) < 1:
         p.error("--steps, --per-gpu-batch and --check-every must be at least 1")
+    if not 0 <= args.warmup < args.steps:
+        p.error(f"--warmup must be in [0, --steps), got {args.warmup}")
     if args.device == "cpu" and args.dtype != "float32":
         p.error("--dtype float16/bfloat16 needs --device cuda")
     args.log_every = args.log_every or max(1, args.steps // 10)
@@ -162,7 +166,8 @@ def train(args: argparse.Namespace, device: torch.device) -> dict:
         f"density {sparse.nnzb / sparse.structure.layout.size:.3f}] -> {args.width}x{OUTPUTS}")
     say(f"global batch {world} x {B} = {world * B}, {args.steps} steps, lr {args.lr}, "
         f"seed {args.seed}, weights compared every {args.check_every} step(s)")
-    say("loss: mean over the steps since the last line; samples/s: so far, rank 0's clock")
+    say("loss: mean over the steps since the last line; samples/s: so far, rank 0's clock, "
+        "after the warm-up steps")
 
     pending, losses, seconds, checks, sums = [], [], 0.0, 0, []
     for step in range(1, args.steps + 1):
@@ -179,7 +184,8 @@ def train(args: argparse.Namespace, device: torch.device) -> dict:
             scaler.scale(loss).backward()
             scaler.step(opt)
             scaler.update()
-        seconds += clock(device) - t0
+        if step > args.warmup:
+            seconds += clock(device) - t0
         if step == 1 and rank == args.break_rank:
             with torch.no_grad():  # the smallest change a float32 weight can make
                 w = sparse.weight.view(-1)[:1]
@@ -195,19 +201,26 @@ def train(args: argparse.Namespace, device: torch.device) -> dict:
             dist.all_reduce(chunk)
             losses += (chunk / world).tolist()
             pending = []
+            timed = step - args.warmup
+            rate = f"  {timed * world * B / seconds:,.0f} samples/s" if timed > 0 else ""
             say(f"step {step:5d}/{args.steps}  loss {sum(losses[-len(chunk):]) / len(chunk):.4f}"
-                f"  {step * world * B / seconds:,.0f} samples/s")
+                + rate)
     # Throughput over all ranks, timed on the slowest one (checks and logging excluded).
     slowest = torch.tensor([seconds], device=device)
     dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
-    rate = args.steps * world * B / slowest.item()
+    timed = args.steps - args.warmup
+    rate = timed * world * B / slowest.item()
     say(f"throughput {rate:,.0f} samples/s ({world} x {B} examples per step, "
-        f"{slowest.item():.2f} s in training steps on the slowest rank)")
+        f"{slowest.item():.2f} s in {timed} timed training steps on the slowest rank)")
     say(f"weights identical on all {world} ranks after {args.steps} steps "
         f"({checks} checks, checksum {sums[0] & 0xFFFFFFFFFFFFFFFF:016x})")
     return {"losses": losses, "steps": args.steps, "world_size": world,
             "backend": dist.get_backend(), "checksums": sums,
-            "identical": len(set(sums)) == 1, "samples_per_s": rate}
+            "identical": len(set(sums)) == 1, "samples_per_s": rate,
+            "seconds": slowest.item(), "timed_steps": timed,
+            "density": sparse.nnzb / sparse.structure.layout.size,
+            "device_name": (torch.cuda.get_device_name(device) if device.type == "cuda"
+                            else "cpu")}
 
 
 def main(argv: Sequence[str] | None = None) -> dict:

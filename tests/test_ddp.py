@@ -133,3 +133,40 @@ def test_a_diverged_rank_stops_the_run(tmp_path):
     assert proc.returncode != 0
     assert "weights differ across ranks after step 1: rank(s) [1]" in proc.stderr
     assert "weights identical" not in proc.stdout
+
+
+def test_scaling_degree_gives_the_density():
+    from bench.scaling import degree_for
+
+    # hidden 12288 in blocks of 32: 384 block rows, 18 neighbours + the diagonal = 0.049
+    assert degree_for(0.05, 12288, 32) == 18
+    assert degree_for(0.25, 64, 16) == 2  # never below 2 (a ring needs two neighbours)
+
+
+def test_scaling_benchmark_on_cpu_processes(tmp_path, capsys):
+    from bench import scaling
+
+    rows = scaling.main(["--device", "cpu", "--gpus", "2,1", "--width", "64", "--blocksize",
+                         "16", "--density", "0.25", "--per-gpu-batch", "8", "--steps", "3",
+                         "--warmup", "1", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert [r["gpus"] for r in rows] == [1, 2]
+    assert rows[0]["efficiency"] == 1.0
+    assert all(r["identical"] and r["samples_per_s"] > 0 for r in rows)
+    assert 0 < rows[1]["efficiency"] == rows[1]["samples_per_s"] / (2 * rows[0]["samples_per_s"])
+    saved = json.loads((tmp_path / "scaling_cpu.json").read_text())
+    assert saved["rows"] == rows
+    assert "data-parallel scaling on cpu" in out
+
+
+def test_scaling_skips_gpu_counts_not_visible(monkeypatch, capsys):
+    from bench import scaling
+
+    monkeypatch.setattr(scaling, "visible_gpus", lambda device: 1)
+    monkeypatch.setattr(scaling, "run_one", lambda g, args, path: {
+        "samples_per_s": 100.0, "identical": True, "density": 0.05, "seconds": 1.0,
+        "wall_s": 2.0, "device_name": "a stand-in GPU"})
+    rows = scaling.main(["--gpus", "1,2,4"])
+    assert rows[0]["efficiency"] == 1.0
+    assert [r.get("skipped") for r in rows[1:]] == ["1 GPU(s) visible"] * 2
+    assert "4  skipped: 1 GPU(s) visible" in capsys.readouterr().out
