@@ -2,12 +2,14 @@
 
 Public names: :class:`BlockSparseMatrix`, :func:`matmul`, :func:`sampled_matmul`,
 :func:`matmul_plan`, :func:`sampled_matmul_plan`, :func:`warmup`, :func:`get_options`,
-:func:`set_options`, :func:`options`, :func:`save_npz`, :func:`load_npz`, :mod:`layouts`.
+:func:`set_options`, :func:`options`, :func:`save_npz`, :func:`load_npz`, :mod:`layouts`,
+:class:`DeviceMismatchError`.
 """
 
 from __future__ import annotations
 
 from . import layouts
+from ._arrays import DeviceMismatchError
 from ._dtypes import BLOCK_SIZES, SUPPORTED_DTYPES
 from ._io import load_npz, save_npz
 from ._matrix import BlockSparseMatrix
@@ -21,6 +23,7 @@ __all__ = [
     "BLOCK_SIZES",
     "SUPPORTED_DTYPES",
     "BlockSparseMatrix",
+    "DeviceMismatchError",
     "cuda_available",
     "get_options",
     "layouts",

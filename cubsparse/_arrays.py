@@ -35,6 +35,11 @@ def to_host(array) -> np.ndarray:
     return array if isinstance(array, np.ndarray) else array.get()
 
 
+class DeviceMismatchError(ValueError):
+    """An operand lives on another CUDA device than the current one (CuPy's rule: a call
+    runs on the current device, with operands there)."""
+
+
 class SparseOperand:
     """Base of :class:`~cubsparse.BlockSparseMatrix`: lets the ops module recognise a
     matrix without importing the type (which imports the ops for its operators)."""

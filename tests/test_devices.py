@@ -11,7 +11,8 @@ import pytest
 from conftest import CUDA_SKIP_REASON, poison, to_numpy
 
 import cubsparse as cs
-from cubsparse._cuda.run import DeviceMismatchError, _check_devices
+from cubsparse import DeviceMismatchError
+from cubsparse._cuda.run import _check_devices
 
 
 def _gpu_count() -> int:

@@ -16,6 +16,7 @@ import threading
 import numpy as np
 
 from .. import _options
+from .._arrays import DeviceMismatchError
 from . import device, worklists
 from .compile import get_kernel
 from .configs import GENERATION, scatter_config, sdd_tile_shape, transpose_config
@@ -60,10 +61,6 @@ def _stride_grid(items: int) -> int:
 
 _KEEP_WORKSPACE = 32 << 20  # bytes of a split product's workspace kept per stream
 _MAX_RUNNERS = 64  # per matrix; a script that varies its batch size cycles through them
-
-
-class DeviceMismatchError(ValueError):
-    """An operand lives on another CUDA device than the current one."""
 
 
 def _check_devices(dev: int, what: str, **arrays) -> None:
