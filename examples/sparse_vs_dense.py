@@ -382,14 +382,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         description="Train a dense MLP and a wider block-sparse MLP with the same number of "
         "parameters on a teacher-student regression, and compare their losses."
     )
-    p.add_argument("--size", choices=SIZES, default="small", help="problem size (default small)")
     p.add_argument("--backend", choices=["cpu", "cuda"], default="cpu",
                    help="cpu: NumPy arrays; cuda: CuPy arrays on the GPU (default cpu)")
+    add_run_options(p)
+    return p.parse_args(argv)
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """The options this script shares with its PyTorch twin (sparse_vs_dense_torch.py)."""
+    p.add_argument("--size", choices=SIZES, default="small", help="problem size (default small)")
     p.add_argument("--seed", type=int, default=0, help="seed of everything random (default 0)")
     p.add_argument("--epochs", type=int, help="override the size's number of epochs")
     p.add_argument("--train", type=int, help="override the size's number of training examples")
     p.add_argument("--plot", metavar="PATH", help="save the loss curves there (needs matplotlib)")
-    return p.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
@@ -421,21 +426,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     h = matching_dense_width(sparse.count(), cfg)
     dense = dense_mlp(h, cfg, args.seed, xp)
     models = {"dense": dense, "sparse": sparse}
-    print(describe("dense MLP", dense))
-    print(describe("block-sparse MLP", sparse))
-    print(f"  hidden layouts: Watts-Strogatz, {cfg.degree} ring neighbours per block row plus "
-          f"the diagonal block, rewiring probability {cfg.rewire}")
-    print(f"parameters sparse / dense: {sparse.count() / dense.count():.4f}; hidden width "
-          f"{cfg.width} against {h} ({cfg.width / h:.2f}x wider)")
-
-    history = {
-        "dense": {"label": f"dense, width {h}", "params": dense.count(),
-                  "train": [], "test": []},
-        "sparse": {"label": f"block-sparse, width {cfg.width}", "params": sparse.count(),
-                   "train": [], "test": []},
-        "settings": {"size": args.size, "backend": args.backend, "seed": args.seed,
-                     **dataclasses.asdict(cfg)},
-    }
+    history = start_history(cfg, h, describe("dense MLP", dense), dense.count(),
+                            describe("block-sparse MLP", sparse), sparse.count(),
+                            size=args.size, backend=args.backend, seed=args.seed)
     opts = {name: Adam(model.params(), cfg.lr, xp) for name, model in models.items()}
     order_rng = np.random.default_rng([args.seed, 5])
 
@@ -458,20 +451,43 @@ def main(argv: Sequence[str] | None = None) -> dict:
               f"{s['train'][-1]:>12.4f} {s['test'][-1]:>7.4f} | "
               f"{seconds[0]:>7.1f} {seconds[1]:>7.1f}", flush=True)
 
+    finish(history, args.plot, f"size {args.size}, seed {args.seed}")
+    return history
+
+
+def start_history(cfg: Settings, h: int, dense_line: str, dense_params: int, sparse_line: str,
+                  sparse_params: int, **settings) -> dict:
+    """Print the two students (shared with the PyTorch twin) and return an empty history."""
+    print(dense_line)
+    print(sparse_line)
+    print(f"  hidden layouts: Watts-Strogatz, {cfg.degree} ring neighbours per block row plus "
+          f"the diagonal block, rewiring probability {cfg.rewire}")
+    print(f"parameters sparse / dense: {sparse_params / dense_params:.4f}; hidden width "
+          f"{cfg.width} against {h} ({cfg.width / h:.2f}x wider)")
+    return {
+        "dense": {"label": f"dense, width {h}", "params": dense_params, "train": [],
+                  "test": []},
+        "sparse": {"label": f"block-sparse, width {cfg.width}", "params": sparse_params,
+                   "train": [], "test": []},
+        "settings": {**settings, **dataclasses.asdict(cfg)},
+    }
+
+
+def finish(history: dict, plot: str | None, title: str) -> None:
+    """Print the final losses and save the plot (shared with the PyTorch twin)."""
     d, s = history["dense"], history["sparse"]
     print(f"\nfinal training loss: dense {d['train'][-1]:.4f}, block-sparse "
           f"{s['train'][-1]:.4f} ({compare(d['train'][-1], s['train'][-1])})")
     print(f"final test loss:     dense {d['test'][-1]:.4f}, block-sparse "
           f"{s['test'][-1]:.4f} ({compare(d['test'][-1], s['test'][-1])})")
-    if args.plot:
-        title = (f"size {args.size}, seed {args.seed}, {d['params']:,} vs {s['params']:,} "
-                 f"parameters\nfinal test MSE: dense {d['test'][-1]:.4f}, block-sparse "
-                 f"{s['test'][-1]:.4f}; train: {d['train'][-1]:.4f}, {s['train'][-1]:.4f}")
-        if save_plot(args.plot, history, title):
-            print(f"plot saved to {args.plot}")
+    if plot:
+        title = (f"{title}, {d['params']:,} vs {s['params']:,} parameters\nfinal test MSE: "
+                 f"dense {d['test'][-1]:.4f}, block-sparse {s['test'][-1]:.4f}; train: "
+                 f"{d['train'][-1]:.4f}, {s['train'][-1]:.4f}")
+        if save_plot(plot, history, title):
+            print(f"plot saved to {plot}")
         else:
             print("matplotlib is not importable: no plot saved")
-    return history
 
 
 if __name__ == "__main__":

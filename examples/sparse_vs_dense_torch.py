@@ -141,14 +141,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         description="PyTorch version of sparse_vs_dense.py: train a dense MLP and a wider "
         "block-sparse MLP (BlockSparseLinear) of the same parameter count and compare them."
     )
-    p.add_argument("--size", choices=SIZES, default="small", help="problem size (default small)")
     p.add_argument("--device", choices=["cpu", "cuda"],
                    default="cuda" if torch.cuda.is_available() else "cpu",
                    help="where the tensors live (default cuda if torch sees a GPU, else cpu)")
-    p.add_argument("--seed", type=int, default=0, help="seed of everything random (default 0)")
-    p.add_argument("--epochs", type=int, help="override the size's number of epochs")
-    p.add_argument("--train", type=int, help="override the size's number of training examples")
-    p.add_argument("--plot", metavar="PATH", help="save the loss curves there (needs matplotlib)")
+    sd.add_run_options(p)
     return p.parse_args(argv)
 
 
@@ -183,20 +179,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     h = sd.matching_dense_width(count(sparse), cfg)
     dense = to_torch(sd.dense_mlp(h, cfg, args.seed, np), device)
     models = {"dense": dense, "sparse": sparse}
-    print(describe("dense MLP", dense))
-    print(describe("block-sparse MLP", sparse))
-    print(f"  hidden layouts: Watts-Strogatz, {cfg.degree} ring neighbours per block row plus "
-          f"the diagonal block, rewiring probability {cfg.rewire}")
-    print(f"parameters sparse / dense: {count(sparse) / count(dense):.4f}; hidden width "
-          f"{cfg.width} against {h} ({cfg.width / h:.2f}x wider)")
-
-    history = {
-        "dense": {"label": f"dense, width {h}", "params": count(dense), "train": [], "test": []},
-        "sparse": {"label": f"block-sparse, width {cfg.width}", "params": count(sparse),
-                   "train": [], "test": []},
-        "settings": {"size": args.size, "device": args.device, "seed": args.seed,
-                     **dataclasses.asdict(cfg)},
-    }
+    history = sd.start_history(cfg, h, describe("dense MLP", dense), count(dense),
+                               describe("block-sparse MLP", sparse), count(sparse),
+                               size=args.size, device=args.device, seed=args.seed)
     opts = {name: torch.optim.Adam(m.parameters(), lr=cfg.lr) for name, m in models.items()}
     order_rng = np.random.default_rng([args.seed, 5])  # the NumPy example's batch order
 
@@ -216,20 +201,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
             row.append(f"{losses['train'][-1]:>{len(name) + 6}.4f} {losses['test'][-1]:>7.4f}")
         print(f"{epoch:>5} | " + " | ".join(row) + " | " + " ".join(seconds), flush=True)
 
-    d, s = history["dense"], history["sparse"]
-    print()
-    for what, key in (("training", "train"), ("test", "test")):
-        label = f"final {what} loss:"
-        print(f"{label:<20} dense {d[key][-1]:.4f}, block-sparse {s[key][-1]:.4f} "
-              f"({sd.compare(d[key][-1], s[key][-1])})")
-    if args.plot:
-        title = (f"PyTorch, size {args.size}, seed {args.seed}, {d['params']:,} vs "
-                 f"{s['params']:,} parameters\nfinal test MSE: dense {d['test'][-1]:.4f}, "
-                 f"block-sparse {s['test'][-1]:.4f}")
-        if sd.save_plot(args.plot, history, title):
-            print(f"plot saved to {args.plot}")
-        else:
-            print("matplotlib is not importable: no plot saved")
+    sd.finish(history, args.plot, f"PyTorch, size {args.size}, seed {args.seed}")
     return history
 
 

@@ -36,6 +36,23 @@ def matplotlib_available() -> bool:
     return importlib.util.find_spec("matplotlib") is not None
 
 
+def assert_plot(plot, out: str) -> None:
+    """The plot is saved and said so, or, without matplotlib, the script says why not."""
+    if matplotlib_available():
+        assert plot.is_file()
+        assert plot.stat().st_size > 0
+        assert f"plot saved to {plot}" in out
+    else:
+        assert not plot.exists()
+        assert "matplotlib is not importable" in out
+
+
+def epoch_lines(out: str, epochs: int) -> int:
+    """How many lines of ``out`` are progress lines ``<epoch> | ...``."""
+    return sum(line.lstrip().startswith(f"{e} |") for e in range(1, epochs + 1)
+               for line in out.splitlines())
+
+
 def test_sparse_vs_dense_tiny(sparse_vs_dense, tmp_path, capsys):
     plot = tmp_path / "loss.png"
     history = sparse_vs_dense.main(
@@ -60,16 +77,9 @@ def test_sparse_vs_dense_tiny(sparse_vs_dense, tmp_path, capsys):
     assert "seed 0" in out
     assert "final test loss:" in out
     # One progress line per epoch.
-    assert sum(line.lstrip().startswith(f"{e} |") for e in range(1, epochs + 1)
-               for line in out.splitlines()) == epochs
+    assert epoch_lines(out, epochs) == epochs
 
-    if matplotlib_available():
-        assert plot.is_file()
-        assert plot.stat().st_size > 0
-        assert f"plot saved to {plot}" in out
-    else:
-        assert not plot.exists()
-        assert "matplotlib is not importable" in out
+    assert_plot(plot, out)
 
 
 def test_sparse_vs_dense_same_seed_same_losses(sparse_vs_dense, capsys):
@@ -143,16 +153,9 @@ def test_sparse_vs_dense_torch_tiny(sparse_vs_dense_torch, sparse_vs_dense, tmp_
             "[128x128 block-sparse, b=16") in out
     assert "final training loss: dense " in out
     assert "final test loss:     dense " in out
-    assert sum(line.lstrip().startswith(f"{e} |") for e in range(1, epochs + 1)
-               for line in out.splitlines()) == epochs
+    assert epoch_lines(out, epochs) == epochs
 
-    if matplotlib_available():
-        assert plot.is_file()
-        assert plot.stat().st_size > 0
-        assert f"plot saved to {plot}" in out
-    else:
-        assert not plot.exists()
-        assert "matplotlib is not importable" in out
+    assert_plot(plot, out)
 
 
 def test_sparse_vs_dense_torch_same_seed_same_losses(sparse_vs_dense_torch, capsys):
