@@ -49,6 +49,16 @@ REWIRE = 0.1
 # --------------------------------------------------------------------------- arguments
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Defaults shown in the help, except those that depend on the backend (None here: the
+    help text names them)."""
+
+    def _get_help_string(self, action):
+        if action.default is None:
+            return action.help
+        return super()._get_help_string(action)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m cubsparse",
@@ -64,24 +74,29 @@ def _parser() -> argparse.ArgumentParser:
             f"{DEFAULTS['cuda']['dtype']}. Exit status: 0 all checks pass, 1 a check "
             "fails, 2 usage error."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_HelpFormatter,
     )
     p.add_argument(
         "--backend", choices=("auto", "cpu", "cuda"), default="auto",
         help="where to run: auto picks cuda when CuPy sees a GPU",
     )
-    p.add_argument("--n", type=int, help="rows of X (the batch)")
-    p.add_argument("--c", type=int, help="rows of W (inputs of the layer)")
-    p.add_argument("--k", type=int, help="columns of W (outputs of the layer); default C")
+    cpu, cuda = DEFAULTS["cpu"], DEFAULTS["cuda"]
+    p.add_argument("--n", type=int, help=f"rows of X (the batch) (default: {cpu['n']} on CPU, "
+                   f"{cuda['n']} on CUDA)")
+    p.add_argument("--c", type=int, help=f"rows of W (inputs of the layer) (default: "
+                   f"{cpu['c']} on CPU, {cuda['c']} on CUDA)")
+    p.add_argument("--k", type=int, help="columns of W (outputs of the layer) (default: C)")
     p.add_argument("--blocksize", type=int, default=32, choices=cs.BLOCK_SIZES)
     p.add_argument(
         "--density", type=float, default=0.25,
         help="fraction of non-zero blocks (graph layouts get as close as their parameters allow)",
     )
-    p.add_argument("--dtype", choices=DTYPES, help="float32 on CPU, float16 on CUDA")
+    p.add_argument("--dtype", choices=DTYPES, help=f"(default: {cpu['dtype']} on CPU, "
+                   f"{cuda['dtype']} on CUDA)")
     p.add_argument("--layout", choices=LAYOUTS, default="random")
     p.add_argument("--seed", type=int, default=0, help="seed of the layout, W, X and dY")
-    p.add_argument("--repeats", type=int, help="timed runs per product (median reported)")
+    p.add_argument("--repeats", type=int, help=f"timed runs per product, the median reported "
+                   f"(default: {cpu['repeats']} on CPU, {cuda['repeats']} on CUDA)")
     return p
 
 
@@ -102,6 +117,8 @@ def _resolve(p: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse
     args.repeats = d["repeats"] if args.repeats is None else args.repeats
 
     b = args.blocksize
+    if args.seed < 0:
+        p.error(f"--seed must be a non-negative integer, got {args.seed}")
     for name in ("n", "c", "k", "repeats"):
         if getattr(args, name) < 1:
             p.error(f"--{name} must be >= 1, got {getattr(args, name)}")
@@ -412,6 +429,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     print(rule)
     print(f"{unit} count useful work: 2*N*nnz(W) for cubsparse, 2*N*C*K for dense.")
+    if backend == "cpu":
+        print("The CPU backend is the reference implementation (NumPy and SciPy), not a fast "
+              "path: its times are not\nthe library's speed. The CUDA backend's are in "
+              "docs/performance.md.")
     print(
         f"At density {W.density:.3f} cubsparse does {W.density:.1%} of the dense work: "
         f"ideal speedup {1 / W.density:.2f}x."

@@ -64,14 +64,34 @@ def test_demo_reports_failure(monkeypatch, capsys):
         (["--c", "72"], "--c must be a multiple of --blocksize 16"),
         (["--density", "0"], "--density must be in (0, 1]"),
         (["--blocksize", "24"], "invalid choice"),
+        (["--seed", "-1"], "--seed must be a non-negative integer, got -1"),
+        (["--repeats", "0"], "--repeats must be >= 1, got 0"),
     ],
-    ids=["ba-not-square", "ws-not-square", "c-not-multiple", "density-zero", "blocksize-24"],
+    ids=["ba-not-square", "ws-not-square", "c-not-multiple", "density-zero", "blocksize-24",
+         "seed-negative", "repeats-zero"],
 )
 def test_demo_usage_errors(args, message, capsys):
     with pytest.raises(SystemExit) as info:
         main(["--backend", "cpu", *TINY, *args])
     assert info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_help_shows_real_defaults(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--help"])
+    assert info.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    assert "None" not in out
+    assert "(default: 256 on CPU, 4096 on CUDA)" in out
+    assert "(default: float32 on CPU, float16 on CUDA)" in out
+    assert "(default: 0.25)" in out
+
+
+def test_cpu_demo_says_it_is_the_reference(capsys):
+    assert main(["--backend", "cpu", *TINY]) == 0
+    out = capsys.readouterr().out
+    assert "The CPU backend is the reference implementation" in out
 
 
 def test_python_dash_m():
