@@ -1,8 +1,9 @@
 """Shared fixtures and helpers: every test body runs on both backends.
 
 The ``backend`` fixture is parametrized over ``"cpu"`` and ``"cuda"``; the CUDA case is
-skipped *visibly* (it shows up as ``s`` with its reason under ``-rs``) on machines without
-CuPy or a GPU, so a green CPU-only run never pretends to have exercised the kernels.
+skipped *visibly* on machines without CuPy or a GPU: the summary ends with one line per
+skip reason and its count (``-rs`` lists every skipped test), so a green CPU-only run never
+pretends to have exercised the kernels.
 
 Hypothesis profiles: ``fast`` (default, CI), ``thorough`` and ``gpu``; pick one with the
 environment variable ``CUBSPARSE_HYPOTHESIS_PROFILE``. The chosen profile is printed in
@@ -12,6 +13,7 @@ the pytest header.
 from __future__ import annotations
 
 import os
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -42,6 +44,20 @@ def pytest_report_header(config):
         f"(set {PROFILE_ENV}=fast|thorough|gpu); "
         f"cuda backend: {'available' if cubsparse.cuda_available() else CUDA_SKIP_REASON}"
     )
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line per skip reason with how many tests it skipped (about 700 CUDA cases on a
+    machine without a GPU), instead of a line per test location."""
+    reasons = Counter()
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        reasons[reason.removeprefix("Skipped: ")] += 1
+    if reasons:
+        terminalreporter.section("skipped, by reason")
+        for reason, count in reasons.most_common():
+            terminalreporter.line(f"{count:5d}  {reason}")
 
 
 def pytest_configure(config):
