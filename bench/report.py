@@ -429,10 +429,12 @@ def head_commit() -> str | None:
 
 
 def file_commit(path: str | os.PathLike) -> str | None:
-    """The short hash of the last commit that changed ``path``; None if git does not
-    track it."""
+    """The short hash of the last commit that changed ``path``'s content (a move or rename
+    does not count: the results are as old as their content); None if git does not track
+    it."""
     p = Path(path).resolve()
-    return _git(["log", "-1", "--format=%h", "--", p.name], cwd=p.parent)
+    return _git(["log", "-1", "--follow", "--diff-filter=AM", "--format=%h", "--", p.name],
+                cwd=p.parent)
 
 
 def resolve_commits(results: list[dict], paths: list[str], commit: str | None = None) -> None:
