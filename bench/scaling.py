@@ -56,8 +56,7 @@ def run_one(g: int, args, out_json: Path) -> dict:
            "--per-gpu-batch", str(args.per_gpu_batch), "--steps", str(args.steps),
            "--warmup", str(args.warmup), "--check-every", str(args.steps),
            "--log-every", str(args.steps), "--json", str(out_json)]
-    env = dict(os.environ, NCCL_NVLS_ENABLE="0", OMP_NUM_THREADS=os.environ.get(
-        "OMP_NUM_THREADS", "1"))
+    env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True,

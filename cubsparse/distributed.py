@@ -498,6 +498,7 @@ def share_unique_id(
     *,
     timeout: float = 300.0,
     poll: float = 0.05,
+    max_age: float = 120.0,
 ) -> tuple:
     """Rank 0 makes NCCL's unique id and writes it to ``path``; the other ranks read it.
 
@@ -513,6 +514,10 @@ def share_unique_id(
         Makes the id on rank 0; default ``cupy.cuda.nccl.get_unique_id``.
     timeout, poll : float
         How long the other ranks wait for the file, and how often they look, in seconds.
+    max_age : float
+        The other ranks take only an id written at most this many seconds before they began
+        to wait: a file left by an earlier launch (one whose rank 0 was killed) would
+        otherwise hand them an id nobody is listening on.
 
     Returns
     -------
@@ -523,7 +528,8 @@ def share_unique_id(
     ------
     TimeoutError
         On a rank other than 0, when no id for ``world_size`` ranks appears in time. A file
-        written for another world size (left over from an earlier launch) is not taken.
+        written for another world size, or more than ``max_age`` seconds before the wait
+        began (left over from an earlier launch), is not taken.
 
     Examples
     --------
@@ -547,7 +553,8 @@ def share_unique_id(
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".nccl-id-")
         try:
             with os.fdopen(fd, "w") as f:
-                json.dump({"world_size": world_size, "unique_id": list(unique_id)}, f)
+                json.dump({"world_size": world_size, "unique_id": list(unique_id),
+                           "written": time.time()}, f)
             os.replace(tmp, path)
         except BaseException:
             if os.path.exists(tmp):
@@ -555,11 +562,12 @@ def share_unique_id(
             raise
         return unique_id
     deadline = time.monotonic() + timeout
+    oldest = time.time() - max_age
     while True:
         try:
             with open(path) as f:
                 content = json.load(f)
-            if content.get("world_size") == world_size:
+            if content.get("world_size") == world_size and content.get("written", 0) >= oldest:
                 return tuple(int(v) for v in content["unique_id"])
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             pass  # not there yet (or not ours): look again
@@ -567,8 +575,8 @@ def share_unique_id(
             raise TimeoutError(
                 f"rank {rank}: no NCCL id for {world_size} ranks appeared at {path} within "
                 f"{timeout:g} s; rank 0 writes it there, so every rank must be given the same "
-                "file, on a file system they all see (or a stale file from an earlier launch "
-                "is in the way: delete it)"
+                "file, on a file system they all see (a file there older than "
+                f"{max_age:g} s, from an earlier launch, is not taken)"
             )
         time.sleep(poll)
 
@@ -588,8 +596,6 @@ def nccl_communicator(
     makes: pass it as ``unique_id`` if you share it yourself (e.g. with MPI), or let this
     function share it through ``init_file`` (default :func:`default_init_file`, which
     suits processes on one machine), which rank 0 deletes once every rank has joined.
-
-    ``NCCL_NVLS_ENABLE`` is set to ``0`` (NVLink multicast off) unless it is already set.
 
     Parameters
     ----------
@@ -620,8 +626,6 @@ def nccl_communicator(
         raise ValueError(f"world_size must be an int >= 1, got {world_size!r}")
     if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < world_size:
         raise ValueError(f"rank must be an int in [0, {world_size}), got {rank!r}")
-    # NCCL reads its environment when the first communicator is made.
-    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     from cupy.cuda import nccl
 
     path = None
@@ -632,13 +636,15 @@ def nccl_communicator(
             path = os.fspath(init_file) if init_file is not None else default_init_file()
             unique_id = share_unique_id(rank, world_size, path, nccl.get_unique_id,
                                         timeout=timeout)
-    comm = _communicator(nccl, world_size, unique_id, rank)
-    if path is not None and rank == 0:
-        # Making a communicator is collective: every rank has read the id by now, and a
-        # file left behind could mislead a later launch that maps to the same name.
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-    return comm
+    try:
+        return _communicator(nccl, world_size, unique_id, rank)
+    finally:
+        if path is not None and rank == 0:
+            # Making a communicator is collective: every rank has read the id once it
+            # returns. If it failed, the id is dead. Either way a file left behind could
+            # mislead a later launch that maps to the same name.
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
 
 
 def _communicator(nccl, world_size: int, unique_id, rank: int):

@@ -45,7 +45,6 @@ import argparse
 import dataclasses
 import hashlib
 import importlib
-import os
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -319,8 +318,6 @@ def main(argv: Sequence[str] | None = None) -> dict:
             "torchrun on a CPU, use --backend cuda with one GPU per process, or see "
             "examples/ddp_train.py --device cpu for several CPU processes (PyTorch, gloo)."
         )
-    # NVLink multicast (NVLS) stays off; NCCL reads this when the communicator is made.
-    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     cfg = settings(args, world)
     if args.backend == "cuda":
         import cupy

@@ -225,8 +225,6 @@ def train(args: argparse.Namespace, device: torch.device) -> dict:
 
 def main(argv: Sequence[str] | None = None) -> dict:
     args = parse_args(argv)
-    # NVLink multicast (NVLS) stays off for NCCL; set before the process group exists.
-    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     device = torch.device("cpu")
     if args.device == "cuda":
         local_rank = int(os.environ.get("LOCAL_RANK", 0))

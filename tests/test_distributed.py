@@ -12,8 +12,8 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import json
 import math
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -227,6 +227,34 @@ def test_share_unique_id_through_a_file(tmp_path):
         share_unique_id(1, 2, path, timeout=0.1, poll=0.02)
     with pytest.raises(TimeoutError, match="every rank must be given the same file"):
         share_unique_id(1, 3, tmp_path / "missing.json", timeout=0.1, poll=0.02)
+    # A file left by an earlier launch (rank 0 killed before it could delete it) is stale:
+    # taking its id would hang in NCCL's init, so the wait times out instead.
+    content = json.loads(path.read_text())
+    content["written"] -= 3600
+    path.write_text(json.dumps(content))
+    with pytest.raises(TimeoutError, match="older than 120 s"):
+        share_unique_id(1, 3, path, timeout=0.1, poll=0.02)
+    assert share_unique_id(1, 3, path, max_age=7200) == uid
+
+
+def test_rank_0_deletes_the_id_file_when_nccl_fails(tmp_path, monkeypatch):
+    # A failed communicator leaves no id behind for a later launch to pick up.
+    import types
+
+    from cubsparse import distributed
+
+    def fail(*args):
+        raise RuntimeError("NCCL init failed")
+
+    nccl = types.SimpleNamespace(get_unique_id=lambda: bytes(range(8)))
+    cuda = types.SimpleNamespace(nccl=nccl)  # `from cupy.cuda import nccl` finds it here
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=cuda))
+    monkeypatch.setitem(sys.modules, "cupy.cuda", cuda)
+    monkeypatch.setattr(distributed, "_communicator", fail)
+    path = tmp_path / "id.json"
+    with pytest.raises(RuntimeError, match="NCCL init failed"):
+        distributed.nccl_communicator(0, 2, init_file=path)
+    assert not path.exists()
 
 
 def test_import_cubsparse_stays_light():
@@ -358,7 +386,6 @@ def test_nccl_world_of_one():
     from cubsparse.distributed import nccl_communicator
 
     comm = nccl_communicator(0, 1)
-    assert os.environ.get("NCCL_NVLS_ENABLE") is not None
     a = cupy.arange(6, dtype=cupy.float32)
     assert allreduce_(a, comm) is a
     assert allreduce_(a, comm, op="sum") is a
