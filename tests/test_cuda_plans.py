@@ -21,28 +21,28 @@ def structure(rows, cols, density, seed=0):
     return cs.BlockSparseMatrix.from_layout(lay, 8, backend="cpu")._structure
 
 
-# (dtype, b, rows of X, transposed, arch, density, expected kernel) at C = K = 4096
+# (dtype, b, rows of X, C = K, transposed, arch, density, expected kernel)
 DSD_CHOICES = [
-    ("float16", 64, 4096, False, 90, 0.25, "dsd_wgmma_tma<F16,64,1,1,2,true,2,0,256>"),
-    ("float16", 128, 4096, True, 90, 0.25, "dsd_wgmma_tma<F16,128,1,2,4,false,1,1,256>"),
-    ("float16", 32, 4096, False, 90, 0.25, "dsd_wgmma_tma<F16,32,4,2,3,true,1,0,0>"),
-    ("float16", 32, 512, False, 90, 0.25, "dsd_wgmma_ws<F16,32,2,1,3,true,3,0>"),
-    ("float16", 16, 4096, False, 90, 0.05, "dsd_wgmma_single<F16,16,1,2,4,true>"),
-    ("float16", 64, 4096, False, 80, 0.25, "dsd_tc<F16,64,128,64,4,2,3,false>"),
-    ("bfloat16", 64, 32, False, 90, 0.1, "dsd_tc<BF16,64,64,64,2,2,6,false>"),
-    ("float32", 32, 4096, True, 90, 0.25, "dsd_simt<float,32,128,8,4,32,3,true>"),
-    ("float32", 32, 32, False, 90, 0.1, "dsd_simt<float,32,32,4,4,32,4,false>"),
-    ("float64", 64, 4096, False, 90, 0.25, "dsd_simt<double,64,128,8,8,16,3,false>"),
+    ("float16", 64, 4096, 4096, False, 90, 0.25, "dsd_wgmma_tma<F16,64,1,1,2,true,2,0,256>"),
+    ("float16", 128, 4096, 4096, True, 90, 0.25, "dsd_wgmma_tma<F16,128,1,2,4,false,1,1,256>"),
+    ("float16", 32, 4096, 4096, False, 90, 0.25, "dsd_wgmma_tma<F16,32,4,2,3,true,1,0,0>"),
+    ("float16", 32, 512, 4096, False, 90, 0.25, "dsd_wgmma_ws<F16,32,2,1,3,true,3,0>"),
+    ("float16", 16, 4096, 4096, False, 90, 0.05, "dsd_wgmma_single<F16,16,1,2,4,true>"),
+    ("float16", 64, 4096, 4096, False, 80, 0.25, "dsd_tc<F16,64,128,64,4,2,3,false>"),
+    ("bfloat16", 64, 32, 4096, False, 90, 0.1, "dsd_tc<BF16,64,64,64,2,2,6,false>"),
+    ("float32", 32, 4096, 4096, True, 90, 0.25, "dsd_simt<float,32,128,8,4,32,3,true>"),
+    ("float32", 32, 32, 4096, False, 90, 0.1, "dsd_simt<float,32,32,4,4,32,4,false>"),
+    ("float64", 64, 4096, 4096, False, 90, 0.25, "dsd_simt<double,64,128,8,8,16,3,false>"),
     # 128 rows at C = K = 1024 (16 output blocks of 64): one regular 128-row tile per
     # column would fill 16 of 132 SMs, so the short tiles run (short_pays)
-    ("float32", 64, 128, False, 90, 0.1, "dsd_simt<float,64,32,4,4,32,4,false>"),
-    ("float16", 64, 128, True, 80, 0.1, "dsd_tc<F16,64,64,64,2,2,6,true>"),
+    ("float32", 64, 128, 1024, False, 90, 0.1, "dsd_simt<float,64,32,4,4,32,4,false>"),
+    ("float16", 64, 128, 1024, True, 80, 0.1, "dsd_tc<F16,64,64,64,2,2,6,true>"),
 ]
 
 
-@pytest.mark.parametrize(("dtype", "b", "n", "trans", "arch", "d", "kernel"), DSD_CHOICES)
-def test_dsd_plan_picks_the_kernel(dtype, b, n, trans, arch, d, kernel):
-    ck = 1024 if n == 128 else 4096
+@pytest.mark.parametrize(("dtype", "b", "n", "ck", "trans", "arch", "d", "kernel"),
+                         DSD_CHOICES)
+def test_dsd_plan_picks_the_kernel(dtype, b, n, ck, trans, arch, d, kernel):
     s = structure(ck // b, ck // b, d)
     p = plans.plan_dsd(s, dtype, b, n, trans, False, arch, SMS, dense_bytes_limit=None)
     assert p.path == "sparse"

@@ -123,6 +123,7 @@ def test_short_tiles_where_the_regular_ones_leave_sms_idle(dtype):
     n_out = 33  # 132 / 33 = 4 row tiles
     assert not plans.short_pays(cfg, 4 * rows, n_out, SMS)
     assert plans.short_pays(cfg, 3 * rows, n_out, SMS)
+    assert not plans.short_pays(cfg, 128, 0, SMS)  # no output blocks: nothing to spread
     s = cs.BlockSparseMatrix.from_layout(np.eye(16, dtype=bool), 64, backend="cpu")._structure
     p = plans.plan_dsd(s, dtype, 64, 300, False, False, 80, SMS)
     assert p.kernel.rows_per_cta == configs.dsd_config(dtype, 64, False, small=True).rows_per_cta

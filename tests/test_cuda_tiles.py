@@ -468,6 +468,8 @@ def test_simt_sdd_tiles_match_scipy(backend, sdd_simt_tile, dtype, n):
 def test_short_tiles_at_many_rows_match_scipy(backend, dtype, tf32, b):
     # The short mma.sync / CUDA-core dsd tiles taken past SMALL_ROWS rows
     # (plans.short_pays), forced at 1000 rows: many row tiles, the last one partial.
+    if dtype == "float16" and b >= 16 and device.arch(device.current()) == 90:
+        pytest.skip("Hopper runs these rows on its wgmma kernels, which have no short tile")
     lay = cs.layouts.random(5, 3, 0.6, seed=b)
     w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=3, backend=backend)
     rng = np.random.default_rng(b + 1)
@@ -479,6 +481,9 @@ def test_short_tiles_at_many_rows_match_scipy(backend, dtype, tf32, b):
     with plans.override(short=True, group=False, union=False, tall=False, dense=False):
         for a, op, ref, cols in ((x, w, to_numpy(x.astype("float64")) @ wd, 3 * b),
                                  (dy, w.T, to_numpy(dy.astype("float64")) @ wd.T, 5 * b)):
+            plan = cs.matmul_plan(a, op, tf32=tf32)
+            short = configs.dsd_config(dtype, b, op is not w, tf32, small=True)
+            assert plan.kernel == short, str(plan)
             got = to_numpy(cs.matmul(a, op, out=poison((n, cols), w.dtype, backend),
                                      tf32=tf32).astype("float64"))
             assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < tol

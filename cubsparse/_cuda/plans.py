@@ -97,9 +97,9 @@ def tall_pays(cfg: KernelConfig, n: int, n_out: int, ctas: int) -> bool:
 def short_pays(cfg: KernelConfig, n: int, n_out: int, sms: int) -> bool:
     """The regular tiles of ``cfg`` leave SMs idle: ``n`` rows of X in tiles of
     ``cfg.rows_per_cta`` over ``n_out`` output blocks make fewer than SHORT_FILL x ``sms``
-    CTAs (a narrow W at a few hundred rows), so the short tiles, four times as many CTAs,
-    spread the same work wider."""
-    return -(-n // cfg.rows_per_cta) * n_out < SHORT_FILL * sms
+    CTAs (a narrow W at a few hundred rows), so the short tiles, two to four times as many
+    CTAs, spread the same work wider. Without output blocks there is nothing to spread."""
+    return n_out > 0 and -(-n // cfg.rows_per_cta) * n_out < SHORT_FILL * sms
 
 
 def sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:

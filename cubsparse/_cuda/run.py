@@ -353,8 +353,8 @@ def sdd_plan(a, b_mat, like, tf32: bool):
     return _sdd_runner(like, inner, a_km, b_nk, tf32).plan
 
 
-def _sdd_runner(like, inner, a_km, b_nk, tf32):
-    dev = device.current()
+def _sdd_runner(like, inner, a_km, b_nk, tf32, dev=None):
+    dev = device.current() if dev is None else dev
     key = ("sdd", dev, inner, a_km, b_nk, tf32, GENERATION[0], _options.dense_bytes_limit(),
            threading.get_ident())
     return _runner(like, key, lambda: _SddRunner(like, dev, inner, a_km, b_nk, tf32))
@@ -380,7 +380,7 @@ def sdd(a, b_mat, like, out_data, alpha: float, beta: float, tf32: bool = False)
             data *= dtype.type(beta)
         return data
     a_src, b_src, a_km, b_nk, inner = sdd_operands(a, b_mat, tf32)
-    r = _sdd_runner(like, inner, a_km, b_nk, tf32)
+    r = _sdd_runner(like, inner, a_km, b_nk, tf32, dev)
     r(a, b_mat, a_src, b_src, data, alpha, beta, _stream())
     return data
 
