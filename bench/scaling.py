@@ -78,7 +78,7 @@ def table(rows: list[dict], device_name: str) -> str:
         if r.get("skipped"):
             lines.append(f"{r['gpus']:>4}  skipped: {r['skipped']}")
         else:
-            eff = "-" if r["efficiency"] is None else f"{r['efficiency']:.3f}"
+            eff = "-" if r["efficiency"] is None else f"{r['efficiency']:.3f}"  # no 1-GPU row
             lines.append(f"{r['gpus']:>4}  {r['samples_per_s']:>11,.0f}  {eff:>10}  "
                          f"{'yes' if r['identical'] else 'NO'}")
     return "\n".join(lines)
@@ -109,14 +109,21 @@ def main(argv=None) -> list[dict]:
     if not counts or counts[0] < 1:
         p.error(f"--gpus counts must be at least 1, got {args.gpus!r}")
     limit = visible_gpus(args.device)
-    rows, one, name = [], None, "cpu"
+    rows, one = [], None
+    name = "cpu" if args.device == "cpu" else "no GPU run"
     with tempfile.TemporaryDirectory() as tmp:
         for g in counts:
             if limit is not None and g > limit:
                 rows.append({"gpus": g, "skipped": f"{limit} GPU(s) visible"})
                 continue
             print(f"running {g} process(es) ...", flush=True)
-            r = run_one(g, args, Path(tmp) / f"g{g}.json")
+            try:
+                r = run_one(g, args, Path(tmp) / f"g{g}.json")
+            except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError) as exc:
+                # the rows measured so far stay; this count is reported as failed
+                print(exc, file=sys.stderr)
+                rows.append({"gpus": g, "skipped": f"failed: {str(exc).splitlines()[0]}"})
+                continue
             name = r["device_name"]
             if g == 1:
                 one = r["samples_per_s"]

@@ -170,3 +170,21 @@ def test_scaling_skips_gpu_counts_not_visible(monkeypatch, capsys):
     assert rows[0]["efficiency"] == 1.0
     assert [r.get("skipped") for r in rows[1:]] == ["1 GPU(s) visible"] * 2
     assert "4  skipped: 1 GPU(s) visible" in capsys.readouterr().out
+
+
+def test_scaling_keeps_measured_rows_when_a_launch_fails(monkeypatch, capsys):
+    from bench import scaling
+
+    def run_one(g, args, path):
+        if g == 2:
+            raise RuntimeError("2 process(es) failed (exit 1):\nNCCL error")
+        return {"samples_per_s": 100.0, "identical": True, "density": 0.05, "seconds": 1.0,
+                "wall_s": 2.0, "device_name": "a stand-in GPU"}
+
+    monkeypatch.setattr(scaling, "visible_gpus", lambda device: 4)
+    monkeypatch.setattr(scaling, "run_one", run_one)
+    rows = scaling.main(["--gpus", "1,2,4"])
+    assert [r["gpus"] for r in rows] == [1, 2, 4]
+    assert rows[1]["skipped"] == "failed: 2 process(es) failed (exit 1):"
+    assert rows[2]["efficiency"] == 100.0 / (4 * 100.0)
+    assert "NCCL error" in capsys.readouterr().err
