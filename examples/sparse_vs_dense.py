@@ -408,11 +408,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         ``history["settings"]``, every setting of the run.
     """
     args = parse_args(argv)
-    overrides = {k: v for k, v in (("epochs", args.epochs), ("train", args.train))
-                 if v is not None}
-    cfg = dataclasses.replace(SIZES[args.size], **overrides)
-    if cfg.epochs < 1 or cfg.train < cfg.batch:
-        raise SystemExit(f"need at least 1 epoch and {cfg.batch} training examples (a batch)")
+    cfg = run_settings(args)
     xp = array_module(args.backend)
 
     print(f"size {args.size}, backend {args.backend}, seed {args.seed}")
@@ -453,6 +449,17 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     finish(history, args.plot, f"size {args.size}, seed {args.seed}")
     return history
+
+
+def run_settings(args: argparse.Namespace) -> Settings:
+    """The size's settings with the --epochs / --train overrides (shared with the PyTorch
+    twin)."""
+    overrides = {k: v for k, v in (("epochs", args.epochs), ("train", args.train))
+                 if v is not None}
+    cfg = dataclasses.replace(SIZES[args.size], **overrides)
+    if cfg.epochs < 1 or cfg.train < cfg.batch:
+        raise SystemExit(f"need at least 1 epoch and {cfg.batch} training examples (a batch)")
+    return cfg
 
 
 def start_history(cfg: Settings, h: int, dense_line: str, dense_params: int, sparse_line: str,

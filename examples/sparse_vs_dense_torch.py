@@ -156,11 +156,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     ``history["settings"]``.
     """
     args = parse_args(argv)
-    overrides = {k: v for k, v in (("epochs", args.epochs), ("train", args.train))
-                 if v is not None}
-    cfg = dataclasses.replace(SIZES[args.size], **overrides)
-    if cfg.epochs < 1 or cfg.train < cfg.batch:
-        raise SystemExit(f"need at least 1 epoch and {cfg.batch} training examples (a batch)")
+    cfg = sd.run_settings(args)
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda: torch sees no GPU")
     device = torch.device(args.device)
