@@ -68,6 +68,16 @@ def _run() -> int:
             xlh, dylh = _f64(xl), _f64(dyl)
             results["x@W large"] = (cs.matmul(xl, W), xlh @ Wd)
             results["dy@W.T large"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
+            # a narrow W at 137 rows takes the short tiles (plans.short_pays); the regular
+            # ones too, and both with split lists
+            with plans.override(short=False):
+                results["x@W large regular"] = (cs.matmul(xl, W), xlh @ Wd)
+                results["dy@W.T large regular"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
+            if dtype != "float64":
+                for short in (False, True):
+                    with plans.override(short=short, split=1):
+                        results[f"x@W large split short={short}"] = (cs.matmul(xl, W),
+                                                                     xlh @ Wd)
             if dtype in ("float16", "bfloat16"):
                 with plans.override(split=1):
                     results["x@W large split"] = (cs.matmul(xl, W), xlh @ Wd)

@@ -19,10 +19,11 @@ pytestmark = pytest.mark.parametrize(
 
 @pytest.fixture
 def forced_split():
-    """Lists split into segments of two entries, on the sparse kernels (no dense path)."""
+    """Lists split into segments of two entries, on the sparse kernels (no dense path), in
+    the regular tiles (tests/test_cuda_tiles.py splits the short ones)."""
     from cubsparse._cuda import plans
 
-    with plans.override(split=2, dense=False):
+    with plans.override(split=2, dense=False, short=False):
         yield
 
 

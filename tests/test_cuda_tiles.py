@@ -465,7 +465,8 @@ def test_simt_sdd_tiles_match_scipy(backend, sdd_simt_tile, dtype, n):
 @pytest.mark.parametrize(("dtype", "tf32"), [("float16", False), ("float32", True),
                                         ("float32", False), ("float64", False)])
 @pytest.mark.parametrize("b", [8, 64, 128])
-def test_short_tiles_at_many_rows_match_scipy(backend, dtype, tf32, b):
+@pytest.mark.parametrize("split", [0, 2])
+def test_short_tiles_at_many_rows_match_scipy(backend, dtype, tf32, b, split):
     # The short mma.sync / CUDA-core dsd tiles taken past SMALL_ROWS rows
     # (plans.short_pays), forced at 1000 rows: many row tiles, the last one partial.
     if dtype == "float16" and b >= 16 and device.arch(device.current()) == 90:
@@ -478,7 +479,8 @@ def test_short_tiles_at_many_rows_match_scipy(backend, dtype, tf32, b):
     dy = to_backend(rng.standard_normal((n, 3 * b)).astype(np.float32), backend).astype(w.dtype)
     wd = to_numpy(w.toarray().astype("float64"))
     tol = 3e-3 if tf32 else cs._dtypes.TOLERANCE[dtype]
-    with plans.override(short=True, group=False, union=False, tall=False, dense=False):
+    with plans.override(short=True, group=False, union=False, tall=False, dense=False,
+                        split=split):
         for a, op, ref, cols in ((x, w, to_numpy(x.astype("float64")) @ wd, 3 * b),
                                  (dy, w.T, to_numpy(dy.astype("float64")) @ wd.T, 5 * b)):
             plan = cs.matmul_plan(a, op, tf32=tf32)

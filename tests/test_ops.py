@@ -421,8 +421,17 @@ def sparse_kernels_only():
 @pytest.mark.parametrize("b", [16, 32, 64])
 @pytest.mark.parametrize("n", [3, 200])  # 200 rows: the large-tile kernels (wgmma on Hopper)
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
+# the rule's tiles (short ones for this narrow W at 200 rows), then the regular ones
+@pytest.mark.parametrize("short", [None, False], ids=["rule", "regular"])
 @pytest.mark.usefixtures("sparse_kernels_only")
-def test_nonfinite_input_reaches_only_the_outputs_that_read_it(backend, b, n, dtype):
+def test_nonfinite_input_reaches_only_the_outputs_that_read_it(backend, b, n, dtype, short):
+    from cubsparse._cuda import plans
+
+    with plans.override(short=short):
+        _nonfinite_input_reaches_only_the_outputs_that_read_it(backend, b, n, dtype)
+
+
+def _nonfinite_input_reaches_only_the_outputs_that_read_it(backend, b, n, dtype):
     # No sparse kernel may multiply an absent block as zeros: inf * 0 would put NaN into
     # output columns that never read the infinite input (SciPy leaves them finite). The
     # dense path does multiply them, which is why it can be turned off.
