@@ -141,8 +141,8 @@ def sdd_tile_config(dtype, b: int) -> KernelConfig | None:
         t = SDD_TILE_SIMT[b]
         tr, ts = t.block_rows, t.block_cols
         lds = (tr * b + tr * b // 8) + (ts * b + ts * b // 8)  # 16 bytes pad per 128
-        return KernelConfig("sdd_tile_simt", f"sdd_tile_simt<{b},{tr},{ts},{t.k},{t.stages}>",
-                            (tr * b // 8) * (ts * b // 8), t.stages * t.k * lds * 4, 0, tr * ts)
+        return _instance(f"sdd_tile_simt<{b},{tr},{ts},{t.k},{t.stages}>",
+                         (tr * b // 8) * (ts * b // 8), t.stages * t.k * lds * 4, 0, tr * ts)
     t = SDD_TILE.get(b)
     if name not in TC_TAGS or t is None:
         return None
@@ -165,7 +165,7 @@ def reduce_config(dtype, b: int, tf32: bool = False, group: int = 1) -> KernelCo
     float32 partials of IEEE float32 lists add up in the float32-storage (TF32 tag)
     instance: the reduction itself is plain float32 arithmetic."""
     tag = TC_TAGS.get(dtype_name(dtype), "TF32" if tf32 else None)
-    return KernelConfig("dsd_reduce", f"dsd_reduce<{tag},{group * b}>", 256, 0, 0, group)
+    return _instance(f"dsd_reduce<{tag},{group * b}>", 256, 0, 0, group)
 
 
 @functools.cache
@@ -198,8 +198,8 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
         expr = (f"dsd_wgmma_union<{tag},{b},{u.group},{u.m_tiles},{u.consumer_wgs},"
                 f"{u.stages},{_b(kn)},{u.ctas_per_sm}>")
         smem = u.stages * (64 * u.m_tiles + u.group * b) * 128 + 1024
-        return KernelConfig("dsd_wgmma_union", expr, (u.consumer_wgs + 1) * 128, smem,
-                            64 * u.m_tiles, u.group, "sm_90a", u.ctas_per_sm)
+        return _instance(expr, (u.consumer_wgs + 1) * 128, smem, 64 * u.m_tiles, u.group,
+                         "sm_90a", u.ctas_per_sm)
     p = (tall and WGMMA_DSD_TALL.get(b)) or WGMMA_DSD_WS.get(b)
     if p is not None:
         rows = (p.tma and p.rows) or 64 * p.m_tiles * p.warpgroups
@@ -209,13 +209,12 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
                 else f"dsd_wgmma_ws<{expr}>")
         smem = p.stages * (rows + b) * 128 + 1024  # + slack to align tiles to 1 KiB
         threads = p.warpgroups * 128 + (32 if p.tma else 128)  # a producer warp or warpgroup
-        return _instance(expr, threads, smem, rows, 1, "sm_90a",
-                            p.ctas_per_sm, p.tma)
+        return _instance(expr, threads, smem, rows, 1, "sm_90a", p.ctas_per_sm, p.tma)
     t = WGMMA_DSD[b]
     rows = 64 * t.m_tiles * t.warpgroups
     expr = f"dsd_wgmma_single<{tag},{b},{t.m_tiles},{t.warpgroups},{t.stages},{_b(kn)}>"
     smem = t.stages * (rows + b) * 128 + 1024
-    return KernelConfig("dsd_wgmma_single", expr, t.warpgroups * 128, smem, rows, 1, "sm_90a")
+    return _instance(expr, t.warpgroups * 128, smem, rows, 1, "sm_90a")
 
 
 @functools.cache
@@ -228,13 +227,13 @@ def sdd_wgmma_config(dtype, b: int) -> KernelConfig | None:
     expr = (f"sdd_wgmma<{TC_TAGS[name]},{b},{t.group},{t.wg_m},{t.wg_n},{t.stages},"
             f"{_b(t.flip)}>")
     smem = t.stages * (b + t.group * b) * 64 * 2 + 1024
-    return KernelConfig("sdd_wgmma", expr, t.wg_m * t.wg_n * 128, smem, 0, t.group, "sm_90a")
+    return _instance(expr, t.wg_m * t.wg_n * 128, smem, 0, t.group, "sm_90a")
 
 
 @functools.cache
 def transpose_config(b: int) -> KernelConfig:
     """Transposes every block of a 16-bit W (X @ W on a wgmma kernel reading [n][k])."""
-    return KernelConfig("transpose_blocks", f"transpose_blocks<{b}>", 256, 0, 0, 1, "sm_90a")
+    return _instance(f"transpose_blocks<{b}>", 256, 0, 0, 1, "sm_90a")
 
 
 _STORAGE = {"float16": "u16", "bfloat16": "u16", "float32": "float", "float64": "double"}
