@@ -169,10 +169,16 @@ def _wrap(w, data):
     return out if w._base is None else out.T
 
 
-def _new_values(w):
-    # An explicit `out=` of W's dtype: NumPy promotes a bfloat16 array times a Python
-    # float to float32, and a 0-d device scalar may promote under CuPy's rules.
-    return array_module(w.backend).empty_like(w._data)
+def _apply(w, ufunc: str, *operands):
+    """A matrix of ``w``'s layout holding ``ufunc(w's values, *operands)``.
+
+    The result goes to an explicit ``out=`` of W's dtype: NumPy promotes a bfloat16 array
+    times a Python float to float32, and a 0-d device scalar may promote under CuPy's rules.
+    """
+    xp = array_module(w.backend)
+    out = xp.empty_like(w._data)
+    getattr(xp, ufunc)(w._data, *operands, out=out)
+    return _wrap(w, out)
 
 
 def _no_overlap(w, values):
@@ -223,13 +229,9 @@ def subtract(w, v, *, reflected: bool = False):
 
 
 def _add_or_subtract(w, v, op: str, reflected: bool):
-    xp = array_module(w.backend)
-    ufunc = xp.add if op == "+" else xp.subtract
     if isinstance(v, SparseOperand):
         values = _check_pair(f"W {op} V", w, v)
-        out = _new_values(w)
-        ufunc(w._data, values, out=out)
-        return _wrap(w, out)
+        return _apply(w, "add" if op == "+" else "subtract", values)
     expr = f"s {op} W" if reflected else f"W {op} s"
     s = _scalar(w, v, expr)
     if s is not None:
@@ -253,9 +255,7 @@ def scale(w, s, *, reflected: bool = False):
     expr = "s * W" if reflected else "W * s"
     value = _scalar(w, s, expr)
     if value is not None:
-        out = _new_values(w)
-        array_module(w.backend).multiply(w._data, value, out=out)
-        return _wrap(w, out)
+        return _apply(w, "multiply", value)
     if isinstance(s, SparseOperand):
         raise TypeError(
             "W * V between two matrices is ambiguous (elementwise for NumPy arrays, a matrix "
@@ -275,9 +275,7 @@ def multiply(w, v):
     """``W.multiply(V)``: elementwise product with a matrix of W's layout, or a scalar."""
     if isinstance(v, SparseOperand):
         values = _check_pair("W.multiply(V)", w, v)
-        out = _new_values(w)
-        array_module(w.backend).multiply(w._data, values, out=out)
-        return _wrap(w, out)
+        return _apply(w, "multiply", values)
     s = _scalar(w, v, "W.multiply(s)")
     if s is not None:
         return scale(w, s)
@@ -298,9 +296,7 @@ def divide(w, s, *, reflected: bool = False):
         return NotImplemented
     value = _scalar(w, s, "W / s")
     if value is not None:
-        out = _new_values(w)
-        array_module(w.backend).true_divide(w._data, value, out=out)
-        return _wrap(w, out)
+        return _apply(w, "true_divide", value)
     if isinstance(s, SparseOperand):
         raise TypeError(
             "W / V would divide by the zeros of the blocks V does not store; divide the "
@@ -316,9 +312,7 @@ def divide(w, s, *, reflected: bool = False):
 
 def negative(w):
     """``-W``."""
-    out = _new_values(w)
-    array_module(w.backend).negative(w._data, out=out)
-    return _wrap(w, out)
+    return _apply(w, "negative")
 
 
 def positive(w):
@@ -328,9 +322,7 @@ def positive(w):
 
 def absolute(w):
     """``abs(W)``."""
-    out = _new_values(w)
-    array_module(w.backend).absolute(w._data, out=out)
-    return _wrap(w, out)
+    return _apply(w, "absolute")
 
 
 # -- in-place operations ---------------------------------------------------------------------
