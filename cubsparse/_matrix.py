@@ -875,6 +875,9 @@ class BlockSparseMatrix(SparseOperand):
         return _ops.matmul(self, other)
 
     def __rmatmul__(self, other):
+        y = _ops.eager_matmul(other, self)
+        if y is not None:
+            return y
         if backend_of(other) is None:
             return NotImplemented
         return _ops.matmul(other, self)

@@ -19,17 +19,59 @@ import numpy as np
 from ._arrays import SparseOperand, array_module, backend_of
 
 _IMPLS: dict = {}
+_CUDA = None  # the CUDA backend module, once loaded
+_CUPY_ARRAY = None  # cupy.ndarray, once the CUDA backend is loaded
 
 
 def _backend_module(backend: str):
+    global _CUDA, _CUPY_ARRAY
     impl = _IMPLS.get(backend)
     if impl is None:
         if backend == "cpu":
             from . import _cpu as impl
         else:
+            import cupy
+
             from . import _cuda as impl
+            _CUDA, _CUPY_ARRAY = impl, cupy.ndarray
         _IMPLS[backend] = impl
     return impl
+
+
+def eager_matmul(x, w, tf32=None):
+    """``x @ w`` with ``x`` a 2-D CuPy array of ``w``'s dtype and ``w`` a CUDA matrix or
+    its transpose, the call a training loop makes most, through the CUDA backend's eager
+    path: the checks of :func:`matmul` as a few comparisons, then a runner already built.
+    None for any other call, and for any call :func:`matmul` must check, refuse or plan:
+    the caller then runs :func:`matmul`."""
+    if type(x) is not _CUPY_ARRAY or not isinstance(w, SparseOperand):
+        return None
+    data = w._data
+    if type(data) is not _CUPY_ARRAY or x.ndim != 2 or x.dtype != data.dtype:
+        return None
+    base = w._base
+    rows = w._structure.block_shape[0 if base is None else 1] * w._blocksize
+    if x.shape[1] != rows:
+        return None
+    if base is None:
+        return _CUDA.dsd_eager(x, w, False, _use_tf32(tf32, data.dtype))
+    return _CUDA.dsd_eager(x, base, True, _use_tf32(tf32, data.dtype))
+
+
+def _eager_sampled(a, b, like, tf32):
+    """:func:`sampled_matmul` of 2-D CuPy operands into a new matrix, as
+    :func:`eager_matmul`: the data of the result, or None."""
+    t = _CUPY_ARRAY
+    if type(a) is not t or type(b) is not t or not isinstance(like, SparseOperand):
+        return None
+    data = like._data
+    if (type(data) is not t or like._base is not None or a.ndim != 2 or b.ndim != 2
+            or a.dtype != data.dtype or b.dtype != data.dtype):
+        return None
+    bs, bsz = like._structure.block_shape, like._blocksize
+    if a.shape[0] != bs[0] * bsz or b.shape[1] != bs[1] * bsz or a.shape[1] != b.shape[0]:
+        return None
+    return _CUDA.sdd_eager(a, b, like, _use_tf32(tf32, data.dtype))
 
 
 def _check_dense(name: str, array, backend: str, dtype, sparse: str = "the sparse operand"):
@@ -125,6 +167,11 @@ def matmul(a, b, out=None, alpha: float = 1.0, beta: float = 0.0, *, tf32: bool 
     >>> bool(np.allclose(g, y))
     True
     """
+    if out is None and type(alpha) is float and type(beta) is float and (
+            alpha == 1.0 and beta == 0.0):
+        y = eager_matmul(a, b, tf32)
+        if y is not None:
+            return y
     w, dense, b_sparse, out_shape = _matmul_operands(a, b, out, alpha, beta)
     backend, dtype = backend_of(w._data), w._data.dtype
     base = w if w._base is None else w._base
@@ -302,6 +349,11 @@ def sampled_matmul(
     >>> bool(np.allclose(dW.toarray(), ref, atol=1e-4))
     True
     """
+    if out is None and type(alpha) is float and type(beta) is float and (
+            alpha == 1.0 and beta == 0.0):
+        data = _eager_sampled(a, b, like, tf32)
+        if data is not None:
+            return type(like)._from_parts(data, like._structure, like._blocksize)
     base, a, b = _sampled_operands(a, b, like, out, alpha, beta)
     out_data = None if out is None else out._data
     dtype = like._data.dtype

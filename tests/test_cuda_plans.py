@@ -224,22 +224,21 @@ def test_launch_packs_parameters_once(monkeypatch):
     """A Launch hands cuLaunchKernel pointers to its packed values: constants set once,
     per-call values written in place, tensor maps pointed at (a fake driver here)."""
     import ctypes
-    import sys
 
-    from cubsparse._cuda import device, launch
+    from cubsparse._cuda import launch
 
     calls = []
 
-    class Driver:
-        def cuLaunchKernel(self, *args):
-            f, gx, gy, gz, bx, by, bz, smem, stream, pp, _extra = args
-            params = ctypes.cast(pp, ctypes.POINTER(ctypes.c_void_p))
-            calls.append((f, (gx, gy, gz), (bx, by, bz), smem, stream,
-                          ctypes.cast(params[0], ctypes.POINTER(ctypes.c_uint64))[0],
-                          ctypes.cast(params[1], ctypes.POINTER(ctypes.c_int32))[0],
-                          ctypes.cast(params[2], ctypes.POINTER(ctypes.c_float))[0],
-                          params[3]))
-            return 0
+    def fake_launch(*args):
+        f, gx, gy, gz, bx, by, bz, smem, stream, pp, _extra = args
+        params = ctypes.cast(pp, ctypes.POINTER(ctypes.c_void_p))
+        calls.append((f, (gx, gy, gz), (bx, by, bz), smem, stream,
+                      ctypes.cast(params[0], ctypes.POINTER(ctypes.c_uint64))[0],
+                      ctypes.cast(params[1], ctypes.POINTER(ctypes.c_int32))[0],
+                      ctypes.cast(params[2], ctypes.POINTER(ctypes.c_float))[0],
+                      params[3]))
+        if stream == 666:
+            raise RuntimeError("CUDA_ERROR_INVALID_VALUE")
 
     class Fn:
         ptr, name = 1234, "k"
@@ -247,8 +246,7 @@ def test_launch_packs_parameters_once(monkeypatch):
     class Map:
         address = 4096
 
-    monkeypatch.setattr(device, "libcuda", Driver)
-    monkeypatch.setitem(sys.modules, "cuda.bindings", None)  # the ctypes launcher
+    monkeypatch.setattr(launch, "_launcher", lambda: fake_launch)
     L = launch.Launch(Fn(), (5,), (128,), 99, "pift", [None, 7, None, None])
     L.v[0].value = 0xABC
     L.v[2].value = 0.5
@@ -258,3 +256,5 @@ def test_launch_packs_parameters_once(monkeypatch):
     L.v[0].value = 0xDEF
     L(78)
     assert calls[-1][4:6] == (78, 0xDEF)
+    with pytest.raises(launch.LaunchError, match=r"k: CUDA_ERROR_INVALID_VALUE; grid \(5, 1, 1\)"):
+        L(666)

@@ -53,35 +53,36 @@ def breakdown(cp, cs, x, w, calls) -> int:
     import time
 
     from cubsparse import _ops
-    from cubsparse._cuda import device, launch, run
+    from cubsparse._cuda import device, launch, outputs, run
 
     x @ w
     r = run._dsd_runner(x.shape[0], w, False, False)
     stream = run._stream()
     width = r.width
     lib = device.libcuda()
+    outs = outputs.Outputs((x.shape[0], width), x.dtype)
+    y_out = cp.ndarray((x.shape[0], width), x.dtype)
+    m = r.main
+    lk = launch._launcher()
     steps = {
         "x @ W (whole call)": lambda: x @ w,
         "cubsparse.matmul(x, W)": lambda: cs.matmul(x, w),
-        "_cuda.dsd (after the checks)": lambda: run.dsd(x, w, False, None, 1.0, 0.0),
-        "operand checks": lambda: _ops._matmul_operands(x, w, None, 1.0, 0.0),
-        "runner lookup": lambda: run._dsd_runner(x.shape[0], w, False, False),
-        "cupy.ndarray (the output)": lambda: cp.ndarray((x.shape[0], width), x.dtype),
+        "eager path (_ops.eager_matmul)": lambda: _ops.eager_matmul(x, w),
+        "_cuda.dsd_eager (after the checks)": lambda: run.dsd_eager(x, w, False, False),
+        "_cuda.dsd (the general path)": lambda: run.dsd(x, w, False, None, 1.0, 0.0),
+        "general operand checks": lambda: _ops._matmul_operands(x, w, None, 1.0, 0.0),
+        "runner lookup (general)": lambda: run._dsd_runner(x.shape[0], w, False, False),
+        "cupy.ndarray (a new output)": lambda: cp.ndarray((x.shape[0], width), x.dtype),
+        "Outputs.take (a reused output)": lambda: outs.take(stream),
         "current stream": run._stream,
-        "launch (ctypes cuLaunchKernel)": lambda: r.main(stream),
+        "runner call (parameters + launch)": lambda: r(x, w._data, y_out, 1.0, 0.0, stream),
+        "Launch (cupy driver.launchKernel)": lambda: m(stream),
+        "launchKernel alone": lambda: lk(m._fn, *m._shape, stream, m._pp, 0),
+        "ctypes cuLaunchKernel": lambda: lib.cuLaunchKernel(m._fn, *m._shape, stream, m._pp,
+                                                            None),
         "ctypes call, no launch (cuCtxGetDevice)": lambda: lib.cuCtxGetDevice(
             launch.ctypes.byref(launch.ctypes.c_int())),
     }
-    try:
-        from cuda.bindings import driver
-
-        f = driver.CUfunction(r.main._fn)
-        g, bl, sm, pp = r.main._grid, r.main._block, r.main._smem, r.main._pp
-        st = driver.CUstream(stream)
-        steps["launch (cuda.bindings cuLaunchKernel)"] = lambda: driver.cuLaunchKernel(
-            f, *g, *bl, sm, st, pp, 0)
-    except Exception as exc:  # no cuda-bindings, or another version's API
-        print(f"cuda.bindings launch not timed: {exc}")
     for name, fn in steps.items():
         fn()
         cp.cuda.get_current_stream().synchronize()

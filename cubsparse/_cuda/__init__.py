@@ -20,7 +20,7 @@ No op synchronizes with the host; launches go to CuPy's current stream.
 from __future__ import annotations
 
 from .configs import all_configs
-from .run import dsd, dsd_plan, sdd, sdd_plan
+from .run import dsd, dsd_eager, dsd_plan, sdd, sdd_eager, sdd_plan
 
 
 def warmup(dtypes=None, blocksizes=None, ops=None, verbose: bool = False) -> list[str]:
@@ -45,4 +45,5 @@ def warmup(dtypes=None, blocksizes=None, ops=None, verbose: bool = False) -> lis
     return names
 
 
-__all__ = ["all_configs", "dsd", "dsd_plan", "sdd", "sdd_plan", "warmup"]
+__all__ = ["all_configs", "dsd", "dsd_eager", "dsd_plan", "sdd", "sdd_eager", "sdd_plan",
+           "warmup"]

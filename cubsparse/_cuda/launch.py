@@ -4,9 +4,10 @@ CuPy's ``RawKernel.__call__`` inspects every argument on every call, which costs
 half a microsecond an argument. A :class:`Launch` holds one ctypes value per kernel
 parameter and the array of pointers to them that ``cuLaunchKernel`` takes; a plan fills
 the constant parameters (tables, counts) once, and a call writes only the few that change
-(operand addresses, strides, scalars) before one driver call. The call goes through
-``cuda.bindings`` where it is installed (about 2 µs less per launch than ctypes, measured
-on an H100 host), else through ctypes.
+(operand addresses, strides, scalars) before one driver call. That call is CuPy's typed
+binding of ``cuLaunchKernel`` (``cupy.cuda.driver.launchKernel``): its arguments are C
+integers, so it adds well under a microsecond to the driver's own cost, where
+``cuda.bindings`` builds an enum for every result and ctypes converts every argument.
 """
 
 from __future__ import annotations
@@ -41,16 +42,17 @@ class Launch:
         address (the caller keeps it alive).
     """
 
-    __slots__ = ("_block", "_fn", "_grid", "_keep", "_launch", "_params", "_pp", "_smem", "name",
-                 "v")
+    __slots__ = ("_block", "_fn", "_grid", "_keep", "_launch", "_params", "_pp", "_shape",
+                 "_smem", "name", "v")
 
     def __init__(self, function, grid, block, smem: int, signature: str, values):
         self.name = getattr(function, "name", "kernel")
         self._fn = function.ptr
-        self._launch = _launcher(self._fn)
+        self._launch = _launcher()
         grid = tuple(grid) + (1,) * (3 - len(grid))
         block = tuple(block) + (1,) * (3 - len(block))
         self._grid, self._block, self._smem = grid, block, int(smem)
+        self._shape = (*grid, *block, self._smem)
         self.v = [_CTYPES[k]() if k != "t" else None for k in signature]
         self._params = (ctypes.c_void_p * len(signature))(
             *[ctypes.addressof(v) if v is not None else 0 for v in self.v])
@@ -76,36 +78,29 @@ class Launch:
         self._params[i] = tmap.address
 
     def __call__(self, stream: int) -> None:
-        g, b = self._grid, self._block
-        res = self._launch(g[0], g[1], g[2], b[0], b[1], b[2], self._smem, stream, self._pp)
-        if res:
-            raise LaunchError(f"cuLaunchKernel failed for {self.name} (CUresult {res}), grid "
-                              f"{g}, block {b}, {self._smem} bytes of shared memory")
+        try:
+            self._launch(self._fn, *self._shape, stream, self._pp, 0)
+        except Exception as exc:
+            raise LaunchError(f"cuLaunchKernel failed for {self.name}: {exc}; grid "
+                              f"{self._grid}, block {self._block}, {self._smem} bytes of "
+                              "shared memory") from exc
 
 
-def _launcher(fn: int):
-    """``launch(gx, gy, gz, bx, by, bz, smem, stream, params) -> CUresult as int`` for the
-    CUfunction ``fn``."""
+def _launcher():
+    """``launch(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra)``: the driver's
+    ``cuLaunchKernel``, raising where it fails. CuPy's binding where it has one, else
+    ctypes."""
     try:
-        from cuda.bindings import driver
-    except ImportError:
-        driver = None
-    if driver is None or not hasattr(driver, "cuLaunchKernel"):
-        lib = device.libcuda()
+        from cupy.cuda import driver
 
-        def launch(gx, gy, gz, bx, by, bz, smem, stream, params):
-            return lib.cuLaunchKernel(fn, gx, gy, gz, bx, by, bz, smem, stream, params, None)
+        return driver.launchKernel
+    except (ImportError, AttributeError):
+        pass
+    lib = device.libcuda()
 
-        return launch
-    f, cu_launch, streams = driver.CUfunction(fn), driver.cuLaunchKernel, _STREAMS
-
-    def launch(gx, gy, gz, bx, by, bz, smem, stream, params):
-        st = streams.get(stream)
-        if st is None:
-            st = streams[stream] = driver.CUstream(stream)
-        return int(cu_launch(f, gx, gy, gz, bx, by, bz, smem, st, params, 0)[0])
+    def launch(*args):
+        res = lib.cuLaunchKernel(*args)
+        if res:
+            raise RuntimeError(f"CUresult {res}")
 
     return launch
-
-
-_STREAMS: dict = {}  # stream handle -> cuda.bindings CUstream

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from threading import get_ident as _get_ident
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from . import device, worklists
 from .compile import get_kernel
 from .configs import GENERATION, scatter_config, sdd_tile_shape, transpose_config
 from .launch import Launch
+from .outputs import Outputs
 from .plans import MAX_GRID_Y, plan_dsd, plan_sdd
 
 
@@ -44,7 +46,7 @@ def _held(arr):
 
 
 def _stream() -> int:
-    return _cupy().cuda.get_current_stream().ptr
+    return _current_stream().ptr
 
 
 @functools.cache
@@ -52,6 +54,20 @@ def _cupy():
     import cupy
 
     return cupy
+
+
+# The eager path's two queries: each name is rebound to CuPy's own function on first use,
+# which saves a Python call in every op.
+def _current_stream():
+    global _current_stream
+    _current_stream = _cupy().cuda.get_current_stream
+    return _current_stream()
+
+
+def _get_device() -> int:
+    global _get_device
+    _get_device = _cupy().cuda.runtime.getDevice
+    return _get_device()
 
 
 def _stride_grid(items: int) -> int:
@@ -117,17 +133,44 @@ def dsd(x, w, trans: bool, out, alpha: float, beta: float, tf32: bool = False):
     return _dsd_sparse(r, x, w._data, out, alpha, beta)
 
 
+def dsd_eager(x, w, trans: bool, tf32: bool):
+    """``x @ op(w)`` for the call an eager loop makes most (no ``out``, ``alpha`` 1,
+    ``beta`` 0; the caller has checked the operands' types, dtypes and shapes): the
+    product of a runner already built, or None where :func:`dsd` must run (a first call,
+    another device, the dense path, an unaligned ``x``)."""
+    dev = _get_device()
+    if x.data.device_id != dev or w._data.data.device_id != dev:
+        return None
+    runners = w.__dict__.get("_runners")
+    if runners is None:
+        return None
+    r = runners.get(("dsd", dev, x.shape[0], trans, tf32, GENERATION[0],
+                     _options.dense_bytes_limit(), _get_ident()))
+    if r is None or not r.eager:
+        return None
+    st = x.strides
+    if x.data.ptr & 15 or st[0] & 15 or (st[1] != r.it and x.shape[1] > 1):
+        return None
+    stream = _current_stream().ptr
+    y = r.outputs.take(stream)
+    r(x, w._data, y, 1.0, 0.0, stream)
+    return y
+
+
 def _dsd_sparse(r, x, wdata, out, alpha, beta):
     n = x.shape[0]
+    stream = _stream()
     y = out if (out is not None and _aligned(out, r.out_align)) else None
     if y is None:  # a fresh array: `out` itself may be contiguous yet misaligned
-        y = _cupy().ndarray((n, r.width), wdata.dtype) if beta == 0 else out.copy(order="C")
-        if out is not None:  # a temporary, copied into `out` below
-            _held(y)
+        if out is None:
+            y = r.outputs.take(stream)
+        else:  # a temporary, copied into `out` below
+            y = _held(_cupy().ndarray((n, r.width), wdata.dtype) if beta == 0
+                      else out.copy(order="C"))
     if n and r.width:
         if not _aligned(x, 16):  # every kernel copies X in 16-byte segments
             x = _held(x.copy(order="C"))  # a new, aligned buffer
-        r(x, wdata, y, alpha, beta, _stream())
+        r(x, wdata, y, alpha, beta, stream)
     if out is not None and y is not out:
         out[...] = y
         return out
@@ -146,6 +189,10 @@ class _DsdRunner:
                                  None if sparse_only else _options.dense_bytes_limit())
         n_out = s.block_shape[0] if trans else s.block_shape[1]
         self.width = n_out * b
+        self.outputs = Outputs((n, self.width), dtype)
+        # dsd_eager runs this runner: a sparse plan in one launch grid, with rows and columns
+        self.eager = bool(p.path == "sparse" and n and self.width and (
+            p.kernel.persistent or n <= MAX_GRID_Y * p.kernel.rows_per_cta))
         it = dtype.itemsize
         # The tensor-core epilogue and dsd_reduce store pairs of outputs.
         self.out_align = it if p.dtype == "float64" else 2 * it
@@ -194,6 +241,7 @@ class _DsdRunner:
         self.stand_in = _cupy().zeros((1, b, b), dtype) if cfg.tma and s.nnzb == 0 else None
         if cfg.tma:  # made now, not inside a stream capture
             device.tile_counter(dev, _stream())
+        self._xkey, self._wptr, self._ctr_stream = None, None, None  # set by the first call
         self._ws = {}  # stream -> workspace, where small enough to keep
 
     def _init_dense(self, w, dev):
@@ -230,16 +278,26 @@ class _DsdRunner:
         L = self.main
         v = L.v
         if self.tma:
-            b = self.b
             if self.stand_in is not None:  # a layout without blocks maps a stand-in
                 wdata = self.stand_in
-            L.set_map(0, device.tensor_map(x.data.ptr, x.shape[1], x.shape[0], x.strides[0],
-                                           *self.x_box))
-            ek = min(b, 64)
-            box = (min(b, 64), ek) if self.kn_w else (ek, b)
-            L.set_map(1, device.tensor_map(wdata.data.ptr, b, wdata.shape[0] * b, 2 * b, *box))
-            v[4].value = wdata.shape[0] * b
-            v[-1].value = device.tile_counter(self.dev, stream).data.ptr
+            # The maps of the last call are kept: a loop over the same arrays (or arrays
+            # the memory pool puts at the same addresses) sets no new map.
+            xkey = (x.data.ptr, x.strides[0])
+            if xkey != self._xkey:
+                L.set_map(0, device.tensor_map(xkey[0], x.shape[1], x.shape[0], xkey[1],
+                                               *self.x_box))
+                self._xkey = xkey
+            wptr = wdata.data.ptr
+            if wptr != self._wptr:
+                b = self.b
+                ek = min(b, 64)
+                box = (min(b, 64), ek) if self.kn_w else (ek, b)
+                L.set_map(1, device.tensor_map(wptr, b, wdata.shape[0] * b, 2 * b, *box))
+                v[4].value = wdata.shape[0] * b
+                self._wptr = wptr
+            if stream != self._ctr_stream:
+                v[-1].value = device.tile_counter(self.dev, stream).data.ptr
+                self._ctr_stream = stream
         else:
             v[0].value = x.data.ptr
             v[1].value = x.strides[0] // it
@@ -320,9 +378,10 @@ def _padded_rows(a, inner_pad: int):
 
 
 def sdd_operands(a, b_mat, tf32: bool):
-    """(a_src, b_src, a_km, b_nk, inner): the operands as the kernels read them, in place
-    where their rows can be streamed with 16-byte copies, else copied (copies held for a
-    graph being captured)."""
+    """``(a_ptr, a_ld, b_ptr, b_ld, a_km, b_nk, inner, copies)``: where the kernels read
+    the operands (addresses, row strides in elements), and in which order. In place where
+    their rows can be streamed with 16-byte copies, else from ``copies``, which the caller
+    keeps until the launch (and which are held for a graph being captured)."""
     inner = a.shape[1]
     it = a.dtype.itemsize
     if tf32:  # A[m][k] and B[n][k], k contiguous and padded to whole 16-byte copies
@@ -330,27 +389,32 @@ def sdd_operands(a, b_mat, tf32: bool):
         a_src = a if (_rows(a, it) and inner_pad == inner) else _padded_rows(a, inner_pad)
         b_t = b_mat.T
         b_src = b_t if (_rows(b_t, it) and inner_pad == inner) else _padded_rows(b_t, inner_pad)
-        return a_src, b_src, False, True, inner_pad
-    # a = x.T (rows of x contiguous) and b = dy are the layer-gradient case.
+        return (a_src.data.ptr, a_src.strides[0] // it, b_src.data.ptr, b_src.strides[0] // it,
+                False, True, inner_pad, (a_src, b_src))
+    # a = x.T (rows of x contiguous) and b = dy are the layer-gradient case: both in place,
+    # a read as [k][m] rows (x's rows), b as [k][n] rows.
     whole = inner % (16 // it) == 0
+    copies = ()
     if _cols(a, it):
-        a_km, a_src = True, a.T
+        a_km, a_ptr, a_ld = True, a.data.ptr, a.strides[1] // it
     elif _rows(a, it) and whole:
-        a_km, a_src = False, a
+        a_km, a_ptr, a_ld = False, a.data.ptr, a.strides[0] // it
     else:
-        a_km, a_src = True, _held(a.T.copy(order="C"))
+        a_c = _held(a.T.copy(order="C"))
+        a_km, a_ptr, a_ld, copies = True, a_c.data.ptr, a_c.strides[0] // it, (a_c,)
     if _rows(b_mat, it):
-        b_nk, b_src = False, b_mat
+        b_nk, b_ptr, b_ld = False, b_mat.data.ptr, b_mat.strides[0] // it
     elif _cols(b_mat, it) and whole:
-        b_nk, b_src = True, b_mat.T
+        b_nk, b_ptr, b_ld = True, b_mat.data.ptr, b_mat.strides[1] // it
     else:
-        b_nk, b_src = False, _held(b_mat.copy(order="C"))
-    return a_src, b_src, a_km, b_nk, inner
+        b_c = _held(b_mat.copy(order="C"))
+        b_nk, b_ptr, b_ld, copies = False, b_c.data.ptr, b_c.strides[0] // it, (*copies, b_c)
+    return a_ptr, a_ld, b_ptr, b_ld, a_km, b_nk, inner, copies
 
 
 def sdd_plan(a, b_mat, like, tf32: bool):
-    _a_src, _b_src, a_km, b_nk, inner = sdd_operands(a, b_mat, tf32)
-    return _sdd_runner(like, inner, a_km, b_nk, tf32).plan
+    ops = sdd_operands(a, b_mat, tf32)
+    return _sdd_runner(like, ops[6], ops[4], ops[5], tf32).plan
 
 
 def _sdd_runner(like, inner, a_km, b_nk, tf32, dev=None):
@@ -370,18 +434,40 @@ def sdd(a, b_mat, like, out_data, alpha: float, beta: float, tf32: bool = False)
         _check_devices(dev, "sampled_matmul", a=a, b=b_mat, out=out_data,
                        like=like._data)
     s, dtype = like._structure, like._data.dtype
-    data = out_data if out_data is not None else cupy.ndarray(like._data.shape, dtype)
-    if s.nnzb == 0:
-        return data
-    if a.shape[1] == 0:  # an empty sum: the product is exactly zero
-        if beta == 0:
+    if s.nnzb == 0 or a.shape[1] == 0:
+        data = out_data if out_data is not None else cupy.ndarray(like._data.shape, dtype)
+        if s.nnzb and beta == 0:  # an empty sum: the product is exactly zero
             data.fill(0)
-        else:
+        elif s.nnzb:
             data *= dtype.type(beta)
         return data
-    a_src, b_src, a_km, b_nk, inner = sdd_operands(a, b_mat, tf32)
-    r = _sdd_runner(like, inner, a_km, b_nk, tf32, dev)
-    r(a, b_mat, a_src, b_src, data, alpha, beta, _stream())
+    ops = sdd_operands(a, b_mat, tf32)
+    r = _sdd_runner(like, ops[6], ops[4], ops[5], tf32, dev)
+    stream = _stream()
+    data = out_data if out_data is not None else r.outputs.take(stream)
+    r(a, b_mat, ops, data, alpha, beta, stream)
+    return data
+
+
+def sdd_eager(a, b_mat, like, tf32: bool):
+    """``a @ b_mat`` on ``like``'s blocks for the call an eager loop makes (no ``out``,
+    ``alpha`` 1, ``beta`` 0; types, dtypes and shapes checked by the caller), through a
+    runner already built, or None where :func:`sdd` must run."""
+    dev = _get_device()
+    if a.data.device_id != dev or b_mat.data.device_id != dev or (
+            like._data.data.device_id != dev):
+        return None
+    runners = like.__dict__.get("_runners")
+    if runners is None or a.shape[1] == 0:
+        return None
+    ops = sdd_operands(a, b_mat, tf32)
+    r = runners.get(("sdd", dev, ops[6], ops[4], ops[5], tf32, GENERATION[0],
+                     _options.dense_bytes_limit(), _get_ident()))
+    if r is None or r.plan.path != "sparse":
+        return None
+    stream = _current_stream().ptr
+    data = r.outputs.take(stream)
+    r(a, b_mat, ops, data, 1.0, 0.0, stream)
     return data
 
 
@@ -392,6 +478,7 @@ class _SddRunner:
         self.plan = p = plan_sdd(s, dtype, b, inner, a_km, b_nk, tf32, device.arch(dev),
                                  None if sparse_only else _options.dense_bytes_limit())
         self.it = dtype.itemsize
+        self.outputs = Outputs(like._data.shape, dtype)
         cfg = p.kernel
         f = "d" if p.dtype == "float64" else "f"
         if p.path == "dense":
@@ -413,12 +500,13 @@ class _SddRunner:
                                "plplippp" + f + f, [None, None, None, None, inner, groups,
                                                    s.indices, None, None, None])
 
-    def __call__(self, a, b_mat, a_src, b_src, data, alpha, beta, stream):
+    def __call__(self, a, b_mat, ops, data, alpha, beta, stream):
+        """``ops``: :func:`sdd_operands` of ``a`` and ``b_mat``."""
         cupy = _cupy()
         v = self.main.v
         if self.plan.path == "dense":
             if cupy.cuda.get_current_stream().is_capturing():  # no cuBLAS in a capture
-                return self.sparse(a, b_mat, a_src, b_src, data, alpha, beta, stream)
+                return self.sparse(a, b_mat, ops, data, alpha, beta, stream)
             prod = cupy.matmul(a, b_mat)
             v[0].value = prod.data.ptr
             v[4].value = data.data.ptr
@@ -426,11 +514,7 @@ class _SddRunner:
             v[6].value = beta
             self.main(stream)
             return
-        it = self.it
-        v[0].value = a_src.data.ptr
-        v[1].value = a_src.strides[0] // it
-        v[2].value = b_src.data.ptr
-        v[3].value = b_src.strides[0] // it
+        v[0].value, v[1].value, v[2].value, v[3].value = ops[:4]
         v[-3].value = data.data.ptr
         v[-2].value = alpha
         v[-1].value = beta
