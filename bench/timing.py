@@ -60,7 +60,7 @@ class Policy:
     slow_ms: float = 1000.0      #: a call slower than this is timed from one pass only
     latency: bool = True         #: also time host issue (host_us) and sync latency (sync_ms)
     host_burst: int = 32         #: most calls in one host-time burst
-    host_bursts: int = 10        #: most host-time bursts (their median is reported)
+    host_bursts: int = 30        #: most host-time bursts (their median is reported)
     sync_samples: int = 30       #: most synchronized single calls (their median is reported)
 
 

@@ -38,13 +38,14 @@ def _backend_module(backend: str):
     return impl
 
 
-def eager_matmul(x, w, tf32=None):
+def eager_matmul(x, w, tf32=None, out=None):
     """``x @ w`` with ``x`` a 2-D CuPy array of ``w``'s dtype and ``w`` a CUDA matrix or
-    its transpose, the call a training loop makes most, through the CUDA backend's eager
-    path: the checks of :func:`matmul` as a few comparisons, then a runner already built.
-    None for any other call, and for any call :func:`matmul` must check, refuse or plan:
-    the caller then runs :func:`matmul`."""
-    if type(x) is not _CUPY_ARRAY or not isinstance(w, SparseOperand):
+    its transpose (into ``out``, a CuPy array, where given), the call a training loop makes
+    most, through the CUDA backend's eager path: the checks of :func:`matmul` as a few
+    comparisons, then a runner already built. None for any other call, and for any call
+    :func:`matmul` must check, refuse or plan: the caller then runs :func:`matmul`."""
+    if type(x) is not _CUPY_ARRAY or not isinstance(w, SparseOperand) or (
+            out is not None and type(out) is not _CUPY_ARRAY):
         return None
     data = w._data
     if type(data) is not _CUPY_ARRAY or x.ndim != 2 or x.dtype != data.dtype:
@@ -54,8 +55,8 @@ def eager_matmul(x, w, tf32=None):
     if x.shape[1] != rows:
         return None
     if base is None:
-        return _CUDA.dsd_eager(x, w, False, _use_tf32(tf32, data.dtype))
-    return _CUDA.dsd_eager(x, base, True, _use_tf32(tf32, data.dtype))
+        return _CUDA.dsd_eager(x, w, False, _use_tf32(tf32, data.dtype), out)
+    return _CUDA.dsd_eager(x, base, True, _use_tf32(tf32, data.dtype), out)
 
 
 def _eager_sampled(a, b, like, tf32):
@@ -167,9 +168,8 @@ def matmul(a, b, out=None, alpha: float = 1.0, beta: float = 0.0, *, tf32: bool 
     >>> bool(np.allclose(g, y))
     True
     """
-    if out is None and type(alpha) is float and type(beta) is float and (
-            alpha == 1.0 and beta == 0.0):
-        y = eager_matmul(a, b, tf32)
+    if type(alpha) is float and type(beta) is float and alpha == 1.0 and beta == 0.0:
+        y = eager_matmul(a, b, tf32, out)
         if y is not None:
             return y
     w, dense, b_sparse, out_shape = _matmul_operands(a, b, out, alpha, beta)

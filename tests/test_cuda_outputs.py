@@ -53,7 +53,8 @@ def test_a_held_output_is_never_handed_out(fake, hold):
     kept = {"array": y, "view": [y], "pointer": y.data, "memory": y.data.mem}[hold]
     del y
     z = fake.take(7)
-    assert z is not kept and getattr(kept, "data", None) is not z.data
+    assert z is not kept
+    assert getattr(kept, "data", None) is not z.data
     assert _Array.made == 2
 
 
@@ -80,7 +81,8 @@ def test_large_outputs_are_not_kept(monkeypatch):
     y = big.take(7)
     del y
     big.take(7)
-    assert _Array.made == 2 and not big.keep
+    assert _Array.made == 2
+    assert not big.keep
 
 
 # -- the ops on the CUDA backend -----------------------------------------------------------
@@ -159,3 +161,13 @@ def test_eager_path_takes_the_general_path_where_it_must(backend):
     assert np.allclose(to_numpy(y1), ref, atol=1e-3)
     assert np.allclose(to_numpy(y0), ref, atol=1e-3)
     assert np.allclose(to_numpy(cs.matmul(xs, w, alpha=2.0)), 2 * ref, atol=2e-3)
+    xa = cupy.ascontiguousarray(xs)
+    for out in (cupy.full((16, 192), np.nan, np.float32),  # the eager path writes it
+                cupy.full((16, 193), np.nan, np.float32)[:, 1:],  # misaligned: a temporary
+                cupy.full((192, 16), np.nan, np.float32).T):  # columns: a temporary
+        assert cs.matmul(xa, w, out=out) is out
+        assert np.allclose(to_numpy(out), ref, atol=1e-3)
+    with pytest.raises(ValueError, match="out must have shape"):
+        cs.matmul(xa, w, out=cupy.empty((16, 191), np.float32))
+    with pytest.raises(TypeError, match="dtype"):
+        cs.matmul(xa, w, out=cupy.empty((16, 192), np.float64))

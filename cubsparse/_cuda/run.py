@@ -133,11 +133,12 @@ def dsd(x, w, trans: bool, out, alpha: float, beta: float, tf32: bool = False):
     return _dsd_sparse(r, x, w._data, out, alpha, beta)
 
 
-def dsd_eager(x, w, trans: bool, tf32: bool):
-    """``x @ op(w)`` for the call an eager loop makes most (no ``out``, ``alpha`` 1,
-    ``beta`` 0; the caller has checked the operands' types, dtypes and shapes): the
-    product of a runner already built, or None where :func:`dsd` must run (a first call,
-    another device, the dense path, an unaligned ``x``)."""
+def dsd_eager(x, w, trans: bool, tf32: bool, out=None):
+    """``x @ op(w)`` for the calls an eager loop makes most (``alpha`` 1, ``beta`` 0, and
+    ``out`` None or a CuPy array; the caller has checked the types, dtypes and shapes of
+    ``x`` and ``w``): the product of a runner already built, or None where :func:`dsd`
+    must run (a first call, another device, the dense path, an unaligned ``x`` or
+    ``out``, an ``out`` of another shape or dtype)."""
     dev = _get_device()
     if x.data.device_id != dev or w._data.data.device_id != dev:
         return None
@@ -148,11 +149,20 @@ def dsd_eager(x, w, trans: bool, tf32: bool):
                      _options.dense_bytes_limit(), _get_ident()))
     if r is None or not r.eager:
         return None
+    it = r.it
     st = x.strides
-    if x.data.ptr & 15 or st[0] & 15 or (st[1] != r.it and x.shape[1] > 1):
+    if x.data.ptr & 15 or st[0] & 15 or (st[1] != it and x.shape[1] > 1):
         return None
     stream = _current_stream().ptr
-    y = r.outputs.take(stream)
+    if out is None:
+        y = r.outputs.take(stream)
+    else:
+        st, a = out.strides, r.out_align
+        if (out.data.device_id != dev or out.dtype != w._data.dtype or out.ndim != 2
+                or out.shape[0] != x.shape[0] or out.shape[1] != r.width
+                or out.data.ptr % a or st[0] % a or (st[1] != it and r.width > 1)):
+            return None
+        y = out
     r(x, w._data, y, 1.0, 0.0, stream)
     return y
 
