@@ -171,3 +171,28 @@ def test_eager_path_takes_the_general_path_where_it_must(backend):
         cs.matmul(xa, w, out=cupy.empty((16, 191), np.float32))
     with pytest.raises(TypeError, match="dtype"):
         cs.matmul(xa, w, out=cupy.empty((16, 192), np.float64))
+
+
+@cuda_only
+def test_repeated_calls_take_the_eager_path(backend, monkeypatch):
+    """After a first call has built the runner, x @ W, dy @ W.T (with and without out=)
+    and the weight gradient run without the general path (made to fail here)."""
+    import cupy
+
+    import cubsparse._cuda as cuda_backend
+
+    w, rand = _layer(backend)
+    x, dy = rand(16, 256), rand(16, 192)
+    out = cupy.empty((16, 192), np.float32)
+    calls = [lambda: x @ w, lambda: dy @ w.T, lambda: cs.matmul(x, w, out=out),
+             lambda: cs.sampled_matmul(x.T, dy, like=w)]
+    first = [to_numpy(c().toarray() if i == 3 else c()) for i, c in enumerate(calls)]
+
+    def general(*args, **kwargs):
+        raise AssertionError("the general path ran")
+
+    monkeypatch.setattr(cuda_backend, "dsd", general)
+    monkeypatch.setattr(cuda_backend, "sdd", general)
+    for i, c in enumerate(calls):
+        got = c()
+        np.testing.assert_array_equal(to_numpy(got.toarray() if i == 3 else got), first[i])

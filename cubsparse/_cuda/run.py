@@ -470,7 +470,14 @@ def sdd_eager(a, b_mat, like, tf32: bool):
     runners = like.__dict__.get("_runners")
     if runners is None or a.shape[1] == 0:
         return None
-    ops = sdd_operands(a, b_mat, tf32)
+    it = a.dtype.itemsize
+    sa, sb = a.strides, b_mat.strides
+    ap, bp = a.data.ptr, b_mat.data.ptr
+    if not tf32 and sa[0] == it and sb[1] == it and not (sa[1] | sb[0] | ap | bp) & 15:
+        # x.T and dy of a layer, both read in place: sdd_operands' first case, inline
+        ops = (ap, sa[1] // it, bp, sb[0] // it, True, False, a.shape[1], ())
+    else:
+        ops = sdd_operands(a, b_mat, tf32)
     r = runners.get(("sdd", dev, ops[6], ops[4], ops[5], tf32, GENERATION[0],
                      _options.dense_bytes_limit(), _get_ident()))
     if r is None or r.plan.path != "sparse":
