@@ -139,7 +139,18 @@ def test_dense_path_matches_scipy(backend, dtype, b):
             want = 0.5 * ref + 2.0 * y0
             err = np.linalg.norm(to_numpy(y).astype(np.float64) - want) / np.linalg.norm(want)
             assert err < 2 * tol
+            first = to_numpy(cs.matmul(a, op))  # a repeated call takes the eager route
+            np.testing.assert_array_equal(to_numpy(cs.matmul(a, op)), first)
+            assert np.linalg.norm(first.astype(np.float64) - ref) / np.linalg.norm(ref) < tol
+        d = to_backend(rng.standard_normal((7 * b, 5)), backend).astype(dtype)
+        ref = to_numpy(w.toarray()).astype(np.float64) @ to_numpy(d).astype(np.float64)
+        got = to_numpy(w @ d).astype(np.float64)  # (d.T @ W.T).T: X read as stored columns
+        assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < tol
         assert cs.sampled_matmul_plan(x.T, dy, like=w).path == "dense"
+        for a_op in (x.T, x.T.copy()):  # read as [k][m] (transposed) and as [m][k]
+            g = cs.sampled_matmul(a_op, dy, like=w)
+            g2 = cs.sampled_matmul(a_op, dy, like=w)
+            np.testing.assert_array_equal(to_numpy(g.data), to_numpy(g2.data))
         g = cs.sampled_matmul(x.T, dy, like=w)
         mask = np.kron(lay, np.ones((b, b)))
         ref = (to_numpy(x).astype(np.float64).T @ to_numpy(dy).astype(np.float64)) * mask

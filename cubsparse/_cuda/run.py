@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import _options
 from .._arrays import DeviceMismatchError
-from . import device, worklists
+from . import blas, device, worklists
 from .compile import get_kernel
 from .configs import GENERATION, scatter_config, sdd_tile_shape, transpose_config
 from .launch import Launch
@@ -147,8 +147,14 @@ def dsd_eager(x, w, trans: bool, tf32: bool, out=None):
         return None
     r = runners.get(("dsd", dev, x.shape[0], trans, tf32, GENERATION[0],
                      _options.dense_bytes_limit(), _get_ident()))
-    if r is None or not r.eager:
+    if r is None or not r.width or not x.shape[0]:
         return None
+    if out is not None and (out.data.device_id != dev or out.dtype != w._data.dtype
+                            or out.ndim != 2 or out.shape[0] != x.shape[0]
+                            or out.shape[1] != r.width):
+        return None
+    if not r.eager:
+        return r.dense(x, w._data, out, 1.0, 0.0) if r.plan.path == "dense" else None
     it = r.it
     st = x.strides
     if x.data.ptr & 15 or st[0] & 15 or (st[1] != it and x.shape[1] > 1):
@@ -158,9 +164,7 @@ def dsd_eager(x, w, trans: bool, tf32: bool, out=None):
         y = r.outputs.take(stream)
     else:
         st, a = out.strides, r.out_align
-        if (out.data.device_id != dev or out.dtype != w._data.dtype or out.ndim != 2
-                or out.shape[0] != x.shape[0] or out.shape[1] != r.width
-                or out.data.ptr % a or st[0] % a or (st[1] != it and r.width > 1)):
+        if out.data.ptr % a or st[0] % a or (st[1] != it and r.width > 1):
             return None
         y = out
     r(x, w._data, y, 1.0, 0.0, stream)
@@ -340,25 +344,46 @@ class _DsdRunner:
 
     def dense(self, x, wdata, out, alpha, beta):
         """The dense path: W's blocks into the dense buffer (its other elements stay
-        zero), then cuBLAS."""
+        zero), then one cuBLAS product."""
         cupy = _cupy()
-        if cupy.cuda.get_current_stream().is_capturing():
+        st = _current_stream()
+        if st.is_capturing():
             return _dsd_sparse(self.sparse, x, wdata, out, alpha, beta)
-        stream = _stream()
+        stream = st.ptr
         dense_w = self._dense_buffer(stream)
         sv = self.scatter.v
         sv[0].value, sv[3].value = wdata.data.ptr, dense_w.data.ptr
         self.scatter(stream)
-        prod = cupy.matmul(x, dense_w.T if self.trans else dense_w)
-        if alpha != 1 or beta != 0:
-            # In float32 (float64 for float64 data); cuBLAS has already rounded the product
-            # to the storage dtype, so half types are rounded twice here, unlike the sparse
-            # kernels, which apply alpha and beta to the float32 sums.
-            acc = np.float64 if prod.dtype == np.float64 else np.float32
-            prod = alpha * prod.astype(acc)
-            if beta != 0:
-                prod += beta * out.astype(acc)
-            prod = prod.astype(wdata.dtype)
+        plain = alpha == 1 and beta == 0
+        y = None
+        if plain and out is not None:
+            o = blas.operand(out)
+            y = out if o is not None and not o[2] else None
+        if y is None:
+            y = self.outputs.take(stream) if plain else cupy.ndarray(
+                (x.shape[0], self.width), wdata.dtype)
+        xo = blas.operand(x)
+        if xo is None:
+            x = x.copy(order="C")
+            xo = blas.operand(x)
+        k, m = dense_w.shape
+        # X @ W reads the buffer as [k][n]; X @ W.T as [n][k], its transpose
+        gemm = blas.Gemm.of(self.plan.dtype, x.shape[0], k if self.trans else m,
+                            x.shape[1], xo[2], self.trans)
+        gemm(xo[0], xo[1], dense_w.data.ptr, m, y.data.ptr, y.strides[0] // self.it, stream)
+        if plain:
+            if out is not None and y is not out:
+                out[...] = y
+                return out
+            return y
+        # In float32 (float64 for float64 data); cuBLAS has already rounded the product to
+        # the storage dtype, so half types are rounded twice here, unlike the sparse
+        # kernels, which apply alpha and beta to the float32 sums.
+        acc = np.float64 if y.dtype == np.float64 else np.float32
+        prod = alpha * y.astype(acc)
+        if beta != 0:
+            prod += beta * out.astype(acc)
+        prod = prod.astype(wdata.dtype)
         if out is None:
             return prod
         out[...] = prod
@@ -480,7 +505,7 @@ def sdd_eager(a, b_mat, like, tf32: bool):
         ops = sdd_operands(a, b_mat, tf32)
     r = runners.get(("sdd", dev, ops[6], ops[4], ops[5], tf32, GENERATION[0],
                      _options.dense_bytes_limit(), _get_ident()))
-    if r is None or r.plan.path != "sparse":
+    if r is None:
         return None
     stream = _current_stream().ptr
     data = r.outputs.take(stream)
@@ -502,9 +527,10 @@ class _SddRunner:
             # what a capture runs (see _DsdRunner)
             self.sparse = _SddRunner(like, dev, inner, a_km, b_nk, tf32, sparse_only=True)
             rows, cols = worklists.block_coordinates(s, dev)
-            n = s.nnzb * b * b
-            self.main = Launch(get_kernel(cfg), (_stride_grid(n),), (256,), 0, "plpppddl",
-                               [None, s.block_shape[1] * b, rows, cols, None, None, None, n])
+            nvec = s.nnzb * b * b * self.it // 16
+            self.main = Launch(get_kernel(cfg), (_stride_grid(nvec),), (256,), 0, "plpppddl",
+                               [None, s.block_shape[1] * b, rows, cols, None, None, None,
+                                nvec])
         elif p.tiled:
             tiles, bmap = worklists.sdd_tiles(s, dev, *sdd_tile_shape(p.dtype, b))
             nbr, nbc = s.block_shape
@@ -522,14 +548,29 @@ class _SddRunner:
         cupy = _cupy()
         v = self.main.v
         if self.plan.path == "dense":
-            if cupy.cuda.get_current_stream().is_capturing():  # no cuBLAS in a capture
+            if _current_stream().is_capturing():  # no cuBLAS in a capture
                 return self.sparse(a, b_mat, ops, data, alpha, beta, stream)
-            prod = cupy.matmul(a, b_mat)
+            ao, bo = blas.operand(a), blas.operand(b_mat)
+            if ao is None:
+                a = a.copy(order="C")
+                ao = blas.operand(a)
+            if bo is None:
+                b_mat = b_mat.copy(order="C")
+                bo = blas.operand(b_mat)
+            m, n = a.shape[0], b_mat.shape[1]
+            prod = cupy.ndarray((m, n), data.dtype)
+            blas.Gemm.of(self.plan.dtype, m, n, a.shape[1], ao[2], bo[2])(
+                ao[0], ao[1], bo[0], bo[1], prod.data.ptr, n, stream)
+            target = data if data.data.ptr % 16 == 0 else cupy.ndarray(data.shape, data.dtype)
+            if target is not data and beta != 0:
+                target[...] = data
             v[0].value = prod.data.ptr
-            v[4].value = data.data.ptr
+            v[4].value = target.data.ptr
             v[5].value = alpha
             v[6].value = beta
             self.main(stream)
+            if target is not data:  # the gather writes 16-byte vectors
+                data[...] = target
             return
         v[0].value, v[1].value, v[2].value, v[3].value = ops[:4]
         v[-3].value = data.data.ptr

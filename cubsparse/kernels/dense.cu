@@ -35,18 +35,34 @@ __global__ void __launch_bounds__(256)
 }
 
 // data[p] = alpha * dense[block p] + beta * data[p] (beta == 0: data is not read), in
-// float (double for float64), one thread per element of the `n` stored ones.
+// float (double for float64), one thread per 16-byte vector of the stored blocks, as in
+// scatter_blocks: a block row is whole vectors, so every read of the product and every
+// write of `data` is a 16-byte access. Grid-stride over the `nvec` vectors.
 template <class Tag, int B>
 __global__ void __launch_bounds__(256)
     gather_blocks(const typename Tag::storage* __restrict__ dense, i64 ld,
                   const int* __restrict__ rows, const int* __restrict__ cols,
-                  typename Tag::storage* __restrict__ data, double alpha, double beta, i64 n) {
-  for (i64 e = (i64)blockIdx.x * 256 + threadIdx.x; e < n; e += (i64)gridDim.x * 256) {
-    const i64 p = e / (B * B);
-    const int r = (int)(e % (B * B)), i = r / B, j = r % B;
-    const auto* src = dense + ((i64)rows[p] * B + i) * ld + (i64)cols[p] * B + j;
-    auto v = load_acc(Tag(), src) * (decltype(load_acc(Tag(), src)))alpha;
-    if (beta != 0.0) v += (decltype(v))beta * load_acc(Tag(), data + e);
-    store_acc(Tag(), data + e, v);
+                  typename Tag::storage* __restrict__ data, double alpha, double beta,
+                  i64 nvec) {
+  using T = typename Tag::storage;
+  constexpr int VEC = 16 / sizeof(T), PER_ROW = B / VEC, PER_BLOCK = B * PER_ROW;
+  const bool copy = alpha == 1.0 && beta == 0.0;
+  for (i64 v = (i64)blockIdx.x * 256 + threadIdx.x; v < nvec; v += (i64)gridDim.x * 256) {
+    const i64 p = v / PER_BLOCK;
+    const int r = (int)(v % PER_BLOCK), i = r / PER_ROW, j = (r % PER_ROW) * VEC;
+    int4 src = *(const int4*)(dense + ((i64)rows[p] * B + i) * ld + (i64)cols[p] * B + j);
+    if (!copy) {
+      int4 old = make_int4(0, 0, 0, 0);
+      if (beta != 0.0) old = ((const int4*)data)[v];
+      T* s = reinterpret_cast<T*>(&src);
+      const T* o = reinterpret_cast<const T*>(&old);
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) {
+        auto x = load_acc(Tag(), s + e) * (decltype(load_acc(Tag(), s)))alpha;
+        if (beta != 0.0) x += (decltype(x))beta * load_acc(Tag(), o + e);
+        store_acc(Tag(), s + e, x);
+      }
+    }
+    ((int4*)data)[v] = src;
   }
 }
