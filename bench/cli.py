@@ -71,6 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a call slower than this is timed from a single pass")
     run.add_argument("--resume", metavar="JSON",
                      help="carry over the rows of an earlier results file and skip its cases")
+    run.add_argument("--sparse-only", action="store_true",
+                     help="cubsparse's sparse kernels only: its dense path off "
+                          "(cubsparse.set_options(dense_fallback=False)), to time the kernels "
+                          "themselves")
     run.add_argument("--no-plots", action="store_true", help="do not draw PNGs")
     run.add_argument("--no-ceilings", action="store_true",
                      help="skip the copy-bandwidth and dense-peak measurements "
@@ -133,6 +137,10 @@ def main(argv: list[str] | None = None) -> int:
         contenders = select_contenders(names, args.backend)
     except ValueError as exc:
         raise SystemExit(f"python -m bench: --contenders: {exc}") from None
+    if args.sparse_only:
+        import cubsparse
+
+        cubsparse.set_options(dense_fallback=False)
     if args.list:
         print(list_cases(case_list, ops))
         if contenders is not None:

@@ -272,3 +272,15 @@ def test_report_later_files_replace_rows_measured_again():
     # c was measured later; b was measured earlier (a later skip does not hide it); d stays
     assert [s["case"] for res in merged for s in res["skipped"]] == ["d"]
     assert len(old["rows"]) == 3  # the inputs are left as they were
+
+
+def test_sparse_only_turns_the_dense_path_off(capsys):
+    import cubsparse as cs
+
+    saved = cs.get_options()
+    try:
+        assert bench.run(["--backend", "cpu", "--eager", "--sparse-only", "--list"]) == 0
+        assert cs.get_options()["dense_fallback"] is False
+    finally:
+        cs.set_options(**saved)
+    assert "cases" in capsys.readouterr().out
