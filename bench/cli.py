@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 from . import cases as C
@@ -75,6 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="cubsparse's sparse kernels only: its dense path off "
                           "(cubsparse.set_options(dense_fallback=False)), to time the kernels "
                           "themselves")
+    run.add_argument("--dense-path-only", action="store_true",
+                     help="cubsparse's dense path wherever it can run (the plans forced "
+                          "dense), to time it against the sparse kernels and calibrate the "
+                          "cost model that chooses between them")
     run.add_argument("--no-plots", action="store_true", help="do not draw PNGs")
     run.add_argument("--no-ceilings", action="store_true",
                      help="skip the copy-bandwidth and dense-peak measurements "
@@ -156,7 +161,14 @@ def main(argv: list[str] | None = None) -> int:
                     out=args.out, max_seconds=args.max_seconds, policy=policy,
                     plots=not args.no_plots, resume=args.resume, ceilings=not args.no_ceilings,
                     progress=not args.no_progress, contenders=contenders)
-    results = run(cfg)
+    if args.sparse_only and args.dense_path_only:
+        raise SystemExit("python -m bench: --sparse-only and --dense-path-only exclude each other")
+    with contextlib.ExitStack() as stack:
+        if args.dense_path_only:
+            from cubsparse._cuda import plans
+
+            stack.enter_context(plans.override(dense=True))
+        results = run(cfg)
     status = results["meta"].get("status", "")
     return 0 if status == "complete" or status.startswith("stopped: time budget") else 1
 
