@@ -46,6 +46,7 @@ Usage, from the repository root::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import statistics
@@ -193,6 +194,12 @@ def build_model(rows: list[dict[str, Any]], sources: list[str], gpu: str) -> dic
             "density": ds, "ratios": ratios}
 
 
+# Figures of the model that the sweep does not give: the device's peak rates (to estimate
+# a dense product's time) and the dense path's fixed cost per call (from
+# tools/dense_choice.py), set by hand and kept when the ratios are rebuilt.
+KEPT = ("device", "dense_path_fixed_us", "dense_path_fixed_us_source")
+
+
 def format_model(model: dict[str, Any]) -> str:
     """The model as JSON text: one key per line, each grid on its key's line.
 
@@ -215,7 +222,12 @@ def format_model(model: dict[str, Any]) -> str:
     items = list(model["ratios"].items())
     for i, (key, grid) in enumerate(items):
         lines.append(f"    {dump(key)}: {dump(grid)}{',' if i < len(items) - 1 else ''}")
-    lines += ["  }", "}"]
+    extra = [k for k in model if k not in ("description", "gpu", "sources", "n", "density",
+                                             "ratios")]
+    lines.append("  }" + ("," if extra else ""))
+    for i, key in enumerate(extra):  # hand-set figures (KEPT), one line each
+        lines.append(f"  {dump(key)}: {dump(model[key])}{',' if i < len(extra) - 1 else ''}")
+    lines.append("}")
     return "\n".join(lines) + "\n"
 
 
@@ -315,6 +327,9 @@ def main(argv: list[str] | None = None) -> int:
     if len(gpus) != 1:
         ap.error(f"the files must come from one GPU, found {gpus or 'none'}")
     model = build_model(rows, [_display_path(p) for p in paths], gpus[0])
+    with contextlib.suppress(OSError, ValueError):  # figures set by hand survive a rebuild
+        old = json.loads(Path(args.out).read_text())
+        model.update({k: old[k] for k in KEPT if k in old})
     validate(model)
     text = format_model(model)
     # The text is hand-formatted: make sure it parses back to exactly the model.

@@ -59,12 +59,20 @@ def _bracket(grid, value):
 
 
 def overhead(dtype: str, m: int, k: int, n: int, nnz: int) -> float:
-    """The dense path's block moves (``2 * nnz`` elements) relative to the dense product
-    of ``n`` rows by an ``m x k`` matrix, both estimated from the device figures in the
-    model's data."""
-    dev = model()["device"]
+    """What the dense path costs beyond the dense product of ``n`` rows by an ``m x k``
+    matrix, relative to that product: its block moves (``2 * nnz`` elements) and its fixed
+    cost per call (``dense_path_fixed_us``: a second launch and a cuBLAS call, measured in
+    eager loops), with the product's time estimated from the device figures in the
+    model's data. The fixed cost is what keeps short products sparse: at N <= 128 the
+    sparse kernels' ratios, measured on kernel time alone, favour dense cuBLAS more than
+    an eager call does."""
+    m_data = model()
+    dev = m_data["device"]
     itemsize = 2 if dtype in _HALF else 4 if dtype == "float32" else 8
     flops = 2.0 * n * m * k / (dev["half_tflops" if dtype in _HALF else "float32_tflops"] * 1e12)
     moved = (n * m + m * k + n * k) * itemsize / (dev["tbps"] * 1e12)
     product = max(flops, moved)
-    return 2.0 * nnz * itemsize / (dev["tbps"] * 1e12) / product if product else math.inf
+    if not product:
+        return math.inf
+    fixed = m_data.get("dense_path_fixed_us", 0.0) * 1e-6
+    return (2.0 * nnz * itemsize / (dev["tbps"] * 1e12) + fixed) / product
