@@ -169,7 +169,10 @@ def matmul(a, b, out=None, alpha: float = 1.0, beta: float = 0.0, *, tf32: bool 
     Returns
     -------
     array
-        ``out`` when given, else a new array.
+        ``out`` when given, else an array that nothing else holds: new, or on the CUDA
+        backend possibly the storage of an earlier result of the same call that the
+        caller has dropped (no variable, view or DLPack consumer holds it any more),
+        which saves the allocation.
 
     Examples
     --------
