@@ -45,9 +45,13 @@ DTYPE_ALIASES = {v: k for k, v in DTYPE_SHORT.items()} | {
 }
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 
-LAYOUTS = ("random", "ba")
+LAYOUTS = ("random", "ba", "ws", "banded")
 LAYOUT_ALIASES = {"uniform": "random", "barabasi_albert": "ba", "barabasi-albert": "ba",
-                  "powerlaw": "ba", "power-law": "ba"}
+                  "powerlaw": "ba", "power-law": "ba", "watts_strogatz": "ws",
+                  "watts-strogatz": "ws", "small_world": "ws", "small-world": "ws",
+                  "band": "banded"}
+WS_REWIRE = 0.1  #: rewiring probability of the Watts-Strogatz layouts (small-world regime)
+_SQUARE = {"ba": "Barabasi-Albert", "ws": "Watts-Strogatz", "banded": "banded"}
 
 BLOCK_SIZES = (8, 16, 32, 64, 128)
 
@@ -105,12 +109,13 @@ class Case:
         """Why this case cannot be run at all (independent of the machine), or None."""
         if self.c % self.b or self.k % self.b:
             return f"C={self.c}, K={self.k} not multiples of the block size {self.b}"
-        if self.layout == "ba":
+        if self.layout in _SQUARE:
+            name = _SQUARE[self.layout]
             if self.c != self.k:
-                return "Barabasi-Albert layouts are square: needs C == K"
+                return f"{name} layouts are square: needs C == K"
             if self.density >= 1.0:
-                return ("Barabasi-Albert at density 1.0 is the complete graph, identical to "
-                        "the uniform layout at density 1.0")
+                return (f"{name} at density 1.0 is the full layout, identical to the "
+                        "uniform layout at density 1.0")
         if not 0.0 < self.density <= 1.0:
             return f"density {self.density} outside (0, 1]"
         return None
@@ -287,6 +292,21 @@ def ba_m_for_density(n: int, density: float) -> int:
     return int(min(max(m, 1), n - 1))
 
 
+def ws_k_for_density(n: int, density: float) -> int:
+    """The even lattice degree k whose Watts-Strogatz layout (with self loops, n (k + 1)
+    blocks) comes nearest ``density``."""
+    k = 2 * round((density * n - 1) / 2)
+    top = n - 1 if (n - 1) % 2 == 0 else n - 2
+    return int(min(max(k, 0), max(top, 0)))
+
+
+def band_width_for_density(n: int, density: float) -> int:
+    """The width w (off-diagonals each side) whose band layout, n (2 w + 1) - w (w + 1)
+    blocks, comes nearest ``density``."""
+    target = density * n * n
+    return min(range(n), key=lambda w: abs(n * (2 * w + 1) - w * (w + 1) - target))
+
+
 def _uniform_fallback(rows: int, cols: int, density: float, seed: int) -> np.ndarray:
     """Exact-count uniform layout, used only when cubsparse.layouts cannot be imported."""
     rng = np.random.default_rng(seed)
@@ -329,6 +349,16 @@ def make_layout(case: Case) -> tuple[np.ndarray, str]:
         m = ba_m_for_density(rows, case.density)
         lay = np.asarray(cl.barabasi_albert(rows, m, seed=case.seed), dtype=bool)
         return lay, f"cubsparse.layouts.barabasi_albert(n={rows}, m={m})"
+    if case.layout in ("ws", "banded"):
+        if cl is None:
+            raise RuntimeError(f"cubsparse.layouts unavailable ({why})")
+        if case.layout == "ws":
+            k = ws_k_for_density(rows, case.density)
+            lay = np.asarray(cl.watts_strogatz(rows, k, WS_REWIRE, seed=case.seed), dtype=bool)
+            return lay, f"cubsparse.layouts.watts_strogatz(n={rows}, k={k}, p={WS_REWIRE})"
+        w = band_width_for_density(rows, case.density)
+        lay = np.asarray(cl.banded(rows, w), dtype=bool)
+        return lay, f"cubsparse.layouts.banded(n={rows}, width={w})"
     raise ValueError(f"unknown layout {case.layout!r}; choose from {LAYOUTS}")
 
 

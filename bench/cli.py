@@ -44,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     sel.add_argument("--densities", help="fractions of non-zero blocks, e.g. 0.05,0.25")
     sel.add_argument("--n", help="rows of X (batch x sequence), e.g. 32,4096")
     sel.add_argument("--ck", help="C = K, the square weight's size, e.g. 4096,12288")
-    sel.add_argument("--layouts", help="random, ba (Barabasi-Albert)")
+    sel.add_argument("--layouts", help="random, ba (Barabasi-Albert), ws (Watts-Strogatz, "
+                     "rewiring 0.1), banded")
     sel.add_argument("--contenders",
                      help="time only these contenders (cubsparse always), e.g. "
                           "dense_cupy,torch_bsr; the others are recorded as not selected. "

@@ -176,25 +176,33 @@ def _verdict(st: dict, bound: float) -> str:
     return "PASS" if st["worst"] >= bound else "FAIL"
 
 
-def _targets_table(rows: list[dict], by_op: bool) -> str:
-    headers = (["regime", "dtype", "block"] + (["op"] if by_op else [])
+def _targets_table(rows: list[dict], by: str | None = None) -> str:
+    """One line per target, or per target and op (``by="op"``) or layout
+    (``by="layout"``): reuse of X across output blocks depends on the layout."""
+    col = {"op": "op", "layout": "layout"}.get(by)
+    headers = (["regime", "dtype", "block"] + ([col] if col else [])
                + ["metric", "target", "rows", "worst", "median", "meeting", "verdict"]
-               + ([] if by_op else ["worst case"]))
+               + ([] if col else ["worst case"]))
+    if by == "op":
+        keys = [(op, OPS[op]) for op in OPS]
+    elif by == "layout":
+        keys = [(lay, lay) for lay in dict.fromkeys(r["layout"] for r in rows)]
+    else:
+        keys = [(None, None)]
     body = []
     for t in TARGETS:
-        groups = ([(op, [r for r in rows if r["op"] == op]) for op in OPS] if by_op
-                  else [(None, rows)])
-        for op, rs in groups:
+        for key, label in keys:
+            rs = rows if by is None else [r for r in rows if r[by] == key]
             st = _target_stats(rs, t)
-            if by_op and not st["selected"]:
+            if by is not None and not st["selected"]:
                 continue
-            line = [t.regime, t.dtype, t.block] + ([OPS[op]] if by_op else []) + [
+            line = [t.regime, t.dtype, t.block] + ([label] if col else []) + [
                 METRIC_NAME[t.metric], f">= {t.bound:.2f}",
                 f"{st['measured']}/{st['selected']}", _f(st.get("worst")),
                 _f(st.get("median")),
                 f"{st.get('passed', 0)}/{st['measured']}" if st["measured"] else "-",
                 _verdict(st, t.bound)]
-            if not by_op:
+            if not col:
                 line.append(st.get("worst_case", "-"))
             body.append(line)
     return _md_table(headers, body)
@@ -343,9 +351,11 @@ def render(results: list[dict] | dict, plots_dir: str | None = None,
     parts += ["## Targets", "", "Worst and median over every measured row of each regime "
               "(all three ops, all densities and layouts). 'rows' counts rows with a value "
               "out of rows in the regime; a row without a value had no cubsparse (or no "
-              "TF32) time.", "", _targets_table(rows, by_op=False), "",
-              "### Per op", "", _targets_table(rows, by_op=True), "",
-              "## Faster than every peer", "", _peer_tally(rows), ""]
+              "TF32) time.", "", _targets_table(rows), "",
+              "### Per op", "", _targets_table(rows, by="op"), ""]
+    if len({r["layout"] for r in rows}) > 1:
+        parts += ["### Per layout", "", _targets_table(rows, by="layout"), ""]
+    parts += ["## Faster than every peer", "", _peer_tally(rows), ""]
     bad = [r for r in rows if r.get("cubsparse_err_ok") is False
            or r.get("cubsparse_tf32_err_ok") is False]
     parts += ["## Correctness", ""]

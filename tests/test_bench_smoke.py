@@ -284,3 +284,31 @@ def test_sparse_only_turns_the_dense_path_off(capsys):
     finally:
         cs.set_options(**saved)
     assert "cases" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("layout", ["ws", "banded", "ba"])
+@pytest.mark.parametrize("density", [0.02, 0.1, 0.25, 0.5])
+def test_structured_layouts_come_near_their_density(layout, density):
+    from bench import cases as C
+
+    case = C.Case(n=32, c=2048, k=2048, b=16, density=density, dtype="float16", layout=layout)
+    lay, gen = C.make_layout(case)
+    assert lay.shape == (128, 128)
+    assert (lay == lay.T).all()  # all three are symmetric
+    assert abs(lay.mean() - density) < 0.02, gen
+    assert C.Case(n=32, c=2048, k=1024, b=16, density=density, dtype="float16",
+                  layout=layout).skip_reason().endswith("needs C == K")
+    assert "full layout" in C.Case(n=32, c=2048, k=2048, b=16, density=1.0,
+                                   dtype="float16", layout=layout).skip_reason()
+
+
+def test_report_has_targets_per_layout_for_several_layouts():
+    from bench import report
+
+    row = {"op": "xw", "dtype": "float16", "n": 4096, "c": 4096, "k": 4096, "b": 64,
+           "density_target": 0.25, "density": 0.25, "regime": "compute", "efficiency": 0.5,
+           "cubsparse_ms": 1.0, "case": "c", "layout": "random"}
+    rows = [row, {**row, "layout": "ws", "case": "c2", "efficiency": 0.7}]
+    text = report._targets_table(rows, by="layout")
+    assert "| random |" in text
+    assert "| ws |" in text
