@@ -58,6 +58,15 @@ def test_a_held_output_is_never_handed_out(fake, hold):
     assert _Array.made == 2
 
 
+def test_an_output_reshaped_in_place_is_not_handed_out_as_is(fake):
+    y = fake.take(7)
+    y.shape = (8, 4)  # cupy allows this on a contiguous array
+    del y
+    z = fake.take(7)
+    assert z.shape == (4, 8)
+    assert fake.take(7) is not z  # z is held: the next call gets another array
+
+
 def test_reuse_stays_on_its_stream(fake):
     y = fake.take(7)
     del y
@@ -196,3 +205,19 @@ def test_repeated_calls_take_the_eager_path(backend, monkeypatch):
     for i, c in enumerate(calls):
         got = c()
         np.testing.assert_array_equal(to_numpy(got.toarray() if i == 3 else got), first[i])
+
+
+@cuda_only
+def test_an_empty_layout_after_a_plan(backend):
+    """A plan built for a layout without blocks, then the product: an empty result."""
+    w = cs.BlockSparseMatrix.from_layout(np.zeros((4, 3), bool), 32, backend=backend)
+    _, rand = _layer(backend)
+    x, dy = rand(8, 128), rand(8, 96)
+    cs.sampled_matmul_plan(x.T, dy, like=w)
+    for _ in range(2):
+        g = cs.sampled_matmul(x.T, dy, like=w)
+        assert g.nnzb == 0
+        assert to_numpy(g.toarray()).shape == (128, 96)
+        assert not to_numpy(g.toarray()).any()
+    y = x @ w
+    assert not to_numpy(y).any()

@@ -450,3 +450,26 @@ def _nonfinite_input_reaches_only_the_outputs_that_read_it(backend, b, n, dtype)
     dy[n // 2, 2] = -np.inf
     dx = to_numpy(cs.matmul(to_backend(dy, backend), w.T)).astype(np.float64)
     assert np.isfinite(dx[:, 2 * b:]).all(), "output blocks 2, 3 never read dY's block column 0"
+
+
+@pytest.mark.parametrize("path", ["planned", "dense"])
+def test_out_may_be_the_dense_operand(backend, path):
+    """``matmul(x, W, out=x)`` with a square W: the product of the old x, as NumPy gives;
+    the CUDA kernels and cuBLAS then write through a temporary."""
+    import contextlib
+
+    if path == "dense" and backend == "cpu":
+        pytest.skip("the dense path is the CUDA backend's")
+    from cubsparse._cuda import plans
+
+    w = cs.BlockSparseMatrix.from_layout(cs.layouts.banded(6, 1), 32, seed=3, backend=backend)
+    wd = to_numpy(w.toarray()).astype(np.float64)
+    rng = np.random.default_rng(4)
+    ctx = plans.override(dense=True) if path == "dense" else contextlib.nullcontext()
+    with ctx:
+        for op, ref_w in ((w, wd), (w.T, wd.T)):
+            for _ in range(2):  # the second call takes the eager route on CUDA
+                x = to_backend(rng.standard_normal((40, 192)).astype(np.float32), backend)
+                x0 = to_numpy(x).astype(np.float64)
+                assert cs.matmul(x, op, out=x) is x
+                np.testing.assert_allclose(to_numpy(x), x0 @ ref_w, rtol=1e-4, atol=1e-4)

@@ -46,7 +46,6 @@ Usage, from the repository root::
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import statistics
@@ -198,6 +197,7 @@ def build_model(rows: list[dict[str, Any]], sources: list[str], gpu: str) -> dic
 # a dense product's time) and the dense path's fixed cost per call (from
 # tools/dense_choice.py), set by hand and kept when the ratios are rebuilt.
 KEPT = ("device", "dense_path_fixed_us", "dense_path_fixed_us_source")
+PACKAGED = Path(__file__).resolve().parent.parent / "cubsparse" / "_cuda" / "dense_model.json"
 
 
 def format_model(model: dict[str, Any]) -> str:
@@ -233,7 +233,7 @@ def format_model(model: dict[str, Any]) -> str:
 
 def validate(model: dict[str, Any]) -> None:
     """Raise ``ValueError`` if ``model`` does not have the documented shape."""
-    need = ("description", "gpu", "sources", "n", "density", "ratios")
+    need = ("description", "gpu", "sources", "n", "density", "ratios", "device")
     missing = [k for k in need if k not in model]
     if missing:
         raise ValueError(f"model lacks {missing}")
@@ -327,9 +327,14 @@ def main(argv: list[str] | None = None) -> int:
     if len(gpus) != 1:
         ap.error(f"the files must come from one GPU, found {gpus or 'none'}")
     model = build_model(rows, [_display_path(p) for p in paths], gpus[0])
-    with contextlib.suppress(OSError, ValueError):  # figures set by hand survive a rebuild
-        old = json.loads(Path(args.out).read_text())
-        model.update({k: old[k] for k in KEPT if k in old})
+    # Figures set by hand survive a rebuild: from the file being replaced, else from the
+    # packaged model.
+    source = Path(args.out) if Path(args.out).exists() else PACKAGED
+    old = json.loads(source.read_text())
+    model.update({k: old[k] for k in KEPT if k in old})
+    if old.get("gpu") != model["gpu"]:
+        print(f"note: {', '.join(KEPT)} come from {source}, measured for {old.get('gpu')}; "
+              f"the ratios are {model['gpu']}'s: check them", file=sys.stderr)
     validate(model)
     text = format_model(model)
     # The text is hand-formatted: make sure it parses back to exactly the model.

@@ -11,8 +11,13 @@ allocation on the stream; reusing the array object too saves the rest. Every cal
 gets an array that no one else holds, so a result is never overwritten behind its owner's
 back.
 
-Only small outputs are kept (``KEEP_BYTES``): for large ones the kernel outlasts the
-allocation, and the memory they would hold idle is not worth it.
+Only small outputs are kept (``KEEP_BYTES``, ``KEEP`` per runner): for large ones the
+kernel outlasts the allocation, and the memory they would hold idle is not worth it. The
+kept arrays live as long as their runner, that is as long as the matrix (a script that
+cycles through many batch sizes keeps at most ``KEEP`` per size, up to the runner limit
+of ``run._MAX_RUNNERS``), and ``free_all_blocks()`` of CuPy's pool does not release them.
+A weak reference to a result does not hold it: after its owner drops the result, a weak
+reference may see a later call's values.
 """
 
 from __future__ import annotations
@@ -58,6 +63,11 @@ class Outputs:
         arrays = self._arrays
         for i in range(len(arrays)):
             if self._streams[i] == stream and _counts(arrays, i) == self._free[i]:
+                if arrays[i].shape == self._shape:
+                    return arrays[i]
+                # its owner reshaped it in place (``y.shape = ...``) before dropping it
+                arrays[i] = _ndarray()(self._shape, self._dtype)
+                self._free[i] = _counts(arrays, i)
                 return arrays[i]
         if not self.keep:
             return _ndarray()(self._shape, self._dtype)

@@ -26,6 +26,27 @@ from .outputs import Outputs
 from .plans import MAX_GRID_Y, plan_dsd, plan_sdd
 
 
+def _overlap(a, b) -> bool:
+    """Whether two arrays' memory ranges overlap (bounds only: True may be a false alarm).
+    A kernel or cuBLAS writing ``out`` while reading an operand that overlaps it gives
+    undefined results, so such an ``out`` is written through a temporary."""
+    lo_a, hi_a = _extent(a)
+    lo_b, hi_b = _extent(b)
+    return lo_a < hi_b and lo_b < hi_a
+
+
+def _extent(arr) -> tuple[int, int]:
+    lo = hi = arr.data.ptr
+    if arr.size == 0:
+        return lo, lo
+    for n, st in zip(arr.shape, arr.strides, strict=True):
+        if st < 0:
+            lo += (n - 1) * st
+        else:
+            hi += (n - 1) * st
+    return lo, hi + arr.dtype.itemsize
+
+
 def _aligned(arr, align: int) -> bool:
     """Rows contiguous, row stride and base aligned to ``align`` bytes."""
     it = arr.dtype.itemsize
@@ -154,7 +175,9 @@ def dsd_eager(x, w, trans: bool, tf32: bool, out=None):
                             or out.shape[1] != r.width):
         return None
     if not r.eager:
-        return r.dense(x, w._data, out, 1.0, 0.0) if r.plan.path == "dense" else None
+        if r.plan.path != "dense" or (out is not None and _overlap(out, x)):
+            return None
+        return r.dense(x, w._data, out, 1.0, 0.0)
     it = r.it
     st = x.strides
     if x.data.ptr & 15 or st[0] & 15 or (st[1] != it and x.shape[1] > 1):
@@ -164,7 +187,7 @@ def dsd_eager(x, w, trans: bool, tf32: bool, out=None):
         y = r.outputs.take(stream)
     else:
         st, a = out.strides, r.out_align
-        if out.data.ptr % a or st[0] % a or (st[1] != it and r.width > 1):
+        if out.data.ptr % a or st[0] % a or (st[1] != it and r.width > 1) or _overlap(out, x):
             return None
         y = out
     r(x, w._data, y, 1.0, 0.0, stream)
@@ -174,8 +197,9 @@ def dsd_eager(x, w, trans: bool, tf32: bool, out=None):
 def _dsd_sparse(r, x, wdata, out, alpha, beta):
     n = x.shape[0]
     stream = _stream()
-    y = out if (out is not None and _aligned(out, r.out_align)) else None
-    if y is None:  # a fresh array: `out` itself may be contiguous yet misaligned
+    y = out if (out is not None and _aligned(out, r.out_align)
+                and not _overlap(out, x)) else None
+    if y is None:  # a fresh array: `out` may be misaligned, or overlap `x`
         if out is None:
             y = r.outputs.take(stream)
         else:  # a temporary, copied into `out` below
@@ -356,7 +380,7 @@ class _DsdRunner:
         self.scatter(stream)
         plain = alpha == 1 and beta == 0
         y = None
-        if plain and out is not None:
+        if plain and out is not None and not _overlap(out, x):
             o = blas.operand(out)
             y = out if o is not None and not o[2] else None
         if y is None:
@@ -493,7 +517,7 @@ def sdd_eager(a, b_mat, like, tf32: bool):
             like._data.data.device_id != dev):
         return None
     runners = like.__dict__.get("_runners")
-    if runners is None or a.shape[1] == 0:
+    if runners is None or a.shape[1] == 0 or like._structure.nnzb == 0:
         return None
     it = a.dtype.itemsize
     sa, sb = a.strides, b_mat.strides
