@@ -32,18 +32,9 @@ import numbers
 import numpy as np
 
 from . import _dtypes
-from ._arrays import SparseOperand, array_module, backend_of
+from ._arrays import SparseOperand, array_module, backend_of, may_share_memory
 
 # -- helpers ---------------------------------------------------------------------------------
-
-
-def may_share_memory(a, b) -> bool:
-    """Whether two arrays of one backend may overlap in memory (a cheap bounds test)."""
-    if isinstance(a, np.ndarray):
-        return bool(np.may_share_memory(a, b))
-    import cupy
-
-    return bool(cupy.may_share_memory(a, b))
 
 
 def _is_real_dtype(dtype) -> bool:

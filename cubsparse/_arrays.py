@@ -1,5 +1,5 @@
 """Array-module helpers shared by the matrix type and the ops: which backend an array
-belongs to, its module, a host copy."""
+belongs to, its module, whether two arrays may overlap, a host copy."""
 
 from __future__ import annotations
 
@@ -29,6 +29,15 @@ def array_module(backend: str):
     import cupy
 
     return cupy
+
+
+def may_share_memory(a, b) -> bool:
+    """Whether two arrays of one backend may overlap in memory (a cheap bounds test)."""
+    if isinstance(a, np.ndarray):
+        return bool(np.may_share_memory(a, b))
+    import cupy
+
+    return bool(cupy.may_share_memory(a, b))
 
 
 def to_host(array) -> np.ndarray:

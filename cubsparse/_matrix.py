@@ -8,8 +8,8 @@ import weakref
 import numpy as np
 
 from . import _arith, _dtypes, _ops
-from ._arith import may_share_memory as _may_share_memory
 from ._arrays import SparseOperand, array_module, backend_of, to_host
+from ._arrays import may_share_memory as _may_share_memory
 from ._index import Structure
 
 _BACKENDS = ("cpu", "cuda")

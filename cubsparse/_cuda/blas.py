@@ -66,6 +66,17 @@ class Gemm:
                       c_ptr, t, ldc, compute, _GEMM_DEFAULT)
 
 
+def operand_or_copy(arr):
+    """``(arr, address, ld, transposed)`` with :func:`operand`'s layout, for ``arr`` or,
+    where it has neither contiguous rows nor columns, a row-major copy (returned, to live
+    through the call)."""
+    o = operand(arr)
+    if o is None:
+        arr = arr.copy(order="C")
+        o = operand(arr)
+    return (arr, *o)
+
+
 def operand(arr) -> tuple[int, int, bool] | None:
     """``(address, ld, transposed)`` of a 2-D array as a GEMM operand: rows contiguous
     (``[rows][cols]``, ld its row stride) or columns contiguous (stored as the transpose),

@@ -63,23 +63,26 @@ class Outputs:
         arrays = self._arrays
         for i in range(len(arrays)):
             if self._streams[i] == stream and _counts(arrays, i) == self._free[i]:
-                if arrays[i].shape == self._shape:
-                    return arrays[i]
-                # its owner reshaped it in place (``y.shape = ...``) before dropping it
-                arrays[i] = _ndarray()(self._shape, self._dtype)
-                self._free[i] = _counts(arrays, i)
+                if arrays[i].shape != self._shape:
+                    # its owner reshaped it in place (``y.shape = ...``) before dropping it
+                    self._fresh(i, stream)
                 return arrays[i]
         if not self.keep:
             return _ndarray()(self._shape, self._dtype)
         if len(arrays) < KEEP:
             i = len(arrays)
-            arrays.append(_ndarray()(self._shape, self._dtype))
-            self._streams.append(stream)
+            arrays.append(None)
+            self._streams.append(None)
             self._free.append(None)
         else:  # every kept array is in use: replace one, round robin
             i = self._next
             self._next = (i + 1) % KEEP
-            arrays[i] = _ndarray()(self._shape, self._dtype)
-            self._streams[i] = stream
-        self._free[i] = _counts(arrays, i)
+        self._fresh(i, stream)
         return arrays[i]
+
+    def _fresh(self, i: int, stream: int) -> None:
+        """A new array in slot ``i``, with its reference counts while only this cache
+        holds it."""
+        self._arrays[i] = _ndarray()(self._shape, self._dtype)
+        self._streams[i] = stream
+        self._free[i] = _counts(self._arrays, i)

@@ -3,48 +3,28 @@
 A call finds its runner in a small dict on the matrix, keyed by (device, rows, transposed,
 TF32, tuning generation, the dense path's memory limit, thread). A runner is built once:
 the plan (:mod:`.plans`), its device tables, and :class:`~.launch.Launch` objects whose
-constant parameters are packed. The eager call then checks its operands' alignment,
-allocates the output, writes the few parameters that change and launches: no host
-synchronization and no per-call Python work that grows with the layout.
+constant parameters are packed. A call then checks its operands' alignment, takes an
+output (:mod:`.outputs`), writes the few parameters that change and launches: no host
+synchronization and no per-call Python work that grows with the layout. An ``out`` that
+may overlap the dense operand is written through a temporary.
 """
 
 from __future__ import annotations
 
 import functools
-import threading
 from threading import get_ident as _get_ident
 
 import numpy as np
 
 from .. import _options
 from .._arrays import DeviceMismatchError
+from .._arrays import may_share_memory as _overlap
 from . import blas, device, worklists
 from .compile import get_kernel
 from .configs import GENERATION, scatter_config, sdd_tile_shape, transpose_config
 from .launch import Launch
 from .outputs import Outputs
 from .plans import MAX_GRID_Y, plan_dsd, plan_sdd
-
-
-def _overlap(a, b) -> bool:
-    """Whether two arrays' memory ranges overlap (bounds only: True may be a false alarm).
-    A kernel or cuBLAS writing ``out`` while reading an operand that overlaps it gives
-    undefined results, so such an ``out`` is written through a temporary."""
-    lo_a, hi_a = _extent(a)
-    lo_b, hi_b = _extent(b)
-    return lo_a < hi_b and lo_b < hi_a
-
-
-def _extent(arr) -> tuple[int, int]:
-    lo = hi = arr.data.ptr
-    if arr.size == 0:
-        return lo, lo
-    for n, st in zip(arr.shape, arr.strides, strict=True):
-        if st < 0:
-            lo += (n - 1) * st
-        else:
-            hi += (n - 1) * st
-    return lo, hi + arr.dtype.itemsize
 
 
 def _aligned(arr, align: int) -> bool:
@@ -127,11 +107,16 @@ def dsd_plan(x_rows: int, w, trans: bool, tf32: bool):
     return _dsd_runner(x_rows, w, trans, tf32).plan
 
 
+def _key(op: str, dev: int, *call) -> tuple:
+    """A runner's key: the op, the device, what of the call shapes the plan, and the
+    tuning generation, the dense path's memory limit and the thread."""
+    return (op, dev, *call, GENERATION[0], _options.dense_bytes_limit(), _get_ident())
+
+
 def _dsd_runner(n, w, trans, tf32, dev=None):
     dev = device.current() if dev is None else dev
-    key = ("dsd", dev, n, trans, tf32, GENERATION[0], _options.dense_bytes_limit(),
-           threading.get_ident())
-    return _runner(w, key, lambda: _DsdRunner(w, dev, n, trans, tf32))
+    return _runner(w, _key("dsd", dev, n, trans, tf32),
+                   lambda: _DsdRunner(w, dev, n, trans, tf32))
 
 
 def dsd(x, w, trans: bool, out, alpha: float, beta: float, tf32: bool = False):
@@ -166,8 +151,7 @@ def dsd_eager(x, w, trans: bool, tf32: bool, out=None):
     runners = w.__dict__.get("_runners")
     if runners is None:
         return None
-    r = runners.get(("dsd", dev, x.shape[0], trans, tf32, GENERATION[0],
-                     _options.dense_bytes_limit(), _get_ident()))
+    r = runners.get(_key("dsd", dev, x.shape[0], trans, tf32))
     if r is None or not r.width or not x.shape[0]:
         return None
     if out is not None and (out.data.device_id != dev or out.dtype != w._data.dtype
@@ -386,15 +370,12 @@ class _DsdRunner:
         if y is None:
             y = self.outputs.take(stream) if plain else cupy.ndarray(
                 (x.shape[0], self.width), wdata.dtype)
-        xo = blas.operand(x)
-        if xo is None:
-            x = x.copy(order="C")
-            xo = blas.operand(x)
+        x, x_ptr, ldx, x_t = blas.operand_or_copy(x)
         k, m = dense_w.shape
         # X @ W reads the buffer as [k][n]; X @ W.T as [n][k], its transpose
         gemm = blas.Gemm.of(self.plan.dtype, x.shape[0], k if self.trans else m,
-                            x.shape[1], xo[2], self.trans)
-        gemm(xo[0], xo[1], dense_w.data.ptr, m, y.data.ptr, y.strides[0] // self.it, stream)
+                            x.shape[1], x_t, self.trans)
+        gemm(x_ptr, ldx, dense_w.data.ptr, m, y.data.ptr, y.strides[0] // self.it, stream)
         if plain:
             if out is not None and y is not out:
                 out[...] = y
@@ -451,7 +432,12 @@ def sdd_operands(a, b_mat, tf32: bool):
         return (a_src.data.ptr, a_src.strides[0] // it, b_src.data.ptr, b_src.strides[0] // it,
                 False, True, inner_pad, (a_src, b_src))
     # a = x.T (rows of x contiguous) and b = dy are the layer-gradient case: both in place,
-    # a read as [k][m] rows (x's rows), b as [k][n] rows.
+    # a read as [k][m] rows (x's rows), b as [k][n] rows. Tested first, in a few
+    # comparisons: every eager weight gradient of a layer comes here.
+    sa, sb = a.strides, b_mat.strides
+    ap, bp = a.data.ptr, b_mat.data.ptr
+    if sa[0] == it and sb[1] == it and not (sa[1] | sb[0] | ap | bp) & 15:
+        return ap, sa[1] // it, bp, sb[0] // it, True, False, inner, ()
     whole = inner % (16 // it) == 0
     copies = ()
     if _cols(a, it):
@@ -478,9 +464,8 @@ def sdd_plan(a, b_mat, like, tf32: bool):
 
 def _sdd_runner(like, inner, a_km, b_nk, tf32, dev=None):
     dev = device.current() if dev is None else dev
-    key = ("sdd", dev, inner, a_km, b_nk, tf32, GENERATION[0], _options.dense_bytes_limit(),
-           threading.get_ident())
-    return _runner(like, key, lambda: _SddRunner(like, dev, inner, a_km, b_nk, tf32))
+    return _runner(like, _key("sdd", dev, inner, a_km, b_nk, tf32),
+                   lambda: _SddRunner(like, dev, inner, a_km, b_nk, tf32))
 
 
 def sdd(a, b_mat, like, out_data, alpha: float, beta: float, tf32: bool = False):
@@ -519,16 +504,8 @@ def sdd_eager(a, b_mat, like, tf32: bool):
     runners = like.__dict__.get("_runners")
     if runners is None or a.shape[1] == 0 or like._structure.nnzb == 0:
         return None
-    it = a.dtype.itemsize
-    sa, sb = a.strides, b_mat.strides
-    ap, bp = a.data.ptr, b_mat.data.ptr
-    if not tf32 and sa[0] == it and sb[1] == it and not (sa[1] | sb[0] | ap | bp) & 15:
-        # x.T and dy of a layer, both read in place: sdd_operands' first case, inline
-        ops = (ap, sa[1] // it, bp, sb[0] // it, True, False, a.shape[1], ())
-    else:
-        ops = sdd_operands(a, b_mat, tf32)
-    r = runners.get(("sdd", dev, ops[6], ops[4], ops[5], tf32, GENERATION[0],
-                     _options.dense_bytes_limit(), _get_ident()))
+    ops = sdd_operands(a, b_mat, tf32)
+    r = runners.get(_key("sdd", dev, ops[6], ops[4], ops[5], tf32))
     if r is None:
         return None
     stream = _current_stream().ptr
@@ -574,17 +551,12 @@ class _SddRunner:
         if self.plan.path == "dense":
             if _current_stream().is_capturing():  # no cuBLAS in a capture
                 return self.sparse(a, b_mat, ops, data, alpha, beta, stream)
-            ao, bo = blas.operand(a), blas.operand(b_mat)
-            if ao is None:
-                a = a.copy(order="C")
-                ao = blas.operand(a)
-            if bo is None:
-                b_mat = b_mat.copy(order="C")
-                bo = blas.operand(b_mat)
+            a, a_ptr, lda, a_t = blas.operand_or_copy(a)
+            b_mat, b_ptr, ldb, b_t = blas.operand_or_copy(b_mat)
             m, n = a.shape[0], b_mat.shape[1]
             prod = cupy.ndarray((m, n), data.dtype)
-            blas.Gemm.of(self.plan.dtype, m, n, a.shape[1], ao[2], bo[2])(
-                ao[0], ao[1], bo[0], bo[1], prod.data.ptr, n, stream)
+            blas.Gemm.of(self.plan.dtype, m, n, a.shape[1], a_t, b_t)(
+                a_ptr, lda, b_ptr, ldb, prod.data.ptr, n, stream)
             target = data if data.data.ptr % 16 == 0 else cupy.ndarray(data.shape, data.dtype)
             if target is not data and beta != 0:
                 target[...] = data
