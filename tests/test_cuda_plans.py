@@ -10,7 +10,7 @@ import pytest
 from conftest import BACKENDS, poison, to_backend, to_numpy
 
 import cubsparse as cs
-from cubsparse._cuda import dense_model, plans
+from cubsparse._cuda import configs, dense_model, plans, worklists
 
 CUDA = [p for p in BACKENDS if p.values == ("cuda",)]
 SMS = 132  # an H100 / H200
@@ -67,9 +67,33 @@ def test_dense_path_where_the_model_says_so():
     # b = 64 at d = 0.25: sparse wins
     s64 = structure(64, 64, 0.25)
     assert plans.plan_dsd(s64, "float16", 64, 4096, False, False, 90, SMS, 1 << 30).path == "sparse"
-    q = plans.plan_sdd(s, "float16", 8, 4096, True, False, False, 90, 1 << 30)
+    q = plans.plan_sdd(s, "float16", 8, 4096, True, False, False, 90, SMS, 1 << 30)
     assert q.path == "dense"
     assert q.kernel.kernel == "gather_blocks"
+
+
+@pytest.mark.parametrize("b", [16, 32, 64, 128])
+def test_sdd_plan_runs_short_reductions_persistent(b):
+    """A short reduction (the batch of a small-N weight gradient) runs the wgmma sdd on a
+    grid sized to the device, at most one CTA per group; a long one a CTA per group."""
+    s = structure(4096 // b, 4096 // b, 0.25)
+    short = plans.plan_sdd(s, "float16", b, 32, True, False, False, 90, SMS, None)
+    # one slice as deep as the reduction; longer ones in the tile's own slices
+    assert short.kernel == configs.sdd_wgmma_config("float16", b, True, plans.SDD_ONE_SLICE_K)
+    assert f",{plans.SDD_ONE_SLICE_K}>" in short.kernel.name
+    assert plans.plan_sdd(s, "float16", b, 100, True, False, False, 90, SMS, None).kernel == \
+        configs.sdd_wgmma_config("float16", b, True)
+    groups = worklists.group_count(s, short.kernel.group)
+    assert short.grid == min(groups, SMS * short.kernel.persistent) > 0
+    assert f"grid ({short.grid},)" in str(short)
+    assert "persistent" in str(short)
+    long = plans.plan_sdd(s, "float16", b, 4096, True, False, False, 90, SMS, None)
+    assert long.grid == 0
+    assert "persistent" not in str(long)
+    with plans.override(sdd_short=True, grid_limit=3):
+        assert plans.plan_sdd(s, "float16", b, 4096, True, False, False, 90, SMS, None).grid == 3
+    # off Hopper the mma.sync sdd takes a CTA per group
+    assert plans.plan_sdd(s, "float16", b, 32, True, False, False, 80, SMS, None).grid == 0
 
 
 def test_dense_model_has_no_data_for_float64_and_tf32():

@@ -99,30 +99,42 @@ def check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, empty, seed=
         stack.close()
 
 
-# (b, (blocks per CTA, warpgroups along M, along N, stages, flip))
+# (b, (blocks per CTA, warpgroups along M, along N, stages, flip[, k depth]))
 SDD_TILES = [
     (16, (16, 2, 1, 4, True)),   # M = 256: two m64 tiles per warpgroup, N = 16
+    (16, (8, 1, 1, 3, True, 32)),
     (32, (8, 1, 1, 4, True)),    # one warpgroup, four m64 tiles, N = 32
     (32, (4, 2, 1, 3, True)),
+    (32, (4, 2, 1, 3, True, 32)),
     (64, (4, 2, 1, 4, True)),    # flipped 64-row blocks
     (64, (4, 1, 2, 4, False)),   # N = 256 over two warpgroups
     (64, (2, 1, 1, 4, False)),
+    (64, (2, 1, 1, 3, False, 32)),
     (128, (2, 2, 1, 4, False)),  # M = 128 over two warpgroups, N = 256
     (128, (1, 1, 1, 4, False)),  # two m64 tiles in one warpgroup
+    (128, (1, 2, 1, 3, False, 32)),
 ]
 
 
 @pytest.fixture
 def sdd_tile(request, monkeypatch):
+    """The tile for long and short reductions alike."""
     b, cfg = request.param
-    yield from forced_tile(monkeypatch, b, [(tiles.WGMMA_SDD, cfg)])
+    yield from forced_tile(monkeypatch, b, [(tiles.WGMMA_SDD, cfg), (tiles.WGMMA_SDD_SHORT, cfg)])
 
 
 @pytest.mark.parametrize("sdd_tile", SDD_TILES, indirect=True, ids=lambda t: f"b{t[0]}-{t[1]}")
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("n", [1, 77, 300])  # rows of the reduction: one, a partial slice, several
-def test_wgmma_sdd_tiles_match_scipy(backend, sdd_tile, dtype, n):
+@pytest.mark.parametrize("grid", ["group", "persistent"])
+def test_wgmma_sdd_tiles_match_scipy(backend, force, sdd_tile, dtype, n, grid):
+    """A CTA per group, or two CTAs (the short tile's persistent grid, capped) each walking
+    groups of one or several slices."""
     b = sdd_tile
+    if grid == "persistent":
+        force(sdd_short=True, grid_limit=2)
+    else:
+        force(sdd_short=False)
     # 11 block columns: groups of every size up to 8, a partial last group; an empty row.
     rng = np.random.default_rng(n * b)
     lay = rng.random((3, 11)) < 0.6

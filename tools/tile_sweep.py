@@ -1,11 +1,11 @@
-"""Tile-configuration sweep on the device: every candidate tile of each op at N=C=K=4096,
-fp16, density 0.25 (random layout), checked against float32 dense math, CUDA-graph timed
-next to dense cupy.matmul. Prints one table, each candidate's plan under its line; the
-fastest correct tile per (op, b) is what goes into the tables of cubsparse/_cuda/tiles.py
-(bench/NOTES.md keeps the history).
+"""Tile-configuration sweep on the device: every candidate tile of each op at N=C=K=4096
+(or --n, --ck), fp16, density 0.25 (random layout), checked against float32 dense math,
+CUDA-graph timed next to dense cupy.matmul. Prints one table, each candidate's plan under
+its line; the fastest correct tile per (op, b) is what goes into the tables of
+cubsparse/_cuda/tiles.py (bench/NOTES.md keeps the history).
 
     PYTHONPATH=.:tools python3 tools/tile_sweep.py [--wgmma] [--group] [--ws] [--union]
-        [--ops=fwd,bwd,sdd] [--density=0.25] [b ...]
+        [--ops=fwd,bwd,sdd] [--density=0.25] [--n=4096] [--ck=4096] [b ...]
 
 Each candidate runs alone: the mma.sync tiles with the wgmma kernels switched off, a
 wgmma tile with the mma.sync choice as it is. The plan decisions a candidate needs are
@@ -77,18 +77,24 @@ UNION = {
          (2, 1, 2, 4, 3)],
     64: [(2, 2, 2, 4, 1), (2, 1, 2, 4, 2)],
 }
-# Hopper wgmma sdd: (blocks per CTA, warpgroups along M, along N, stages, flip), tried
-# after the mma.sync tiles.
+# Hopper wgmma sdd: (blocks per CTA, warpgroups along M, along N, stages, flip[, k depth]),
+# tried after the mma.sync tiles; set for long and short reductions alike (--n picks which
+# the plan runs).
 WGMMA_SDD = {
     8: [(16, 1, 4, 32, 4)],
-    16: [(16, 2, 1, 4, True), (8, 1, 1, 6, True), (4, 1, 1, 6, True), (8, 2, 1, 6, True)],
+    16: [(16, 2, 1, 4, True), (8, 1, 1, 6, True), (4, 1, 1, 6, True), (8, 2, 1, 6, True),
+         (16, 2, 1, 3, True, 32), (8, 1, 1, 3, True, 32), (8, 2, 1, 3, True, 32)],
     32: [(4, 2, 1, 4, True), (4, 2, 1, 3, True), (4, 2, 1, 5, True), (4, 2, 1, 6, True),
          (4, 1, 1, 4, True), (4, 1, 1, 6, True), (2, 1, 1, 4, True), (2, 1, 1, 6, True),
-         (2, 1, 1, 8, True)],
+         (2, 1, 1, 8, True), (4, 2, 1, 3, True, 32), (4, 2, 1, 4, True, 32),
+         (4, 1, 1, 3, True, 32), (2, 1, 1, 3, True, 32)],
     64: [(2, 1, 1, 4, False), (2, 1, 1, 3, False), (2, 1, 1, 5, False), (2, 1, 1, 6, False),
-         (2, 1, 1, 8, False), (1, 1, 1, 4, False), (1, 1, 1, 6, False), (2, 1, 2, 4, False)],
+         (2, 1, 1, 8, False), (1, 1, 1, 4, False), (1, 1, 1, 6, False), (2, 1, 2, 4, False),
+         (4, 1, 1, 4, False), (4, 1, 2, 4, False), (2, 1, 1, 3, False, 32),
+         (2, 1, 1, 4, False, 32), (1, 1, 1, 3, False, 32), (4, 1, 1, 3, False, 32)],
     128: [(1, 2, 1, 4, False), (1, 2, 1, 3, False), (1, 2, 1, 5, False), (1, 2, 1, 6, False),
-          (1, 1, 1, 3, False), (1, 1, 1, 4, False)],
+          (1, 1, 1, 3, False), (1, 1, 1, 4, False), (2, 1, 2, 4, False), (2, 2, 1, 4, False),
+          (1, 2, 1, 3, False, 32), (1, 1, 1, 3, False, 32), (1, 2, 1, 4, False, 32)],
 }
 SDD = {
     8: [(16, 1, 4, 32, 4)],
@@ -102,8 +108,8 @@ SDD = {
 }
 #: The tables a candidate sets (set_tiles keywords); all but dsd and sdd are switched off
 #: for the block size before each candidate.
-TUNED = ("dsd", "sdd", "wgmma", "wgmma_sdd", "group", "sdd_tile", "wgmma_ws", "wgmma_union",
-         "wgmma_tall")
+TUNED = ("dsd", "sdd", "wgmma", "wgmma_sdd", "wgmma_sdd_short", "group", "sdd_tile",
+         "wgmma_ws", "wgmma_union", "wgmma_tall")
 
 
 def _candidates(op, b, args, saved):
@@ -147,7 +153,7 @@ def _apply(op, b, cfg, saved):
     elif kind == "union":
         configs.set_tiles(wgmma={b: saved["wgmma"][b]}, wgmma_union={b: cfg[1:]})
     elif kind == "wgmma_sdd":
-        configs.set_tiles(wgmma_sdd={b: cfg[1:]})
+        configs.set_tiles(wgmma_sdd={b: cfg[1:]}, wgmma_sdd_short={b: cfg[1:]})
     else:
         configs.set_tiles(**{op if op == "sdd" else "dsd": {b: cfg}})
     # the union kernel reads W's blocks as stored for X @ W
@@ -168,6 +174,8 @@ def main():
     parser.add_argument("--ops", type=lambda v: v.split(","), default=list(OPS),
                         help="comma-separated ops of fwd, bwd, sdd (default: all)")
     parser.add_argument("--density", type=float, default=0.25)
+    parser.add_argument("--n", type=int, default=4096, help="rows of X and dY (default 4096)")
+    parser.add_argument("--ck", type=int, default=4096, help="C = K (default 4096)")
     parser.add_argument("blocks", type=int, nargs="*", default=[16, 32, 64, 128],
                         help="block sizes (default: 16 32 64 128)")
     args = parser.parse_intermixed_args()
@@ -176,8 +184,9 @@ def main():
     rows = []
     saved = {k: dict(tiles.TABLES[k][0]) for k in TUNED}
     for b in blocks:
-        W, xs, dys = setup(b, density)
-        dense = bench(lambda x=xs[0], y=xs[1]: cp.matmul(x, y), reps=50)
+        W, xs, dys = setup(b, density, n=args.n, c=args.ck, k=args.ck)
+        wd = W.toarray()
+        dense = bench(lambda x=xs[0], wd=wd: cp.matmul(x, wd), reps=50)
         for op in ops:
             for cfg in _candidates(op, b, args, saved):
                 with plans.override(**_apply(op, b, cfg, saved)):

@@ -27,6 +27,7 @@ from .tiles import (
     WGMMA_DSD_UNION,
     WGMMA_DSD_WS,
     WGMMA_SDD,
+    WGMMA_SDD_SHORT,
 )
 
 TC_TAGS = {"float16": "F16", "bfloat16": "BF16"}
@@ -218,16 +219,22 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
 
 
 @functools.cache
-def sdd_wgmma_config(dtype, b: int) -> KernelConfig | None:
-    """The Hopper wgmma sdd (X.T @ dY with both read as rows), or None where unused."""
+def sdd_wgmma_config(dtype, b: int, short: bool = False,
+                     k: int | None = None) -> KernelConfig | None:
+    """The Hopper wgmma sdd (X.T @ dY with both read as rows), or None where unused;
+    ``short``: the tile for short reductions, with the CTAs per SM of a persistent grid;
+    ``k``: slices of that depth instead of the tile's."""
     name = dtype_name(dtype)
-    t = WGMMA_SDD.get(b)
+    t = (WGMMA_SDD_SHORT if short else WGMMA_SDD).get(b)
     if name not in TC_TAGS or t is None:
         return None
+    k = k or t.k
     expr = (f"sdd_wgmma<{TC_TAGS[name]},{b},{t.group},{t.wg_m},{t.wg_n},{t.stages},"
-            f"{_b(t.flip)}>")
-    smem = t.stages * (b + t.group * b) * 64 * 2 + 1024
-    return _instance(expr, t.wg_m * t.wg_n * 128, smem, 0, t.group, "sm_90a")
+            f"{_b(t.flip)},{k}>")
+    smem = t.stages * (b + t.group * b) * k * 2 + 1024
+    # CTAs that fit an SM's 228 KiB of shared memory (1 KiB of it reserved per CTA)
+    ctas = max(1, (228 << 10) // (smem + 1024)) if short else 0
+    return _instance(expr, t.wg_m * t.wg_n * 128, smem, 0, t.group, "sm_90a", ctas)
 
 
 @functools.cache
@@ -306,6 +313,8 @@ def _family_configs(fam: str, dt: str, b: int) -> list[KernelConfig]:
                 out.append(reduce_config(dt, b, False, wcfg.group))
     elif fam == "sdd_sm90" and sdd_wgmma_config(dt, b) is not None:
         out.append(sdd_wgmma_config(dt, b))
+        if sdd_wgmma_config(dt, b, True) is not None:
+            out += [sdd_wgmma_config(dt, b, True), sdd_wgmma_config(dt, b, True, 32)]
     elif fam == "sdd":
         out += [sdd_config(dt, b, a, bn) for a in (True, False) for bn in (False, True)]
         out += [sdd_tile_config(dt, b)] if sdd_tile_config(dt, b) is not None else []

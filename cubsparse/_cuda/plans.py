@@ -60,6 +60,15 @@ SM_BYTES_PER_US = 30_000
 MAX_GRID_Y = 65535
 #: Bytes of float32 partial sums a split product may use.
 MAX_WORKSPACE = 256 << 20
+#: Longest reduction (rows of X and dY) for which the wgmma sdd takes its short tile
+#: (tiles.WGMMA_SDD_SHORT) on a grid sized to the device, each CTA walking groups with the
+#: next group's copies in flight while it stores a group. Below it a group is a few
+#: slices, and a CTA per group spends most of its life waiting for its copies and then
+#: for its stores.
+SDD_SHORT_INNER = 128
+#: A reduction this short is one slice of this depth in the short tile (no k padding, half
+#: the shared memory per stage, twice the CTAs per SM).
+SDD_ONE_SLICE_K = 32
 
 
 def split_length(lens: np.ndarray, row_tiles: int, slots: int, shortest: int = 4) -> int:
@@ -102,6 +111,12 @@ def short_pays(cfg: KernelConfig, n: int, n_out: int, sms: int) -> bool:
     return n_out > 0 and -(-n // cfg.rows_per_cta) * n_out < SHORT_FILL * sms
 
 
+def sdd_short_pays(inner: int) -> bool:
+    """The wgmma sdd's reduction is short enough (SDD_SHORT_INNER) for the short tile on a
+    persistent grid."""
+    return inner <= SDD_SHORT_INNER
+
+
 def sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:
     """The tiled sdd beats groups of ``group`` blocks of one block row. Tensor cores: when
     it loads fewer operand columns, (tr + ts) per non-empty tile against 1 + count per
@@ -124,8 +139,8 @@ def sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:
 
 # -- forced decisions ----------------------------------------------------------------------
 _FORCED: dict = {}
-DECISIONS = ("union", "group", "tall", "short", "kn", "sdd_tiled", "split", "grid_limit",
-             "dense")
+DECISIONS = ("union", "group", "tall", "short", "kn", "sdd_tiled", "sdd_short", "split",
+             "grid_limit", "dense")
 
 
 @contextlib.contextmanager
@@ -138,6 +153,9 @@ def override(**decisions):
         Take (or not) the union wgmma dsd, the grouped mma.sync dsd, the tall persistent
         tiles, the short mma.sync / CUDA-core dsd tiles past SMALL_ROWS rows, the tiled
         small-block sdd, wherever one is configured.
+    ``sdd_short`` : bool
+        Run the wgmma sdd's short-reduction tile on a grid sized to the device (each CTA
+        walks groups), or its regular tile with a CTA per group.
     ``kn`` : bool
         X @ W on a wgmma kernel reads W's blocks as stored (else a transposed copy).
     ``split`` : int
@@ -232,14 +250,18 @@ class SddPlan:
     b_nk: bool  # B read as [n][k] rows, else [k][n]
     tf32: bool
     ratio: float | None
+    grid: int = 0  # CTAs of a persistent grid (0: one per tile or group)
 
     def __str__(self) -> str:
         head = f"sampled A @ B, {self.dtype}, b = {self.blocksize}: "
         if self.path == "dense":
             return head + (f"dense (cuBLAS product, then W's blocks gathered; model: sparse "
                            f"{self.ratio:.2f}x dense)")
+        per = (f"{self.kernel.group} block(s) of a block row per "
+               + (f"group, grid ({self.grid},) ({self.kernel.persistent}/SM, persistent)"
+                  if self.grid else "CTA"))
         return head + (f"{self.kernel.name}, " + ("tiles of the block grid" if self.tiled
-                       else f"{self.kernel.group} block(s) of a block row per CTA")
+                       else per)
                        + f", A as {'[k][m]' if self.a_km else '[m][k]'}"
                        + f", B as {'[n][k]' if self.b_nk else '[k][n]'}")
 
@@ -324,9 +346,9 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
 
 
 def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32: bool,
-             arch: int, dense_bytes_limit: int | None = None) -> SddPlan:
+             arch: int, sms: int, dense_bytes_limit: int | None = None) -> SddPlan:
     """The plan of ``(A @ B)`` sampled on the layout, A of ``inner`` columns, read as
-    ``a_km`` / ``b_nk`` say (pure)."""
+    ``a_km`` / ``b_nk`` say (pure); ``arch`` and ``sms`` as for :func:`plan_dsd`."""
     name = dtype_name(dtype)
     tf32 = tf32 and name == "float32"
     tiled = False
@@ -340,10 +362,16 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
             tiled = _decide("sdd_tiled", sdd_tiled_pays, structure, name, b,
                             sdd_config(name, b, a_km, b_nk).group)
         cfg = tcfg if tiled else (wcfg or sdd_config(name, b, a_km, b_nk))
+    grid = 0
+    if cfg is wcfg and _decide("sdd_short", sdd_short_pays, inner):
+        cfg = sdd_wgmma_config(name, b, True, SDD_ONE_SLICE_K if inner <= SDD_ONE_SLICE_K
+                               else None) or cfg
+        if cfg.persistent:
+            grid = min(worklists.group_count(structure, cfg.group), persistent_ctas(cfg, sms))
     dense, ratio = _dense_choice("sampled", structure, name, b, inner, tf32, dense_bytes_limit)
     if dense:
         return SddPlan(name, b, "dense", gather_config(name, b), False, a_km, b_nk, tf32, ratio)
-    return SddPlan(name, b, "sparse", cfg, tiled, a_km, b_nk, tf32, ratio)
+    return SddPlan(name, b, "sparse", cfg, tiled, a_km, b_nk, tf32, ratio, grid)
 
 
 def _itemsize(name: str) -> int:

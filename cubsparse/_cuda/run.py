@@ -519,6 +519,7 @@ class _SddRunner:
         s, b = like._structure, like.blocksize
         dtype = like._data.dtype
         self.plan = p = plan_sdd(s, dtype, b, inner, a_km, b_nk, tf32, device.arch(dev),
+                                 device.sm_count(dev),
                                  None if sparse_only else _options.dense_bytes_limit())
         self.it = dtype.itemsize
         self.outputs = Outputs(like._data.shape, dtype)
@@ -540,9 +541,16 @@ class _SddRunner:
                                                 bmap, None, None, None])
         else:
             groups = worklists.sdd_groups(s, dev, cfg.group)
-            self.main = Launch(get_kernel(cfg), (groups.shape[0],), (cfg.threads,), cfg.smem,
-                               "plplippp" + f + f, [None, None, None, None, inner, groups,
-                                                   s.indices, None, None, None])
+            if cfg.kernel == "sdd_wgmma":  # a grid of p.grid CTAs, each a run of groups
+                self.main = Launch(get_kernel(cfg), (p.grid or groups.shape[0],),
+                                   (cfg.threads,), cfg.smem, "plplipipp" + f + f,
+                                   [None, None, None, None, inner, groups, groups.shape[0],
+                                    s.indices, None, None, None])
+            else:
+                self.main = Launch(get_kernel(cfg), (groups.shape[0],), (cfg.threads,),
+                                   cfg.smem, "plplippp" + f + f,
+                                   [None, None, None, None, inner, groups, s.indices, None,
+                                    None, None])
 
     def __call__(self, a, b_mat, ops, data, alpha, beta, stream):
         """``ops``: :func:`sdd_operands` of ``a`` and ``b_mat``."""

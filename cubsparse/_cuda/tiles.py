@@ -65,13 +65,15 @@ class UnionTile(NamedTuple):
 
 
 class SddWgmmaTile(NamedTuple):
-    """Hopper wgmma sdd; ``flip`` stacks the group's blocks as wgmma's M (b <= 32)."""
+    """Hopper wgmma sdd; ``flip`` stacks the group's blocks as wgmma's M (b <= 32); ``k``
+    rows of the reduction per pipeline stage."""
 
     group: int
     wg_m: int
     wg_n: int
     stages: int
     flip: bool
+    k: int = 64
 
 
 class SddTile(NamedTuple):
@@ -139,6 +141,13 @@ WGMMA_DSD_TALL = {32: PersistentTile(4, 2, 3, 1, 0, True),
 WGMMA_DSD_UNION = {16: UnionTile(16, 2, 2, 4, 1)}
 WGMMA_SDD = {8: None, 16: SddWgmmaTile(16, 2, 1, 4, True), 32: SddWgmmaTile(4, 2, 1, 5, True),
              64: SddWgmmaTile(2, 1, 1, 4, False), 128: SddWgmmaTile(1, 2, 1, 5, False)}
+#: The same for short reductions (plans.sdd_short_pays: a small-N weight gradient), run on a
+#: grid sized to the device. Such a product is bound by storing the blocks: shallow stages
+#: that fit more CTAs per SM beat deep pipelines. A reduction of at most
+#: plans.SDD_ONE_SLICE_K rows takes slices of that depth instead of ``k``.
+WGMMA_SDD_SHORT = {8: None, 16: SddWgmmaTile(16, 2, 1, 3, True, 32),
+                   32: SddWgmmaTile(4, 2, 1, 3, True), 64: SddWgmmaTile(2, 1, 1, 3, False),
+                   128: SddWgmmaTile(1, 2, 1, 3, False)}
 SDD_TILE = {8: SddTile(16, 16, 64, 2, 4, 3)}
 SDD_TILE_SIMT = {8: SddSimtTile(16, 16, 32, 2), 16: SddSimtTile(8, 8, 32, 2)}
 DSD_SIMT = {8: SimtTile(128, 4, 4, 32, 3), 16: SimtTile(128, 8, 4, 16, 3),
@@ -161,6 +170,7 @@ TABLES = {
     "group": (DSD_GROUP, GroupTile), "wgmma": (WGMMA_DSD, WgmmaTile),
     "wgmma_ws": (WGMMA_DSD_WS, PersistentTile), "wgmma_tall": (WGMMA_DSD_TALL, PersistentTile),
     "wgmma_union": (WGMMA_DSD_UNION, UnionTile), "wgmma_sdd": (WGMMA_SDD, SddWgmmaTile),
+    "wgmma_sdd_short": (WGMMA_SDD_SHORT, SddWgmmaTile),
     "sdd_tile": (SDD_TILE, SddTile), "sdd_tile_simt": (SDD_TILE_SIMT, SddSimtTile),
     "simt": (DSD_SIMT, SimtTile), "simt_small": (DSD_SIMT_SMALL, SimtTile),
     "sdd_simt": (SDD_SIMT, SimtTile), "sdd_simt_f64": (SDD_SIMT_F64, SimtTile),

@@ -66,6 +66,12 @@ def dsd_tables(structure, device: int, trans: bool, split: int = 0, group: int =
                          lambda: dsd_host(structure, trans, split, group)[:4])
 
 
+def group_count(structure, group: int) -> int:
+    """Rows of :func:`sdd_groups`' table: runs of <= ``group`` blocks of one block row."""
+    return structure.cached(("sdd_group_count", group), lambda: int(
+        ((np.diff(structure.host_indptr.astype(np.int64)) + group - 1) // group).sum()))
+
+
 def sdd_groups(structure, device: int, group: int):
     """(ngroups, 3) int32 rows (block row, first block, count): runs of <= group blocks."""
 

@@ -133,20 +133,25 @@ __device__ __forceinline__ void mma16816(TF32, float (&d)[4], const unsigned (&a
         "r"(to_tf32(b[0])), "r"(to_tf32(b[1])));
 }
 
-// Epilogue store of two adjacent outputs: alpha * acc + beta * old, one 4- or 8-byte store.
+// Epilogue store of two adjacent outputs: alpha * acc + beta * old, one 4- or 8-byte store
+// (pair_value: the two 16-bit results packed, for a store the caller makes).
 template <class Tag>
-__device__ __forceinline__ void store_pair(Tag tag, u16* dst, float v0, float v1, float alpha,
-                                           float beta) {
-  unsigned* d = (unsigned*)dst;
+__device__ __forceinline__ unsigned pair_value(Tag tag, const u16* dst, float v0, float v1,
+                                               float alpha, float beta) {
   float o0 = 0.f, o1 = 0.f;
   if (beta != 0.f) {
-    const unsigned old = *d;
+    const unsigned old = *(const unsigned*)dst;
     o0 = to_f32(tag, (u16)(old & 0xffff));
     o1 = to_f32(tag, (u16)(old >> 16));
   }
   const u16 r0 = from_f32(tag, beta != 0.f ? alpha * v0 + beta * o0 : alpha * v0);
   const u16 r1 = from_f32(tag, beta != 0.f ? alpha * v1 + beta * o1 : alpha * v1);
-  *d = (unsigned)r0 | ((unsigned)r1 << 16);
+  return (unsigned)r0 | ((unsigned)r1 << 16);
+}
+template <class Tag>
+__device__ __forceinline__ void store_pair(Tag tag, u16* dst, float v0, float v1, float alpha,
+                                           float beta) {
+  *(unsigned*)dst = pair_value(tag, dst, v0, v1, alpha, beta);
 }
 __device__ __forceinline__ void store_pair(TF32, float* dst, float v0, float v1, float alpha,
                                            float beta) {

@@ -15,59 +15,65 @@
 //                   cannot fill wgmma's 64-row M, the stacked group can; D holds the
 //                   blocks transposed, and the epilogue transposes pairs through shuffles.
 //
-// Shared-memory layout: each stage holds the two operands as rows of k (64 per stage). An
+// Shared-memory layout: each stage holds the two operands as rows of k (BK per stage). An
 // operand E elements wide is kept as panels of 64 elements (128 bytes per row, 128-byte
 // swizzle), or, when narrower (FLIP's X_r of B = 32 or 16), one panel of E elements in the
 // 64- or 32-byte swizzle: 16-byte chunk c of row k lies at chunk c ^ (address bits 7..).
-// Panels start on 1024-byte boundaries, so the hardware's swizzle and ours agree.
-// The main loop is `wgmma_pipeline` (sm90.cuh), as in dsd_sm90.cu. Copy plan: each thread
-// keeps one 16-byte chunk column of each operand for the whole reduction, so a stage costs
-// a pointer add per copy.
+// Panels start on 1024-byte boundaries, so the hardware's swizzle and ours agree (BK = 32
+// or 64).
+// Copy plan: each thread keeps one 16-byte chunk column of each operand for the whole
+// reduction, so a stage costs a pointer add per copy.
 #include "common.cuh"
 #include "sm90.cuh"
 #include "wgmma.cuh"
 
-// This thread's share of one operand's copies: a fixed chunk column and rows k0 + j*RS.
+// This thread's share of one operand's copies: a fixed chunk column and rows row0 + j*RS
+// of each slice. The shared-memory offsets are fixed; the source column moves with the
+// work item.
 template <int E, int BK, int THREADS>
 struct CopyPlan {
   typedef MnTile<E, BK> Tile;
   static constexpr int RS = THREADS / Tile::CH;  // rows between a thread's copies
   static constexpr int IT = (BK + RS - 1) / RS;  // RS > BK: threads past the slice idle
   static_assert(THREADS % Tile::CH == 0 && (BK % RS == 0 || RS % BK == 0), "copies must tile the slice");
-  const u16* src;  // row k = row0 of the chunk column
-  i64 step;        // RS rows
   int row0;
   unsigned dst[IT];
-  __device__ __forceinline__ CopyPlan(const u16* col, i64 ld, int tid) {
-    const int c = tid % Tile::CH;
+  __device__ __forceinline__ explicit CopyPlan(int tid) {
     row0 = tid / Tile::CH;
-    src = col + (i64)row0 * ld;
-    step = (i64)RS * ld;
 #pragma unroll
-    for (int j = 0; j < IT; ++j) dst[j] = Tile::offset(row0 + j * RS, c);
+    for (int j = 0; j < IT; ++j) dst[j] = Tile::offset(row0 + j * RS, tid % Tile::CH);
   }
-  // Copies slice kt (rows kt*BK ..) into the tile at `tile`; rows past `inner` read zeros.
-  __device__ __forceinline__ void load(unsigned char* tile, int kt, i64 ld, int inner,
-                                       const u16* any) const {
+  // Copies slice kt (rows kt*BK ..) of the chunk column starting at `col` into the tile at
+  // `tile`; rows past `inner` read zeros.
+  __device__ __forceinline__ void load(unsigned char* tile, const u16* col, int kt, i64 ld,
+                                       int inner, const u16* any) const {
     if (RS > BK && row0 >= BK) return;
-    const int k0 = kt * BK;
-    const u16* p = src + (i64)k0 * ld;
+    const int k0 = kt * BK + row0;
+    const u16* p = col + (i64)k0 * ld;
 #pragma unroll
     for (int j = 0; j < IT; ++j) {
-      const bool ok = k0 + row0 + j * RS < inner;
-      cp_async16(tile + dst[j], ok ? p + j * step : any, ok ? 16 : 0);
+      const bool ok = k0 + j * RS < inner;
+      cp_async16(tile + dst[j], ok ? p + (i64)j * RS * ld : any, ok ? 16 : 0);
     }
   }
 };
 
 // WM x WN warpgroups: warpgroup (wm, wn) owns m64 tiles wm*MT .. of D and its NW columns
 // starting at wn*NW.
-template <class Tag, int B, int G, int WM, int WN, int STAGES, bool FLIP>
+//
+// A CTA takes every grid-th group from its own: one group when the grid covers the table,
+// several when the plan sizes the grid to the device (persistent). The pipeline then runs
+// over its groups' slices end to end, so the next group's copies are in flight while a
+// group's MMAs finish and its blocks are stored. That
+// is what a short reduction needs (the batch of a small-N weight gradient: one or two
+// slices per group), where a CTA per group would wait for its copies, then its stores.
+template <class Tag, int B, int G, int WM, int WN, int STAGES, bool FLIP, int BK>
 __global__ void __launch_bounds__(WM* WN * 128)
     sdd_wgmma(const u16* __restrict__ x, i64 ldx, const u16* __restrict__ dy, i64 ldy,
-              int inner, const int* __restrict__ groups, const int* __restrict__ indices,
-              u16* out, float alpha, float beta) {
-  constexpr int BK = 64, THREADS = WM * WN * 128;
+              int inner, const int* __restrict__ groups, int n_groups,
+              const int* __restrict__ indices, u16* out, float alpha, float beta) {
+  constexpr int THREADS = WM * WN * 128;
+  static_assert(BK % 16 == 0, "whole k16 MMA steps per slice");
   constexpr int EA = FLIP ? G * B : B, EB = FLIP ? B : G * B;  // wgmma's M and N extents
   typedef MnTile<EA, BK> TA;
   typedef MnTile<EB, BK> TB;
@@ -80,67 +86,110 @@ __global__ void __launch_bounds__(WM* WN * 128)
   const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;  // launch adds 1 KiB slack
   unsigned char* smem = smem_raw + (base - smem_addr(smem_raw));
 
-  const int r = groups[3 * blockIdx.x], p0 = groups[3 * blockIdx.x + 1];
-  const int cnt = groups[3 * blockIdx.x + 2];
   const int tid = threadIdx.x, wg = tid / 128, lane = tid & 31, wiw = (tid % 128) / 32;
   const int wm = wg / WN, wn = wg % WN;
   const int ktiles = (inner + BK - 1) / BK;
+  // groups blockIdx.x, blockIdx.x + gridDim.x, ...: the CTAs running at any moment hold
+  // neighbouring groups, whose blocks are neighbours in the output
+  const int total = (n_groups - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x * ktiles;
+  auto group_of = [&](int i) { return (int)blockIdx.x + i * (int)gridDim.x; };
 
   // Copy plans: X's chunk column inside block column r; dY's inside block c_g of the group
-  // (members past cnt re-read the first block: never stored).
+  // (members past cnt re-read the first block: never stored). The columns are looked up
+  // when a group's first slice is loaded (slices load in order).
   constexpr int XCH = B / 8, DCH = G * B / 8;
   const int xc = tid % XCH, dc = tid % DCH, g = dc / XCH;
-  const int col = indices[p0 + (g < cnt ? g : 0)];
-  const CopyPlan<B, BK, THREADS> px(x + (i64)r * B + xc * 8, ldx, tid);
-  const CopyPlan<G * B, BK, THREADS> pd(dy + (i64)col * B + (dc % XCH) * 8, ldy, tid);
-  auto load = [&](int stage, int kt) {
+  const CopyPlan<B, BK, THREADS> px(tid);
+  const CopyPlan<G * B, BK, THREADS> pd(tid);
+  const u16* xcol = x;
+  const u16* dcol = dy;
+  int loaded = -1;  // the group whose columns xcol, dcol hold
+  auto load = [&](int stage, int t) {
+    const int i = t / ktiles, kt = t - i * ktiles;
+    if (i != loaded) {
+      const int* grp = groups + 3 * group_of(i);
+      const int r = grp[0], p0 = grp[1], cnt = grp[2];
+      xcol = x + (i64)r * B + xc * 8;
+      dcol = dy + (i64)indices[p0 + (g < cnt ? g : 0)] * B + (dc % XCH) * 8;
+      loaded = i;
+    }
     unsigned char* s = smem + stage * STAGE_BYTES;
-    px.load(s + (FLIP ? TA::BYTES : 0), kt, ldx, inner, x);
-    pd.load(s + (FLIP ? 0 : TA::BYTES), kt, ldy, inner, dy);
+    px.load(s + (FLIP ? TA::BYTES : 0), xcol, kt, ldx, inner, x);
+    pd.load(s + (FLIP ? 0 : TA::BYTES), dcol, kt, ldy, inner, dy);
   };
 
   float acc[MT][NW / 2];
+  auto zero = [&] {
 #pragma unroll
-  for (int m = 0; m < MT; ++m)
+    for (int m = 0; m < MT; ++m)
 #pragma unroll
-    for (int i = 0; i < NW / 2; ++i) acc[m][i] = 0.f;
-
-  wgmma_pipeline<STAGES>(ktiles, acc, load, [&](int stage, int) {
-    const unsigned sA = base + stage * STAGE_BYTES, sB = sA + TA::BYTES;
-#pragma unroll
-    for (int kk = 0; kk < BK / 16; ++kk) {
-      const unsigned long long db = TB::desc(sB, wn * NW / 64, kk);
-#pragma unroll
-      for (int m = 0; m < MT; ++m)
-        Wgmma<Tag, NW, 3>::mma(acc[m], TA::desc(sA, wm * MT + m, kk), db);
-    }
-  });
+      for (int i = 0; i < NW / 2; ++i) acc[m][i] = 0.f;
+  };
 
   // Accumulator layout of m64nN: warp w of the warpgroup holds rows 16w..16w+15; for each
   // 8-column chunk q, registers 4q, 4q+1 are (row lane/4, columns 2*(lane%4) + {0, 1}) and
   // 4q+2, 4q+3 the same columns 8 rows down.
+  // Unflipped (B >= 64): lanes trade words so that each stores 16 bytes (quad_transpose);
+  // four 8-column chunks never straddle two blocks.
+  constexpr bool VEC_STORE = !FLIP && NW % 32 == 0 && B % 32 == 0;
+  auto store = [&](int item) {
+    const int p0 = groups[3 * item + 1], cnt = groups[3 * item + 2];
+    unsigned words[2][4];
 #pragma unroll
-  for (int m = 0; m < MT; ++m)
+    for (int m = 0; m < MT; ++m)
 #pragma unroll
-    for (int q = 0; q < NW / 8; ++q)
+      for (int q = 0; q < NW / 8; ++q)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = (wm * MT + m) * 64 + wiw * 16 + (lane >> 2) + h * 8;
-        const int cl = wn * NW + q * 8 + (lane & 3) * 2;
-        const float v0 = acc[m][4 * q + 2 * h], v1 = acc[m][4 * q + 2 * h + 1];
-        if (!FLIP) {  // D[row][cl]: row of the block, column cl of the group
-          const int gg = cl / B;
-          if (gg < cnt)
-            store_pair(Tag(), out + (i64)(p0 + gg) * (B * B) + row * B + cl % B, v0, v1, alpha,
-                       beta);
-        } else {
-          // D[row][cl] is block (row / B) transposed: store pairs along its rows.
-          float s0, s1;
-          const bool even = transpose_pair(lane, v0, v1, s0, s1);
-          const int re = row - (even ? 0 : 1), gg = re / B;
-          if (gg < cnt)
-            store_pair(Tag(), out + (i64)(p0 + gg) * (B * B) + (cl + (even ? 0 : 1)) * B + re % B,
-                       s0, s1, alpha, beta);
+        for (int h = 0; h < 2; ++h) {
+          const int row = (wm * MT + m) * 64 + wiw * 16 + (lane >> 2) + h * 8;
+          const int cl = wn * NW + q * 8 + (lane & 3) * 2;
+          const float v0 = acc[m][4 * q + 2 * h], v1 = acc[m][4 * q + 2 * h + 1];
+          if (!FLIP) {
+            // D[row][cl]: row of the block, column cl of the group; four chunks of 8
+            // columns at a time, one 16-byte store per lane (below)
+            const int gg = cl / B;
+            const u16* dst = out + (i64)(p0 + gg) * (B * B) + row * B + cl % B;
+            if (!VEC_STORE) {
+              if (gg < cnt) store_pair(Tag(), (u16*)dst, v0, v1, alpha, beta);
+            } else {
+              words[h][q % 4] = gg < cnt ? pair_value(Tag(), dst, v0, v1, alpha, beta) : 0u;
+              if (q % 4 == 3) {
+                // lane l of the quad stores chunk q - 3 + l % 4 of this row: whole 64-byte
+                // runs of the block's rows instead of 16-byte pieces
+                const uint4 v = quad_transpose(lane, words[h]);
+                const int c0 = wn * NW + (q - 3 + (lane & 3)) * 8;
+                if (gg < cnt)
+                  *(uint4*)(out + (i64)(p0 + c0 / B) * (B * B) + row * B + c0 % B) = v;
+              }
+            }
+          } else {
+            // D[row][cl] is block (row / B) transposed: store pairs along its rows.
+            float s0, s1;
+            const bool even = transpose_pair(lane, v0, v1, s0, s1);
+            const int re = row - (even ? 0 : 1), gg = re / B;
+            if (gg < cnt)
+              store_pair(Tag(), out + (i64)(p0 + gg) * (B * B) + (cl + (even ? 0 : 1)) * B +
+                                    re % B,
+                         s0, s1, alpha, beta);
+          }
         }
-      }
+  };
+
+  zero();
+  wgmma_pipeline<STAGES>(
+      total, ktiles, acc, load,
+      [&](int stage, int) {
+        const unsigned sA = base + stage * STAGE_BYTES, sB = sA + TA::BYTES;
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk) {
+          const unsigned long long db = TB::desc(sB, wn * NW / 64, kk);
+#pragma unroll
+          for (int m = 0; m < MT; ++m)
+            Wgmma<Tag, NW, 3>::mma(acc[m], TA::desc(sA, wm * MT + m, kk), db);
+        }
+      },
+      [&](int i) {
+        store(group_of(i));
+        zero();
+      });
 }

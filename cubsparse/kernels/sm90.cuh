@@ -136,35 +136,52 @@ struct MnTile {
 
 // The cp.async + wgmma main loop of the Hopper kernels. STAGES buffers; copies run
 // STAGES - 2 slices ahead and one MMA group stays in flight across iterations (wait_group
-// 1), so a buffer is refilled two iterations after its MMAs were issued, when every
-// warpgroup has waited for them before the barrier. load(stage, slice) issues one slice's
-// copies; mma(stage, slice) issues its wgmmas between the fence and the commit. The
-// accumulators `acc` are pinned around every asynchronous group.
-template <int STAGES, int R, int C, class Load, class Mma>
-__device__ __forceinline__ void wgmma_pipeline(int ktiles, float (&acc)[R][C], Load load, Mma mma) {
+// 1). A buffer is refilled two slices after its MMAs were issued, once every warpgroup has
+// waited for them before the barrier, so the next copies go out before this slice's wait.
+// load(stage, slice) issues one slice's copies; mma(stage, slice) issues its wgmmas
+// between the fence and the commit. The accumulators `acc` are pinned around every
+// asynchronous group.
+//
+// The slices may belong to several tiles of `ktiles` slices each (`total` in all): after
+// a tile's last slice every MMA is waited for and done(tile) runs (the epilogue, which
+// clears `acc` for the next tile) while the next tile's copies are in flight.
+template <int STAGES, int R, int C, class Load, class Mma, class Done>
+__device__ __forceinline__ void wgmma_pipeline(int total, int ktiles, float (&acc)[R][C],
+                                               Load load, Mma mma, Done done) {
   static_assert(STAGES >= 3, "copies run STAGES - 2 slices ahead");
 #pragma unroll
   for (int s = 0; s < STAGES - 2; ++s) {
-    if (s < ktiles) load(s, s);
+    if (s < total) load(s, s);
     cp_async_commit();
   }
-  for (int kt = 0; kt < ktiles; ++kt) {
+  for (int t = 0, kt = 0, tile = 0; t < total; ++t) {
     cp_async_wait<STAGES - 3>();
     fence_proxy_async();  // this thread's copies -> visible to the tensor cores
     __syncthreads();
     keep_in_registers(acc);
     wgmma_fence();
-    mma(kt % STAGES, kt);
+    mma(t % STAGES, t);
     wgmma_commit();
-    wgmma_wait<1>();  // the previous slice's MMAs are done; this one keeps running
-    keep_in_registers(acc);
-    const int nk = kt + STAGES - 2;
-    if (nk < ktiles) load(nk % STAGES, nk);
+    const int nt = t + STAGES - 2;
+    if (nt < total) load(nt % STAGES, nt);
     cp_async_commit();
+    if (++kt == ktiles) {
+      wgmma_wait<0>();
+      keep_in_registers(acc);
+      done(tile++);
+      kt = 0;
+    } else {
+      wgmma_wait<1>();  // the previous slice's MMAs are done; this one keeps running
+      keep_in_registers(acc);
+    }
   }
-  wgmma_wait<0>();
   cp_async_wait<0>();
   keep_in_registers(acc);
+}
+// The same over the slices of one tile.
+template <int STAGES, int R, int C, class Load, class Mma>
+__device__ __forceinline__ void wgmma_pipeline(int ktiles, float (&acc)[R][C], Load load, Mma mma) {
+  wgmma_pipeline<STAGES>(ktiles, ktiles, acc, load, mma, [](int) {});
 }
 
 // One consumer warpgroup's pass over a tile of a persistent kernel: ktiles slices of the
@@ -211,4 +228,25 @@ __device__ __forceinline__ bool transpose_pair(int lane, float v0, float v1, flo
   s0 = even ? v0 : other;
   s1 = even ? other : v1;
   return even;
+}
+
+// Transposes 4 x 4 words within each quad of lanes: lane q holds w[c] for c = 0..3 (in an
+// MMA accumulator, its pair of columns 2q, 2q + 1 of 8-column chunk c) and gets back word
+// q of every lane of its quad, in lane order (all eight columns of chunk q), for one
+// 16-byte store where there were four 4-byte ones. Indices are resolved by selects: no
+// dynamically indexed registers.
+__device__ __forceinline__ uint4 quad_transpose(int lane, const unsigned (&w)[4]) {
+  const int q = lane & 3;
+  auto word = [&](int c) { return c == 0 ? w[0] : c == 1 ? w[1] : c == 2 ? w[2] : w[3]; };
+  unsigned o[4];
+  o[0] = o[1] = o[2] = o[3] = word(q);
+#pragma unroll
+  for (int r = 1; r < 4; ++r) {
+    // lane q ^ r sends its word q, which this lane keeps as word q ^ r of its chunk
+    const unsigned v = __shfl_xor_sync(0xffffffffu, word(q ^ r), r);
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+      if (c == (q ^ r)) o[c] = v;
+  }
+  return make_uint4(o[0], o[1], o[2], o[3]);
 }
