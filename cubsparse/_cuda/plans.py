@@ -50,8 +50,19 @@ SHORT_FILL = 1.0
 #: The float32 tiled sdd's break-even fill (stored blocks per block of its non-empty tiles).
 SDD_TILE_SIMT_FILL = {8: 0.25, 16: 0.75}
 #: A split adds a launch (dsd_reduce), which costs an eager call about as much host time
-#: as the first: lists are split only where the longest would take longer than this
-#: (microseconds, predicted from its bytes at one SM's share of the memory bandwidth).
+#: as the first, and float32 partial tiles. Lists are split where the kernel would leave SMs
+#: idle: fewer CTAs (work items x row tiles) than SPLIT_FILL x the SMs (SPLIT_FILL_SIMT on
+#: CUDA cores, whose CTAs need more company to hide their latency), or, for a persistent
+#: kernel (which balances its tiles itself), fewer tiles than SPLIT_FILL_PERSISTENT x the
+#: SMs; on tensor cores only where the longest list would take longer than
+#: SPLIT_IDLE_MIN_US, since an eager call of a shorter product is bound by its host time,
+#: which the second launch adds to. Without idle SMs lists are split where the longest
+#: would take longer than SPLIT_MIN_US (microseconds, predicted from its bytes at one SM's
+#: share of the memory bandwidth; persistent kernels never).
+SPLIT_FILL = 1.5
+SPLIT_FILL_SIMT = 4.0
+SPLIT_FILL_PERSISTENT = 0.5
+SPLIT_IDLE_MIN_US = 10.0
 SPLIT_MIN_US = 20.0
 #: One SM's share of the device's memory bandwidth, bytes per microsecond (H100/H200:
 #: 3.3-4.8 TB/s over 132 SMs).
@@ -314,18 +325,25 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
         w_copy = "transpose_blocks" if wcfg is not None else "transpose"
 
     # Long lists are split where there are few CTAs; float64 never (no float32 partials).
+    # Segments of small blocks are longer: their entries carry fewer bytes.
     row_tiles = -(-n // cfg.rows_per_cta)
     split = 0
     if name != "float64" and n <= MAX_GRID_Y * cfg.rows_per_cta:
-        shortest = 4 if tc else max(1, 4096 // (b * b))
+        shortest = max(4, 256 // b) if tc else max(1, 4096 // (b * b))
         slots = max(2, 512 // cfg.threads) * sms
         split = _FORCED.get("split")
         if split is None:
             lens = worklists.list_lengths(structure, trans, cfg.group)
             entry_bytes = (cfg.group * b * b + cfg.rows_per_cta * b) * _itemsize(name)
             longest_us = (int(lens.max()) if lens.size else 0) * entry_bytes / SM_BYTES_PER_US
-            split = (split_length(lens, row_tiles, slots, shortest)
-                     if longest_us > SPLIT_MIN_US else 0)
+            fill = (SPLIT_FILL_PERSISTENT if cfg.persistent else SPLIT_FILL if tc
+                    else SPLIT_FILL_SIMT)
+            idle = lens.size * row_tiles < fill * sms and (
+                not tc or longest_us > SPLIT_IDLE_MIN_US)
+            slow = not cfg.persistent and longest_us > SPLIT_MIN_US
+            split = split_length(lens, row_tiles, slots, shortest) if idle or slow else 0
+            if not split and idle and lens.size and lens.max() > shortest:
+                split = shortest  # more CTAs, where the average list is short already
     work, _, _, red, n_slots = worklists.dsd_host(structure, trans, split, cfg.group)
     if split and (n_slots * n * cfg.group * b * 4 > MAX_WORKSPACE or red.shape[0] > MAX_GRID_Y):
         split = 0
