@@ -57,6 +57,13 @@ def _run() -> int:
                 cs.sampled_matmul(cp.ascontiguousarray(x8.T), dy8, like=W).toarray(), ref8)
             results["sdd b col-major"] = (
                 cs.sampled_matmul(x8.T, cp.asfortranarray(dy8), like=W).toarray(), ref8)
+            # one CTA walking every group: the short-reduction grid's pipeline across groups
+            # (32 rows: one 32-deep slice each; 37: one 64-deep slice)
+            with plans.override(sdd_short=True, grid_limit=1):
+                results["sdd short, one CTA"] = (
+                    cs.sampled_matmul(x8.T, dy8, like=W).toarray(), ref8)
+                results["sdd short 37, one CTA"] = (
+                    cs.sampled_matmul(x.T, dy, like=W).toarray(), (xh.T @ dyh) * mask)
             if dtype != "float64":  # split lists: float32 partial sums + dsd_reduce
                 with plans.override(split=1):
                     results["x@W split"] = (cs.matmul(x, W), xh @ Wd)
