@@ -92,8 +92,9 @@ def test_sdd_plan_runs_short_reductions_persistent(b):
     assert "persistent" not in str(long)
     with plans.override(sdd_short=True, grid_limit=3):
         assert plans.plan_sdd(s, "float16", b, 4096, True, False, False, 90, SMS, None).grid == 3
-    # off Hopper the mma.sync sdd takes a CTA per group
+    # off Hopper the mma.sync sdd takes a CTA per group, and so does TF32
     assert plans.plan_sdd(s, "float16", b, 32, True, False, False, 80, SMS, None).grid == 0
+    assert plans.plan_sdd(s, "float32", b, 32, True, False, True, 90, SMS, None).grid == 0
 
 
 def test_dense_model_has_no_data_for_float64_and_tf32():

@@ -369,7 +369,7 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
     ``a_km`` / ``b_nk`` say (pure); ``arch`` and ``sms`` as for :func:`plan_dsd`."""
     name = dtype_name(dtype)
     tf32 = tf32 and name == "float32"
-    tiled = False
+    tiled, wcfg = False, None
     if tf32:  # TF32 reads A[m][k] and B[n][k]
         cfg, a_km, b_nk = sdd_config(name, b, tf32=True), False, True
     else:
