@@ -54,15 +54,17 @@ SDD_TILE_SIMT_FILL = {8: 0.25, 16: 0.75}
 #: idle: fewer CTAs (work items x row tiles) than SPLIT_FILL x the SMs (SPLIT_FILL_SIMT on
 #: CUDA cores, whose CTAs need more company to hide their latency), or, for a persistent
 #: kernel (which balances its tiles itself), fewer tiles than SPLIT_FILL_PERSISTENT x the
-#: SMs; on tensor cores only where the longest list would take longer than
-#: SPLIT_IDLE_MIN_US, since an eager call of a shorter product is bound by its host time,
-#: which the second launch adds to. Without idle SMs lists are split where the longest
-#: would take longer than SPLIT_MIN_US (microseconds, predicted from its bytes at one SM's
-#: share of the memory bandwidth; persistent kernels never).
+#: SMs; and only where the longest list would take longer than SPLIT_IDLE_MIN_US
+#: (SPLIT_IDLE_MIN_US_SIMT on CUDA cores, which the byte model below underestimates: they
+#: are bound by their FMAs), since an eager call of a shorter product is bound by its host
+#: time, which the second launch adds to. Without idle SMs lists are split where the
+#: longest would take longer than SPLIT_MIN_US (persistent kernels never). Times are
+#: microseconds, predicted from a list's bytes at one SM's share of the memory bandwidth.
 SPLIT_FILL = 1.5
 SPLIT_FILL_SIMT = 4.0
 SPLIT_FILL_PERSISTENT = 0.5
-SPLIT_IDLE_MIN_US = 10.0
+SPLIT_IDLE_MIN_US = 15.0
+SPLIT_IDLE_MIN_US_SIMT = 6.0
 SPLIT_MIN_US = 20.0
 #: One SM's share of the device's memory bandwidth, bytes per microsecond (H100/H200:
 #: 3.3-4.8 TB/s over 132 SMs).
@@ -338,12 +340,10 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
             longest_us = (int(lens.max()) if lens.size else 0) * entry_bytes / SM_BYTES_PER_US
             fill = (SPLIT_FILL_PERSISTENT if cfg.persistent else SPLIT_FILL if tc
                     else SPLIT_FILL_SIMT)
-            idle = lens.size * row_tiles < fill * sms and (
-                not tc or longest_us > SPLIT_IDLE_MIN_US)
+            idle = lens.size * row_tiles < fill * sms and longest_us > (
+                SPLIT_IDLE_MIN_US if tc else SPLIT_IDLE_MIN_US_SIMT)
             slow = not cfg.persistent and longest_us > SPLIT_MIN_US
             split = split_length(lens, row_tiles, slots, shortest) if idle or slow else 0
-            if not split and idle and lens.size and lens.max() > shortest:
-                split = shortest  # more CTAs, where the average list is short already
     work, _, _, red, n_slots = worklists.dsd_host(structure, trans, split, cfg.group)
     if split and (n_slots * n * cfg.group * b * 4 > MAX_WORKSPACE or red.shape[0] > MAX_GRID_Y):
         split = 0
