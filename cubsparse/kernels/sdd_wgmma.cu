@@ -131,7 +131,10 @@ __global__ void __launch_bounds__(WM* WN * 128)
   // 4q+2, 4q+3 the same columns 8 rows down.
   // Unflipped (B >= 64): lanes trade words so that each stores 16 bytes (quad_transpose);
   // four 8-column chunks never straddle two blocks.
+  // Flipped: see below; beta != 0 keeps the pair stores, which read the old values.
   constexpr bool VEC_STORE = !FLIP && NW % 32 == 0 && B % 32 == 0;
+  static_assert(!FLIP || NW % 16 == 0, "flipped stores gather four 8 x 8 tiles");
+  const bool flip_vec = FLIP && beta == 0.f;
   auto store = [&](int item) {
     const int p0 = groups[3 * item + 1], cnt = groups[3 * item + 2];
     unsigned words[2][4];
@@ -162,8 +165,23 @@ __global__ void __launch_bounds__(WM* WN * 128)
                   *(uint4*)(out + (i64)(p0 + c0 / B) * (B * B) + row * B + c0 % B) = v;
               }
             }
+          } else if (flip_vec) {
+            // D[row][cl] is block (row / B) transposed. Each 8 x 8 tile of D is transposed
+            // in registers (movmatrix), which leaves every quad holding 16 bytes of one
+            // block row; four tiles (chunks q, halves h) are gathered, and lane l of the
+            // quad stores tile l's (quad_transpose).
+            const int t = (2 * q + h) % 4;
+            words[0][t] = movmatrix_trans(pair_value(Tag(), out, v0, v1, alpha, 0.f));
+            if (t == 3) {
+              const uint4 v = quad_transpose(lane, words[0]);
+              const int f = 2 * q + h - 3 + (lane & 3);  // this lane's tile
+              const int rb = (wm * MT + m) * 64 + wiw * 16 + (f % 2) * 8, gg = rb / B;
+              const int orow = wn * NW + (f / 2) * 8 + (lane >> 2);
+              if (gg < cnt) *(uint4*)(out + (i64)(p0 + gg) * (B * B) + orow * B + rb % B) = v;
+            }
           } else {
-            // D[row][cl] is block (row / B) transposed: store pairs along its rows.
+            // D[row][cl] is block (row / B) transposed: store pairs along its rows (beta
+            // reads the old pairs).
             float s0, s1;
             const bool even = transpose_pair(lane, v0, v1, s0, s1);
             const int re = row - (even ? 0 : 1), gg = re / B;

@@ -230,6 +230,14 @@ __device__ __forceinline__ bool transpose_pair(int lane, float v0, float v1, flo
   return even;
 }
 
+// Transposes an 8 x 8 matrix of 16-bit elements held as an MMA fragment (lane l: row l / 4,
+// columns 2 (l % 4) and 2 (l % 4) + 1, packed low first) into the same layout.
+__device__ __forceinline__ unsigned movmatrix_trans(unsigned a) {
+  unsigned d;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(d) : "r"(a));
+  return d;
+}
+
 // Transposes 4 x 4 words within each quad of lanes: lane q holds w[c] for c = 0..3 (in an
 // MMA accumulator, its pair of columns 2q, 2q + 1 of 8-column chunk c) and gets back word
 // q of every lane of its quad, in lane order (all eight columns of chunk q), for one
