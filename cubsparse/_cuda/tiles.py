@@ -139,7 +139,9 @@ WGMMA_DSD_TALL = {32: PersistentTile(4, 2, 3, 1, 0, True),
 #: Where set, replaces the kernels above when neighbouring output columns share enough
 #: of their lists (plans.union_pays).
 WGMMA_DSD_UNION = {16: UnionTile(16, 2, 2, 4, 1)}
-WGMMA_SDD = {8: None, 16: SddWgmmaTile(16, 2, 1, 4, True), 32: SddWgmmaTile(4, 2, 1, 5, True),
+#: b = 16 and 32 take shallow stages (more CTAs per SM): at C = K >= 8192 their X and dY
+#: slices come from memory, not L2, and want more copies in flight.
+WGMMA_SDD = {8: None, 16: SddWgmmaTile(8, 2, 1, 3, True, 32), 32: SddWgmmaTile(4, 1, 1, 4, True),
              64: SddWgmmaTile(2, 1, 1, 4, False), 128: SddWgmmaTile(1, 2, 1, 5, False)}
 #: The same for short reductions (plans.sdd_short_pays: a small-N weight gradient), run on a
 #: grid sized to the device. Such a product is bound by storing the blocks: shallow stages
