@@ -2,7 +2,9 @@
 
 Uses the machine's ``nvcc`` when present, else NVRTC from the ``nvidia-cuda-nvrtc`` wheel
 (through ctypes). Reports registers, spills and stack frames per kernel and target, and
-exits non-zero on a compile error, or on a spill when ``--no-spills`` is given.
+exits non-zero on a compile error, on a wgmma wait that ptxas had to inject (warning C7517:
+it then waits for every MMA group where the code keeps one in flight), or on a spill when
+``--no-spills`` is given.
 
     python tools/check_kernels.py [--arch sm_80 sm_90a] [--no-spills] [--dtype float16 ...]
 """
@@ -114,7 +116,7 @@ def main(argv=None) -> int:
     lib = None if nvcc else _load_nvrtc()
     print(f"compiler: {nvcc or 'NVRTC (nvidia-cuda-nvrtc wheel)'}")
     configs = _configs.all_configs(dtypes=args.dtype)
-    failed, spilled = [], []
+    failed, spilled, injected = [], [], []
     for arch in args.arch:
         for fam in _configs.FAMILIES:
             names = [c.name for c in configs if c.family == fam and c.arch in (None, arch)]
@@ -134,8 +136,15 @@ def main(argv=None) -> int:
             for k, r in bad.items():
                 spilled.append((arch, k))
                 print(f"  spill: {k}: {r}")
+            waits = [line for line in log.splitlines() if "C7517" in line]
+            if waits:
+                injected.append((arch, fam))
+                print(f"  {len(waits)} injected wgmma wait(s), e.g. {waits[0].strip()}")
     if failed:
         print(f"compile errors in {len(failed)} module(s)")
+        return 1
+    if injected:
+        print(f"ptxas injected wgmma waits in {len(injected)} module(s): {injected}")
         return 1
     if spilled and args.no_spills:
         print(f"{len(spilled)} kernels spill registers")

@@ -175,6 +175,9 @@ __device__ __forceinline__ void wgmma_pipeline(int total, int ktiles, float (&ac
       keep_in_registers(acc);
     }
   }
+  // Nothing is in flight here (the last slice ends a tile), but without this wait ptxas
+  // cannot prove it and waits for every group at each iteration's end instead.
+  wgmma_wait<0>();
   cp_async_wait<0>();
   keep_in_registers(acc);
 }
