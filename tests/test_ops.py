@@ -412,6 +412,29 @@ def test_contiguous_but_misaligned_operands(backend, dtype, n):
     assert_close(out, (S.T @ x64.T).T + 0.5 * old.astype(np.float64), case.dtype, "out=")
 
 
+@pytest.mark.parametrize("b", [16, 32, 64])  # flipped and unflipped blocks of the wgmma sdd
+@pytest.mark.parametrize("beta", [0.0, 0.5])
+@pytest.mark.parametrize("n", [4, 200])  # the short grid, then the regular one
+def test_sampled_matmul_into_misaligned_out(backend, b, beta, n):
+    """``out``'s values a view one element into a buffer: the kernels that store 16-byte
+    vectors write through an aligned stand-in, and beta reads the old values."""
+    layout = np.array([[True, False, True], [True, True, False]])
+    case = Case(b, np.dtype("float16"), layout, seed=12)
+    M, N = case.shape
+    W = case.matrix(backend)
+    x = case.dense((n, M), stream=1)
+    dy = case.dense((n, N), stream=2)
+    old = case.dense((W.nnzb, b, b), stream=3)
+    out = cs.BlockSparseMatrix((misaligned(old, backend), W.indices, W.indptr), shape=W.shape)
+    res = cs.sampled_matmul(to_backend(x, backend).T, to_backend(dy, backend), like=W, out=out,
+                            beta=beta)
+    assert res is out
+    olds = cs.BlockSparseMatrix((old, to_numpy(W.indices), to_numpy(W.indptr)),
+                                shape=W.shape).toarray().astype(np.float64)
+    ref = (x.astype(np.float64).T @ dy.astype(np.float64)) * case.mask64() + beta * olds
+    assert_close(out.toarray(), ref, case.dtype, f"sampled into misaligned out, beta={beta}")
+
+
 @pytest.fixture
 def sparse_kernels_only():
     with cs.options(dense_fallback=False):

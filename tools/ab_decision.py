@@ -86,7 +86,7 @@ def main():
             best, plan = {}, {}
             for _ in range(args.rounds):
                 for v in args.values:
-                    with plans.override(**fixed, **{args.decision: v}):
+                    with plans.override(**{**fixed, args.decision: v}):
                         plan[v] = PLANS[op](w, xs[0], dys[0])
                         err = verify(op, w, xs[1], dys[1])
                         if not err < 2e-2:

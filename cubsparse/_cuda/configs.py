@@ -232,7 +232,9 @@ def sdd_wgmma_config(dtype, b: int, short: bool = False,
     expr = (f"sdd_wgmma<{TC_TAGS[name]},{b},{t.group},{t.wg_m},{t.wg_n},{t.stages},"
             f"{_b(t.flip)},{k}>")
     smem = t.stages * (b + t.group * b) * k * 2 + 1024
-    # CTAs that fit an SM's 228 KiB of shared memory (1 KiB of it reserved per CTA)
+    # CTAs that fit an SM's 228 KiB of shared memory (1 KiB of it reserved per CTA); where
+    # registers allow fewer at once, the grid runs in more than one wave (the measured
+    # tiles were chosen with it so)
     ctas = max(1, (228 << 10) // (smem + 1024)) if short else 0
     return _instance(expr, t.wg_m * t.wg_n * 128, smem, 0, t.group, "sm_90a", ctas)
 

@@ -46,6 +46,18 @@ def _held(arr):
     return arr
 
 
+def _aligned_target(data, beta: float):
+    """``data``, or where its address is not 16-byte aligned (a view into a larger buffer)
+    a stand-in that is, for kernels that store 16-byte vectors; it holds ``data``'s values
+    where ``beta`` reads them, and the caller copies it back."""
+    if data.data.ptr % 16 == 0:
+        return data
+    target = _held(_cupy().ndarray(data.shape, data.dtype))
+    if beta != 0:
+        target[...] = data
+    return target
+
+
 def _stream() -> int:
     return _current_stream().ptr
 
@@ -524,6 +536,7 @@ class _SddRunner:
         self.it = dtype.itemsize
         self.outputs = Outputs(like._data.shape, dtype)
         cfg = p.kernel
+        self.vec_stores = cfg.kernel == "sdd_wgmma"
         f = "d" if p.dtype == "float64" else "f"
         if p.path == "dense":
             # what a capture runs (see _DsdRunner)
@@ -565,22 +578,24 @@ class _SddRunner:
             prod = cupy.ndarray((m, n), data.dtype)
             blas.Gemm.of(self.plan.dtype, m, n, a.shape[1], a_t, b_t)(
                 a_ptr, lda, b_ptr, ldb, prod.data.ptr, n, stream)
-            target = data if data.data.ptr % 16 == 0 else cupy.ndarray(data.shape, data.dtype)
-            if target is not data and beta != 0:
-                target[...] = data
+            target = _aligned_target(data, beta)  # the gather writes 16-byte vectors
             v[0].value = prod.data.ptr
             v[4].value = target.data.ptr
             v[5].value = alpha
             v[6].value = beta
             self.main(stream)
-            if target is not data:  # the gather writes 16-byte vectors
+            if target is not data:
                 data[...] = target
             return
+        # the wgmma kernel stores 16-byte vectors
+        target = _aligned_target(data, beta) if self.vec_stores else data
         v[0].value, v[1].value, v[2].value, v[3].value = ops[:4]
-        v[-3].value = data.data.ptr
+        v[-3].value = target.data.ptr
         v[-2].value = alpha
         v[-1].value = beta
         self.main(stream)
+        if target is not data:
+            data[...] = target
 
 
 __all__ = ["dsd", "dsd_plan", "sdd", "sdd_plan"]
