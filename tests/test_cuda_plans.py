@@ -72,6 +72,23 @@ def test_dense_path_where_the_model_says_so():
     assert q.kernel.kernel == "gather_blocks"
 
 
+def test_sdd_groups_cover_every_block_once():
+    """The group table (a CTA's unit of the grouped sdd): runs of at most G blocks of one
+    block row, in order, covering every stored block once; group_count is its length."""
+    s = structure(37, 29, 0.2)
+    for group in (1, 2, 4, 16):
+        t = worklists.sdd_groups_host(s, group)
+        assert worklists.group_count(s, group) == t.shape[0]
+        assert (t[:, 2] >= 1).all()
+        assert (t[:, 2] <= group).all()
+        starts = np.concatenate([[0], np.cumsum(t[:, 2])[:-1]])
+        assert (t[:, 1] == starts).all()  # consecutive runs of the block list
+        assert t[:, 2].sum() == s.nnzb
+        indptr = s.host_indptr
+        assert (t[:, 1] >= indptr[t[:, 0]]).all()  # each run inside its block row
+        assert (t[:, 1] + t[:, 2] <= indptr[t[:, 0] + 1]).all()
+
+
 @pytest.mark.parametrize("b", [16, 32, 64, 128])
 def test_sdd_plan_runs_short_reductions_persistent(b):
     """A short reduction (the batch of a small-N weight gradient) runs the wgmma sdd on a

@@ -21,6 +21,8 @@ import cupy as cp
 from gpu_probe import OPS, PLANS, bench, graph_ms, verify
 
 import cubsparse as cs
+from bench.cases import Case
+from bench.runner import bandwidth_efficiency
 from cubsparse._cuda import plans
 
 
@@ -41,13 +43,6 @@ def copy_gbps() -> float:
     from bench import device
 
     return device.copy_bandwidth(device.get_backend("cuda"))["GBps"]
-
-
-def min_bytes(op: str, w, n: int) -> int:
-    """Bytes each op must move at least: W's blocks, X (or dY) read, the output written."""
-    c, k = w.shape
-    it = w.dtype.itemsize
-    return (w.nnzb * w.blocksize ** 2 + n * (c + k)) * it
 
 
 def main():
@@ -93,8 +88,8 @@ def main():
                             raise AssertionError(f"{op} {args.decision}={v}: error {err:.3g}")
                         t = graph_ms(lambda op=op, w=w, x=xs[0], dy=dys[0]: OPS[op](w, x, dy)) * 1e3
                         best[v] = min(best.get(v, t), t)
-            mb = min_bytes(op, w, n)
-            cells = "  ".join(f"{best[v]:8.1f} {mb / (best[v] * 1e3) / bw:5.2f}"
+            mb = Case(n, ck, ck, b, d, dtype).min_bytes(w.nnzb)
+            cells = "  ".join(f"{best[v]:8.1f} {bandwidth_efficiency(mb, best[v] * 1e-3, bw):5.2f}"
                               for v in args.values)
             print(f"{op:>4} {dtype:>8} {n:5d} {ck:6d} {b:4d} {d:5.2f}  {cells}  {dense:7.1f}",
                   flush=True)

@@ -66,14 +66,9 @@ def dsd_tables(structure, device: int, trans: bool, split: int = 0, group: int =
                          lambda: dsd_host(structure, trans, split, group)[:4])
 
 
-def group_count(structure, group: int) -> int:
-    """Rows of :func:`sdd_groups`' table: runs of <= ``group`` blocks of one block row."""
-    return structure.cached(("sdd_group_count", group), lambda: int(
-        ((np.diff(structure.host_indptr.astype(np.int64)) + group - 1) // group).sum()))
-
-
-def sdd_groups(structure, device: int, group: int):
-    """(ngroups, 3) int32 rows (block row, first block, count): runs of <= group blocks."""
+def sdd_groups_host(structure, group: int) -> np.ndarray:
+    """(ngroups, 3) int32 rows (block row, first block, count): runs of <= group blocks of
+    one block row, on the host."""
 
     def build():
         indptr = structure.host_indptr.astype(np.int64)
@@ -84,9 +79,20 @@ def sdd_groups(structure, device: int, group: int):
         k = np.arange(row.shape[0]) - first_group  # group number within its row
         start = indptr[row] + k * group
         cnt = np.minimum(group, indptr[row + 1] - start)
-        return (np.stack([row, start, cnt], axis=1).astype(np.int32),)
+        return np.stack([row, start, cnt], axis=1).astype(np.int32)
 
-    return device_tables(structure, device, ("sdd", group), build)[0]
+    return structure.cached(("sdd_groups", group), build)
+
+
+def group_count(structure, group: int) -> int:
+    """Rows of :func:`sdd_groups`' table."""
+    return sdd_groups_host(structure, group).shape[0]
+
+
+def sdd_groups(structure, device: int, group: int):
+    """:func:`sdd_groups_host`'s table on ``device``."""
+    return device_tables(structure, device, ("sdd", group),
+                         lambda: (sdd_groups_host(structure, group),))[0]
 
 
 def block_tiles(structure, tr: int, ts: int):
