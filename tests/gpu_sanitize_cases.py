@@ -64,7 +64,7 @@ def _run() -> int:
                     cs.sampled_matmul(x8.T, dy8, like=W).toarray(), ref8)
                 results["sdd short 37, one CTA"] = (
                     cs.sampled_matmul(x.T, dy, like=W).toarray(), (xh.T @ dyh) * mask)
-            if dtype != "float64":  # split lists: float32 partial sums + dsd_reduce
+            if dtype != "float64":  # split lists: float32 partials, added by the last CTA
                 with plans.override(split=1):
                     results["x@W split"] = (cs.matmul(x, W), xh @ Wd)
                     results["dy@W.T split"] = (cs.matmul(dy, W.T), dyh @ Wd.T)

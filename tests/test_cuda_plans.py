@@ -89,6 +89,29 @@ def test_sdd_groups_cover_every_block_once():
         assert (t[:, 1] + t[:, 2] <= indptr[t[:, 0] + 1]).all()
 
 
+@pytest.mark.parametrize(("split", "group"), [(2, 1), (3, 1), (2, 4)])
+def test_dsd_split_table_gives_each_slot_its_list(split, group):
+    """dsd_host with a split: a list's segments cover it in order and take consecutive
+    slots, and segs[slot] names the list's first slot and segment count (what the CTA of
+    the last segment adds up); unsplit lists have no slot."""
+    s = structure(23, 19, 0.3)
+    work, _, _, segs, n_slots = worklists.dsd_host(s, False, split, group)
+    ptr = worklists.lists(s, False, group)[0]
+    assert segs.shape == (n_slots, 2) and n_slots > 0
+    for tile in range(ptr.shape[0] - 1):
+        rows = work[work[:, 0] == tile]
+        rows = rows[np.argsort(rows[:, 1])]
+        assert rows[0, 1] == ptr[tile] and rows[:, 2].sum() == ptr[tile + 1] - ptr[tile]
+        assert (rows[1:, 1] == rows[:-1, 1] + rows[:-1, 2]).all()  # contiguous segments
+        if rows.shape[0] == 1:
+            assert rows[0, 3] == -1
+            continue
+        s0 = rows[0, 3]
+        assert (rows[:, 3] == s0 + np.arange(rows.shape[0])).all()
+        assert (segs[rows[:, 3]] == [s0, rows.shape[0]]).all()
+    assert np.array_equal(np.sort(work[work[:, 3] >= 0, 3]), np.arange(n_slots))
+
+
 @pytest.mark.parametrize("b", [16, 32, 64, 128])
 def test_sdd_plan_runs_short_reductions_persistent(b):
     """A short reduction (the batch of a small-N weight gradient) runs the wgmma sdd on a
@@ -132,8 +155,8 @@ def test_override_forces_and_restores():
         with plans.override(split=2):
             p = plans.plan_dsd(s, "float16", 8, 64, False, False, 90, SMS, 1 << 30)
             assert p.split == 2
-            assert p.reduce is not None
-            assert "split at 2" in str(p)
+            assert p.slots > 0
+            assert "split at 2" in str(p) and "last CTA" in str(p)
     assert plans.forced("dense") is None
     assert plans.forced("split") is None
     with pytest.raises(ValueError, match="unknown plan decisions"), plans.override(colour=True):

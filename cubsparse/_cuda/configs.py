@@ -34,7 +34,7 @@ TC_TAGS = {"float16": "F16", "bfloat16": "BF16"}
 SIMT_TYPES = {"float32": "float", "float64": "double"}
 #: The kernel sources, ``kernels/<family>.cu``: one kernel schedule per file, named after
 #: its kernel (``dense.cu`` holds the dense path's scatter and gather).
-FAMILIES = ("dsd_tc", "dsd_group_tc", "dsd_simt", "dsd_reduce", "sdd_tc", "sdd_tile_tc",
+FAMILIES = ("dsd_tc", "dsd_group_tc", "dsd_simt", "sdd_tc", "sdd_tile_tc",
             "sdd_simt", "sdd_tile_simt", "dsd_wgmma_single", "dsd_wgmma_ws", "dsd_wgmma_tma",
             "dsd_wgmma_union", "transpose_blocks", "sdd_wgmma", "dense")
 #: Groups of kernels for :func:`all_configs` (what ``warmup`` compiles per op).
@@ -158,15 +158,6 @@ def sdd_tile_shape(dtype, b: int) -> tuple[int, int]:
     """(block rows, block columns) of the tiled sdd kernel's tile for ``dtype``."""
     t = SDD_TILE_SIMT[b] if dtype_name(dtype) == "float32" else SDD_TILE[b]
     return t.block_rows, t.block_cols
-
-
-@functools.cache
-def reduce_config(dtype, b: int, tf32: bool = False, group: int = 1) -> KernelConfig:
-    """Adds the segments of split lists (tensor-core dsd only), tiles of ``group`` blocks.
-    float32 partials of IEEE float32 lists add up in the float32-storage (TF32 tag)
-    instance: the reduction itself is plain float32 arithmetic."""
-    tag = TC_TAGS.get(dtype_name(dtype), "TF32" if tf32 else None)
-    return _instance(f"dsd_reduce<{tag},{group * b}>", 256, 0, 0, group)
 
 
 @functools.cache
@@ -297,11 +288,8 @@ def _family_configs(fam: str, dt: str, b: int) -> list[KernelConfig]:
     tf32 = dt == "float32"  # float32 also has the opt-in TF32 kernels
     out = []
     if fam == "dsd":
-        if dt in TC_TAGS or tf32:
-            out.append(reduce_config(dt, b, dt not in TC_TAGS))
         if group_config(dt, b, False) is not None:
             out += [group_config(dt, b, t) for t in (False, True)]
-            out.append(reduce_config(dt, b, False, group_config(dt, b, False).group))
         for small in (False, True):
             out += [dsd_config(dt, b, t, False, small) for t in (False, True)]
             out += [dsd_config(dt, b, True, True, small)] if tf32 else []
@@ -311,8 +299,6 @@ def _family_configs(fam: str, dt: str, b: int) -> list[KernelConfig]:
             out += [wcfg, transpose_config(b), wgmma_config(dt, b, True, union)]
             if not union and WGMMA_DSD_TALL.get(b) is not None:
                 out += [wgmma_config(dt, b, kn, False, True) for kn in (False, True)]
-            if wcfg.group > 1:  # its split lists add up G-block-wide tiles
-                out.append(reduce_config(dt, b, False, wcfg.group))
     elif fam == "sdd_sm90" and sdd_wgmma_config(dt, b) is not None:
         out.append(sdd_wgmma_config(dt, b))
         if sdd_wgmma_config(dt, b, True) is not None:

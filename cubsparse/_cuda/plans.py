@@ -25,7 +25,6 @@ from .configs import (
     dtype_name,
     gather_config,
     group_config,
-    reduce_config,
     scatter_config,
     sdd_config,
     sdd_tile_config,
@@ -49,16 +48,16 @@ TALL_MIN_WAVES = 2
 SHORT_FILL = 1.0
 #: The float32 tiled sdd's break-even fill (stored blocks per block of its non-empty tiles).
 SDD_TILE_SIMT_FILL = {8: 0.25, 16: 0.75}
-#: A split adds a launch (dsd_reduce), which costs an eager call about as much host time
-#: as the first, and float32 partial tiles. Lists are split where the kernel would leave SMs
-#: idle: fewer CTAs (work items x row tiles) than SPLIT_FILL x the SMs (SPLIT_FILL_SIMT on
-#: CUDA cores, whose CTAs need more company to hide their latency), or, for a persistent
-#: kernel (which balances its tiles itself), fewer tiles than SPLIT_FILL_PERSISTENT x the
-#: SMs; and only where the longest list would take longer than SPLIT_IDLE_MIN_US
-#: (SPLIT_IDLE_MIN_US_SIMT on CUDA cores, which the byte model below underestimates: they
-#: are bound by their FMAs), since an eager call of a shorter product is bound by its host
-#: time, which the second launch adds to. Without idle SMs lists are split where the
-#: longest would take longer than SPLIT_MIN_US (persistent kernels never). Times are
+#: A split costs float32 partial tiles and a tail: the CTA that stores a list's last
+#: segment then adds up the list's partials (split_finish in common.cuh), in the same
+#: launch. Lists are split where the kernel would leave SMs idle: fewer CTAs (work items x
+#: row tiles) than SPLIT_FILL x the SMs (SPLIT_FILL_SIMT on CUDA cores, whose CTAs need
+#: more company to hide their latency), or, for a persistent kernel (which balances its
+#: tiles itself), fewer tiles than SPLIT_FILL_PERSISTENT x the SMs; and only where the
+#: longest list would take longer than SPLIT_IDLE_MIN_US (SPLIT_IDLE_MIN_US_SIMT on CUDA
+#: cores, which the byte model below underestimates: they are bound by their FMAs), since
+#: a shorter product gains less than the tail costs. Without idle SMs lists are split where
+#: the longest would take longer than SPLIT_MIN_US (persistent kernels never). Times are
 #: microseconds, predicted from a list's bytes at one SM's share of the memory bandwidth.
 SPLIT_FILL = 1.5
 SPLIT_FILL_SIMT = 4.0
@@ -229,7 +228,6 @@ class DsdPlan:
     split: int  # longest list per CTA, 0: lists whole
     slots: int  # float32 workspace tiles of the split lists
     grid: tuple
-    reduce: KernelConfig | None  # adds the split lists' partial sums
     ratio: float | None  # the dense model's sparse / dense time, where it has one
 
     def __str__(self) -> str:
@@ -245,8 +243,8 @@ class DsdPlan:
         if self.w_copy:
             parts.append(f"W's blocks transposed per call ({self.w_copy})")
         if self.split:
-            parts.append(f"lists split at {self.split} ({self.slots} partial tiles, "
-                         f"{self.reduce.kernel})")
+            parts.append(f"lists split at {self.split} ({self.slots} partial tiles, added "
+                         "by each list's last CTA)")
         return ", ".join(parts)
 
 
@@ -344,23 +342,22 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
                 SPLIT_IDLE_MIN_US if tc else SPLIT_IDLE_MIN_US_SIMT)
             slow = not cfg.persistent and longest_us > SPLIT_MIN_US
             split = split_length(lens, row_tiles, slots, shortest) if idle or slow else 0
-    work, _, _, red, n_slots = worklists.dsd_host(structure, trans, split, cfg.group)
-    if split and (n_slots * n * cfg.group * b * 4 > MAX_WORKSPACE or red.shape[0] > MAX_GRID_Y):
+    work, _, _, _, n_slots = worklists.dsd_host(structure, trans, split, cfg.group)
+    if split and n_slots * n * cfg.group * b * 4 > MAX_WORKSPACE:
         split = 0
-        work, _, _, red, n_slots = worklists.dsd_host(structure, trans, 0, cfg.group)
+        work, _, _, _, n_slots = worklists.dsd_host(structure, trans, 0, cfg.group)
     if not n_slots:  # no list longer than a segment: nothing to add up
         split = 0
     grid = (work.shape[0], row_tiles)
     if cfg.persistent:  # one 1-D grid walks every (work item, row tile)
         grid = (min(grid[0] * grid[1], persistent_ctas(cfg, sms)),)
-    rcfg = reduce_config(name, b, tf32 or name == "float32", cfg.group) if split else None
     dense, ratio = _dense_choice("matmul_t" if trans else "matmul", structure, name, b, n,
                                  tf32, dense_bytes_limit)
     if dense:
         return DsdPlan("X @ W.T" if trans else "X @ W", n, name, b, "dense",
-                       scatter_config(name, b), kn or trans, None, 0, 0, (), None, ratio)
+                       scatter_config(name, b), kn or trans, None, 0, 0, (), ratio)
     return DsdPlan("X @ W.T" if trans else "X @ W", n, name, b, "sparse", cfg, kn or trans,
-                   w_copy, split, n_slots if split else 0, grid, rcfg, ratio)
+                   w_copy, split, n_slots if split else 0, grid, ratio)
 
 
 def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32: bool,

@@ -228,7 +228,7 @@ class _DsdRunner:
         self.eager = bool(p.path == "sparse" and n and self.width and (
             p.kernel.persistent or n <= MAX_GRID_Y * p.kernel.rows_per_cta))
         it = dtype.itemsize
-        # The tensor-core epilogue and dsd_reduce store pairs of outputs.
+        # The tensor-core epilogues store pairs of outputs.
         self.out_align = it if p.dtype == "float64" else 2 * it
         self.b, self.it = b, it
         if p.path == "dense":
@@ -238,45 +238,45 @@ class _DsdRunner:
             self.sparse = _DsdRunner(w, dev, n, trans, tf32, sparse_only=True)
             return
         cfg = p.kernel
-        work, blk, gidx, red = worklists.dsd_tables(s, dev, trans, p.split, cfg.group)
+        work, blk, gidx, segs = worklists.dsd_tables(s, dev, trans, p.split, cfg.group)
         width = cfg.group * b
         self.ws_shape = (p.slots, n, width) if p.slots else None
+        # split lists: a counter per (list, row tile), indexed by the list's first slot
+        self.n_counts = p.slots * -(-n // cfg.rows_per_cta)
         f = "d" if p.dtype == "float64" else "f"  # alpha, beta: float32 but for float64
         if cfg.tma:
-            #   xmap wmap rows xcols wrows work nwork blk gidx y ldy alpha beta ws ws_ld ctr
-            sig = "ttiiipipppl" + f + f + "plp"
+            #   xmap wmap rows xcols wrows work nwork blk gidx y ldy alpha beta
+            #   ws ws_ld segs counts ctr
+            sig = "ttiiipipppl" + f + f + "plppp"
             vals = [None, None, n, w.shape[1] if trans else w.shape[0], None, work,
-                    work.shape[0], blk, gidx, None, None, None, None, 0, n * width, None]
+                    work.shape[0], blk, gidx, None, None, None, None, 0, n * width, segs, 0,
+                    None]
             self.x_box = (min(b, 64), min(cfg.rows_per_cta, 256))
         else:
-            #   x ldx rows [nout] w work [nwork] blk gidx y ldy alpha beta ws ws_ld
+            #   x ldx rows [nout] w work [nwork] blk gidx y ldy alpha beta ws ws_ld segs
+            #   counts
             sig = "pli" + ("i" if cfg.group > 1 else "") + "pp" + ("i" if cfg.persistent else "")
-            sig += "ppplffpl".replace("f", f)
+            sig += "ppplffplpp".replace("f", f)
             vals = [None, None, n] + ([n_out] if cfg.group > 1 else []) + [None, work]
             vals += [work.shape[0]] if cfg.persistent else []
-            vals += [blk, gidx, None, None, None, None, 0, n * width]
+            vals += [blk, gidx, None, None, None, None, 0, n * width, segs, 0]
         self.main = Launch(get_kernel(cfg), p.grid, (cfg.threads,), cfg.smem, sig, vals)
         # parameter slots written per call: W's blocks (unless by tensor map), Y, workspace
         self.i_w = 3 + (cfg.group > 1)
-        self.i_y = sig.index("pl" + f + f) if cfg.tma else len(vals) - 6
-        self.i_ws = len(sig) - (3 if cfg.tma else 2)
+        self.i_y = sig.index("pl" + f + f)
+        self.i_ws = self.i_y + 4  # then ws_ld, segs, counts
+        self.i_counts = self.i_ws + 3
         self.tma = cfg.tma
         self.kn_w = p.reads_w_as_stored and not trans  # W as stored ([k][n]) in X @ W
         self.tcopy = (Launch(get_kernel(transpose_config(b)), (s.nnzb, (b // min(b, 32)) ** 2),
                              (256,), 0, "pp", [None, None])
                       if p.w_copy == "transpose_blocks" and s.nnzb else None)
-        self.reduce = None
-        if p.split:
-            rc = p.reduce
-            self.reduce = Launch(get_kernel(rc), (-(-(n * width // 2) // rc.threads),
-                                                  red.shape[0]), (rc.threads,), 0,
-                                 "plpiplffl", [None, n * width, red, n, None, None, None, None,
-                                               self.width])
         self.stand_in = _cupy().zeros((1, b, b), dtype) if cfg.tma and s.nnzb == 0 else None
         if cfg.tma:  # made now, not inside a stream capture
             device.tile_counter(dev, _stream())
         self._xkey, self._wptr, self._ctr_stream = None, None, None  # set by the first call
         self._ws = {}  # stream -> workspace, where small enough to keep
+        self._counts = {}  # stream -> the split lists' counters (zero between launches)
 
     def _init_dense(self, w, dev):
         s, b = w._structure, w.blocksize
@@ -341,26 +341,22 @@ class _DsdRunner:
         v[i + 1].value = y.strides[0] // it
         v[i + 2].value = alpha
         v[i + 3].value = beta
-        ws = None
-        if self.reduce is not None:
+        if self.n_counts:
             # Launches on one stream run in order, so a stream's calls can share one
-            # workspace: kept where small, else allocated per call.
+            # workspace (kept where small, else allocated per call) and one set of
+            # counters, which each launch leaves at zero.
             ws = self._ws.get(stream)
             if ws is None:
                 ws = cupy.ndarray(self.ws_shape, np.float32)
                 if ws.nbytes <= _KEEP_WORKSPACE:
                     self._ws[stream] = ws
-            _held(ws)  # a kept workspace too: its runner may be dropped
+            counts = self._counts.get(stream)
+            if counts is None:
+                counts = self._counts[stream] = cupy.zeros(self.n_counts, np.int32)
+            _held((ws, counts))  # kept ones too: their runner may be dropped
             v[self.i_ws].value = ws.data.ptr
+            v[self.i_counts].value = counts.data.ptr
         L(stream)
-        if ws is not None:
-            rv = self.reduce.v
-            rv[0].value = ws.data.ptr
-            rv[4].value = y.data.ptr
-            rv[5].value = y.strides[0] // it
-            rv[6].value = alpha
-            rv[7].value = beta
-            self.reduce(stream)
 
     def dense(self, x, wdata, out, alpha, beta):
         """The dense path: W's blocks into the dense buffer (its other elements stay

@@ -31,13 +31,14 @@ def list_lengths(structure, trans: bool, group: int) -> np.ndarray:
 
 
 def dsd_host(structure, trans: bool, split: int = 0, group: int = 1):
-    """(work, blk, gidx, red, n_slots) on the host, built once per layout, split and group.
+    """(work, blk, gidx, segs, n_slots) on the host, built once per layout, split and group.
 
     ``work`` rows are (output tile, first list entry, list length, slot), longest first;
     an output tile is one block, or ``group`` adjacent ones. With ``split`` > 0, lists
     longer than ``split`` are cut into near-equal segments whose partial sums go to
-    ``n_slots`` workspace slots; ``red`` rows (output tile, first slot, segment count)
-    tell dsd_reduce how to add them up.
+    ``n_slots`` workspace slots, a list's segments to consecutive slots; ``segs`` row s is
+    (first slot, segment count) of slot s's list, which tells the CTA that stores a list's
+    last segment which partials to add up, in slot order.
     """
 
     def build():
@@ -54,14 +55,16 @@ def dsd_host(structure, trans: bool, split: int = 0, group: int = 1):
         slot = np.where(nseg[out] > 1, slot0[out] + k, -1)
         order = np.argsort(-length, kind="stable")
         work = np.stack([out, first, length, slot], axis=1)[order].astype(np.int32)
-        red = np.stack([split_blocks, slot0[split_blocks], nseg[split_blocks]], axis=1)
-        return work, blk, gidx, red.astype(np.int32), int(nseg[split_blocks].sum())
+        n_slots = int(nseg[split_blocks].sum())
+        segs = np.stack([np.repeat(slot0[split_blocks], nseg[split_blocks]),
+                         np.repeat(nseg[split_blocks], nseg[split_blocks])], axis=1)
+        return work, blk, gidx, segs.astype(np.int32).reshape(n_slots, 2), n_slots
 
     return structure.cached(("dsd", trans, split, group), build)
 
 
 def dsd_tables(structure, device: int, trans: bool, split: int = 0, group: int = 1):
-    """:func:`dsd_host`'s (work, blk, gidx, red) on ``device``."""
+    """:func:`dsd_host`'s (work, blk, gidx, segs) on ``device``."""
     return device_tables(structure, device, ("dsd", trans, split, group),
                          lambda: dsd_host(structure, trans, split, group)[:4])
 

@@ -480,3 +480,50 @@ __device__ __forceinline__ GroupList<G, CAP> load_group_list(int* s_g, int* s_p,
   return GroupList<G, CAP>{s_g, s_p, s_m, gidx, blk, q0};
 }
 
+
+// ---------------------------------------------------------------------------------------
+// Split lists, added up in the launch that computes them. Where few CTAs run (small N), the
+// host cuts long lists into segments (dsd_copies.cuh). The CTA of a segment stores its
+// float32 partial tile, unscaled, in the segment's workspace slot (slot s, row r, column c
+// of a tile W columns wide at ws[s * ws_stride + r * W + c]), then counts itself in on a
+// counter of its list and row tile. The CTA that arrives last adds the list's partials in
+// slot order and stores the outputs: the order of the sum does not depend on which CTA is
+// last, so the result is bitwise reproducible. That CTA also sets the counter back to zero,
+// so the host zeroes the counters once, not per launch.
+//
+// Called by every storing thread of the CTA (nthreads of them, tid 0 among them) after its
+// partial stores, with sync() a barrier of exactly those threads. segs[slot] is (first
+// slot of the list, segments of the list); counts holds one counter per (first slot, row
+// tile of BM rows). store(r, c, v0, v1) stores the sums of row r, columns c and c + 1 of
+// the tile.
+template <int W, class Sync, class Store>
+__device__ __forceinline__ void split_finish(const float* ws, i64 ws_stride, const int2* segs,
+                                             int* counts, int slot, int row0, int bm,
+                                             int nrows, int tid, int nthreads, Sync sync,
+                                             Store store) {
+  __shared__ int s_last;
+  const int2 sg = segs[slot];
+  __threadfence();  // this thread's partial, before the count that publishes it
+  sync();
+  if (tid == 0) {
+    int* count = counts + (i64)sg.x * ((nrows + bm - 1) / bm) + row0 / bm;
+    const int last = atomicAdd(count, 1) == sg.y - 1;
+    if (last) *count = 0;  // every segment is in: ready for the next launch
+    s_last = last;
+  }
+  sync();
+  if (!s_last) return;
+  __threadfence();  // the other segments' partials, stored before their counts
+  const int rows = min(bm, nrows - row0);
+  for (int e = 2 * tid; e < rows * W; e += 2 * nthreads) {
+    const int r = row0 + e / W, c = e % W;
+    const float* p = ws + (i64)sg.x * ws_stride + (i64)r * W + c;
+    float v0 = 0.f, v1 = 0.f;
+    for (int s = 0; s < sg.y; ++s, p += ws_stride) {  // L2 reads: other CTAs' stores
+      const float2 v = __ldcg((const float2*)p);
+      v0 += v.x;
+      v1 += v.y;
+    }
+    store(r, c, v0, v1);
+  }
+}

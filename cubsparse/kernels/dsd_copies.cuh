@@ -17,8 +17,9 @@
 // list length, partial slot), sorted longest first, so long lists start first and short
 // ones fill in behind them. Where few CTAs run (small N), the host also cuts lists longer
 // than the average work per SM into segments: those write float32 partial products to a
-// workspace slot (slot >= 0), and dsd_reduce adds a block's segments in a fixed order, so
-// the result stays deterministic without atomics.
+// workspace slot (slot >= 0), and the CTA that stores a list's last segment adds them up
+// in slot order in the same launch (split_finish, common.cuh), so the result stays
+// deterministic.
 #pragma once
 #include "common.cuh"
 

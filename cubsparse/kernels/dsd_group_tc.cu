@@ -24,7 +24,8 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     dsd_group_tc(const u16* __restrict__ x, i64 ldx, int nrows, int nout,
                  const u16* __restrict__ w, const int4* __restrict__ work,
                  const int* __restrict__ blk, const int* __restrict__ gidx, u16* y, i64 ldy,
-                 float alpha, float beta, float* ws, i64 ws_stride) {
+                 float alpha, float beta, float* ws, i64 ws_stride,
+                 const int2* __restrict__ segs, int* counts) {
   constexpr int THREADS = WARPS_M * WARPS_N * 32;
   constexpr int WR = BM / WARPS_M, GW = G / WARPS_N;  // a warp's rows and members
   constexpr int MT = WR / 16, NT = B / 8, CH = B / 8;  // m16 tiles, n8 tiles, 16-byte chunks
@@ -166,4 +167,11 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
                 make_float2(v0, v1);
         }
     }
+  if (slot >= 0)
+    split_finish<G * B>(ws, ws_stride, segs, counts, slot, row0, BM, nrows, tid, THREADS,
+                        [] { __syncthreads(); }, [&](int r, int c, float v0, float v1) {
+                          if (grp * G + c / B < nout)  // the last group may be partial
+                            store_pair(Tag(), y + (i64)r * ldy + (i64)grp * G * B + c, v0, v1,
+                                       alpha, beta);
+                        });
 }

@@ -7,14 +7,14 @@
 // output block, TM x TN outputs per thread; the host sizes BM to N (short tiles for few
 // rows, so no FMA is spent on rows that do not exist). X rows must be contiguous and
 // 16-byte aligned (the host copies X otherwise). float32 lists may be split like the
-// tensor-core ones (slot >= 0: float32 partials to the workspace, added by dsd_reduce);
-// float64 lists never are.
+// tensor-core ones (slot >= 0: float32 partials to the workspace, added up by the last
+// segment's CTA, common.cuh); float64 lists never are.
 template <class T, int B, int BM, int TM, int TN, int BK, int STAGES, bool TRANS_W>
 __global__ void __launch_bounds__((BM / TM) * (B / TN))
     dsd_simt(const T* __restrict__ x, i64 ldx, int nrows, const T* __restrict__ w,
              const int4* __restrict__ work, const int* __restrict__ blk,
              const int* __restrict__ gidx, T* y, i64 ldy, T alpha, T beta, float* ws,
-             i64 ws_stride) {
+             i64 ws_stride, const int2* __restrict__ segs, int* counts) {
   typedef SimtTile<T, BM, B, BK, TM, TN, false, TRANS_W> Tile;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* smem = (T*)smem_raw;
@@ -56,4 +56,12 @@ __global__ void __launch_bounds__((BM / TM) * (B / TN))
       *dst = beta != T(0) ? alpha * acc[i][jj] + beta * *dst : alpha * acc[i][jj];
     }
   }
+  if (sizeof(T) == 4 && slot >= 0)  // float64 lists are never split
+    split_finish<B>(ws, ws_stride, segs, counts, slot, row0, BM, nrows, tid, Tile::THREADS,
+                    [] { __syncthreads(); }, [&](int r, int c, float v0, float v1) {
+                      T* dst = y + (i64)r * ldy + (i64)j * B + c;
+                      const T s0 = v0, s1 = v1;
+                      dst[0] = beta != T(0) ? alpha * s0 + beta * dst[0] : alpha * s0;
+                      dst[1] = beta != T(0) ? alpha * s1 + beta * dst[1] : alpha * s1;
+                    });
 }

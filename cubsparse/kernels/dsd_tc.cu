@@ -11,7 +11,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
            const typename Tag::storage* __restrict__ w, const int4* __restrict__ work,
            const int* __restrict__ blk, const int* __restrict__ gidx,
            typename Tag::storage* y, i64 ldy, float alpha, float beta, float* ws,
-           i64 ws_stride) {
+           i64 ws_stride, const int2* __restrict__ segs, int* counts) {
   typedef TcTile<Tag, BM, B, BK, WARPS_M, WARPS_N, false, TRANS_W> Tile;
   typedef typename Tag::storage T;
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -56,4 +56,9 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
           *(float2*)(ws + slot * ws_stride + (i64)r * B + c) =
               make_float2(acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1]);
       }
+  if (slot >= 0)
+    split_finish<B>(ws, ws_stride, segs, counts, slot, row0, BM, nrows, tid, Tile::THREADS,
+                    [] { __syncthreads(); }, [&](int r, int c, float v0, float v1) {
+                      store_pair(Tag(), y + (i64)r * ldy + (i64)j * B + c, v0, v1, alpha, beta);
+                    });
 }

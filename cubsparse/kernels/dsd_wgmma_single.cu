@@ -7,7 +7,7 @@ __global__ void __launch_bounds__(WG * 128)
     dsd_wgmma_single(const u16* __restrict__ x, i64 ldx, int nrows, const u16* __restrict__ wk,
               const int4* __restrict__ work, const int* __restrict__ blk,
               const int* __restrict__ gidx, u16* y, i64 ldy, float alpha, float beta,
-              float* ws, i64 ws_stride) {
+              float* ws, i64 ws_stride, const int2* __restrict__ segs, int* counts) {
   constexpr int THREADS = WG * 128, BM = 64 * MW * WG;
   constexpr int A_BYTES = BM * 128, STAGE_BYTES = (BM + B) * 128;
   extern __shared__ unsigned char smem_raw[];
@@ -39,4 +39,9 @@ __global__ void __launch_bounds__(WG * 128)
         single_mma<Tag, B, MW, KN>(acc, sA, sA + A_BYTES, wg);
       });
   single_store<Tag, B, MW>(acc, wg, tid, row0, nrows, j, slot, y, ldy, alpha, beta, ws, ws_stride);
+  if (slot >= 0)
+    split_finish<B>(ws, ws_stride, segs, counts, slot, row0, BM, nrows, tid, THREADS,
+                    [] { __syncthreads(); }, [&](int r, int c, float v0, float v1) {
+                      store_pair(Tag(), y + (i64)r * ldy + (i64)j * B + c, v0, v1, alpha, beta);
+                    });
 }

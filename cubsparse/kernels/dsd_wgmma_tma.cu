@@ -111,7 +111,8 @@ __global__ void __launch_bounds__(WG * 128 + 32, MINB)
     dsd_wgmma_tma(const __grid_constant__ TmaMap xmap, const __grid_constant__ TmaMap wmap,
                   int nrows, int xcols, int wrows, const int4* __restrict__ work, int nwork,
                   const int* __restrict__ blk, const int* __restrict__ gidx, u16* y, i64 ldy,
-                  float alpha, float beta, float* ws, i64 ws_stride, int* next_tile) {
+                  float alpha, float beta, float* ws, i64 ws_stride,
+                  const int2* __restrict__ segs, int* counts, int* next_tile) {
   constexpr int BK = 64, BM = XN ? XN : 64 * MW * WG, CONSUMERS = WG * 128;
   constexpr int EK = B < BK ? B : BK, EPS = BK / EK, SPE = B / EK;  // per entry / slice
   constexpr int SW = 2 * EK, A_TILE = BM * SW, W_TILE = B * SW, XBOX = BM < 256 ? BM : 256;
@@ -214,11 +215,19 @@ __global__ void __launch_bounds__(WG * 128 + 32, MINB)
           }
       }
     });
+    const int row0 = (t / nwork) * BM;
     if constexpr (XN > 0)
-      rows_n_store<Tag, B, XN>(acc[0], wg, tid, (t / nwork) * BM, nrows, j, slot, y, ldy,
-                               alpha, beta, ws, ws_stride);
+      rows_n_store<Tag, B, XN>(acc[0], wg, tid, row0, nrows, j, slot, y, ldy, alpha, beta, ws,
+                               ws_stride);
     else
-      single_store<Tag, B, MW>(acc, wg, tid, (t / nwork) * BM, nrows, j, slot, y, ldy, alpha,
-                               beta, ws, ws_stride);
+      single_store<Tag, B, MW>(acc, wg, tid, row0, nrows, j, slot, y, ldy, alpha, beta, ws,
+                               ws_stride);
+    if (slot >= 0)
+      split_finish<B>(ws, ws_stride, segs, counts, slot, row0, BM, nrows, tid, CONSUMERS,
+                      [] { named_barrier_sync(2, CONSUMERS); },
+                      [&](int r, int c, float v0, float v1) {
+                        store_pair(Tag(), y + (i64)r * ldy + (i64)j * B + c, v0, v1, alpha,
+                                   beta);
+                      });
   }
 }

@@ -23,7 +23,8 @@ __global__ void __launch_bounds__((CW + 1) * 128, MINB)
     dsd_wgmma_union(const u16* __restrict__ x, i64 ldx, int nrows, int nout,
                     const u16* __restrict__ wk, const int4* __restrict__ work, int nwork,
                     const int* __restrict__ blk, const int* __restrict__ gidx, u16* y, i64 ldy,
-                    float alpha, float beta, float* ws, i64 ws_stride) {
+                    float alpha, float beta, float* ws, i64 ws_stride,
+                    const int2* __restrict__ segs, int* counts) {
   constexpr int BK = 64, BM = 64 * MW, CONSUMERS = CW * 128, GPC = G / CW;
   constexpr int EPS = BK / B, EK = B / 16;  // list entries per slice, k16 steps per entry
   constexpr int W_BYTES = B * BK * 2;       // one member's B tile, K- or N-major
@@ -168,5 +169,13 @@ __global__ void __launch_bounds__((CW + 1) * 128, MINB)
         single_store<Tag, B, MW, G * B>(acc[g], 0, tid, row0, nrows, j, slot, y, ldy, alpha,
                                         beta, ws + i * B, ws_stride);
     }
+    if (slot >= 0)
+      split_finish<G * B>(ws, ws_stride, segs, counts, slot, row0, BM, nrows, tid, CONSUMERS,
+                          [] { named_barrier_sync(2, CONSUMERS); },
+                          [&](int r, int c, float v0, float v1) {
+                            if (grp * G + c / B < nout)  // the last group may be partial
+                              store_pair(Tag(), y + (i64)r * ldy + (i64)grp * G * B + c, v0,
+                                         v1, alpha, beta);
+                          });
   }
 }
