@@ -62,8 +62,8 @@ SDD_TILE_SIMT_FILL = {8: 0.25, 16: 0.75}
 SPLIT_FILL = 1.5
 SPLIT_FILL_SIMT = 4.0
 SPLIT_FILL_PERSISTENT = 0.5
-SPLIT_IDLE_MIN_US = 15.0
-SPLIT_IDLE_MIN_US_SIMT = 6.0
+SPLIT_IDLE_MIN_US = 5.0
+SPLIT_IDLE_MIN_US_SIMT = 2.0
 SPLIT_MIN_US = 20.0
 #: One SM's share of the device's memory bandwidth, bytes per microsecond (H100/H200:
 #: 3.3-4.8 TB/s over 132 SMs).

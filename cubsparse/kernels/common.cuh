@@ -514,16 +514,44 @@ __device__ __forceinline__ void split_finish(const float* ws, i64 ws_stride, con
   sync();
   if (!s_last) return;
   __threadfence();  // the other segments' partials, stored before their counts
-  const int rows = min(bm, nrows - row0);
-  for (int e = 2 * tid; e < rows * W; e += 2 * nthreads) {
-    const int r = row0 + e / W, c = e % W;
-    const float* p = ws + (i64)sg.x * ws_stride + (i64)r * W + c;
-    float v0 = 0.f, v1 = 0.f;
-    for (int s = 0; s < sg.y; ++s, p += ws_stride) {  // L2 reads: other CTAs' stores
-      const float2 v = __ldcg((const float2*)p);
-      v0 += v.x;
-      v1 += v.y;
+  // The tile's rows are contiguous in every slot (rows of W floats): thread tid adds
+  // columns 4 tid.. of the flattened tile, U groups of four at a time, with the loads of
+  // S segments in flight together (this CTA's tail is the launch's: one L2 round trip per
+  // S segments and U vectors, not per element); the sum's order stays slot order.
+  constexpr int U = W >= 32 ? 2 : 1, S = 4;  // small tiles: fewer registers
+  const int total = min(bm, nrows - row0) * W, step = 4 * nthreads;
+  const float* tile = ws + (i64)sg.x * ws_stride + (i64)row0 * W;
+  for (int e0 = 4 * tid; e0 < total; e0 += step * U) {
+    float4 acc[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) acc[u] = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int s0 = 0; s0 < sg.y; s0 += S) {
+      float4 v[S][U];
+#pragma unroll
+      for (int s = 0; s < S; ++s)
+#pragma unroll
+        for (int u = 0; u < U; ++u)  // L2 reads (.cg): other CTAs stored them
+          v[s][u] = s0 + s < sg.y && e0 + u * step < total
+                        ? __ldcg((const float4*)(tile + (i64)(s0 + s) * ws_stride + e0 + u * step))
+                        : make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+      for (int s = 0; s < S; ++s)
+        if (s0 + s < sg.y)
+#pragma unroll
+          for (int u = 0; u < U; ++u) {
+            acc[u].x += v[s][u].x;
+            acc[u].y += v[s][u].y;
+            acc[u].z += v[s][u].z;
+            acc[u].w += v[s][u].w;
+          }
     }
-    store(r, c, v0, v1);
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int e = e0 + u * step;
+      if (e >= total) break;
+      const int r = row0 + e / W, c = e % W;  // W % 4 == 0: the four share a row
+      store(r, c, acc[u].x, acc[u].y);
+      store(r, c + 2, acc[u].z, acc[u].w);
+    }
   }
 }
