@@ -55,8 +55,9 @@ SDD_TILE_SIMT_FILL = {8: 0.25, 16: 0.75}
 #: more company to hide their latency), or, for a persistent kernel (which balances its
 #: tiles itself), fewer tiles than SPLIT_FILL_PERSISTENT x the SMs; and only where the
 #: longest list would take longer than SPLIT_IDLE_MIN_US (SPLIT_IDLE_MIN_US_SIMT on CUDA
-#: cores, which the byte model below underestimates: they are bound by their FMAs), since
-#: a shorter product gains less than the tail costs. Without idle SMs lists are split where
+#: cores, which the byte model below underestimates: they are bound by their FMAs;
+#: SPLIT_IDLE_MIN_US_PERSISTENT for the persistent kernels, whose CTAs already share the
+#: tiles), since a shorter product gains less than the tail costs. Without idle SMs lists are split where
 #: the longest would take longer than SPLIT_MIN_US (persistent kernels never). Times are
 #: microseconds, predicted from a list's bytes at one SM's share of the memory bandwidth.
 SPLIT_FILL = 1.5
@@ -64,6 +65,7 @@ SPLIT_FILL_SIMT = 4.0
 SPLIT_FILL_PERSISTENT = 0.5
 SPLIT_IDLE_MIN_US = 5.0
 SPLIT_IDLE_MIN_US_SIMT = 2.0
+SPLIT_IDLE_MIN_US_PERSISTENT = 15.0
 SPLIT_MIN_US = 20.0
 #: One SM's share of the device's memory bandwidth, bytes per microsecond (H100/H200:
 #: 3.3-4.8 TB/s over 132 SMs).
@@ -339,7 +341,8 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
             fill = (SPLIT_FILL_PERSISTENT if cfg.persistent else SPLIT_FILL if tc
                     else SPLIT_FILL_SIMT)
             idle = lens.size * row_tiles < fill * sms and longest_us > (
-                SPLIT_IDLE_MIN_US if tc else SPLIT_IDLE_MIN_US_SIMT)
+                SPLIT_IDLE_MIN_US_PERSISTENT if cfg.persistent else SPLIT_IDLE_MIN_US if tc
+                else SPLIT_IDLE_MIN_US_SIMT)
             slow = not cfg.persistent and longest_us > SPLIT_MIN_US
             split = split_length(lens, row_tiles, slots, shortest) if idle or slow else 0
     work, _, _, _, n_slots = worklists.dsd_host(structure, trans, split, cfg.group)
