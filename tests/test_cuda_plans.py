@@ -89,6 +89,17 @@ def test_sdd_groups_cover_every_block_once():
         assert (t[:, 1] + t[:, 2] <= indptr[t[:, 0] + 1]).all()
 
 
+def test_split_rule_spares_persistent_kernels_the_short_gate():
+    """Idle SMs split lists from a shorter longest list on CUDA cores (a few microseconds)
+    than on the persistent wgmma kernels, whose CTAs already share the tiles: float32 at
+    N = 1 splits, the persistent float16 kernel at N = 128 does not (A/B on an H100)."""
+    s = structure(4096 // 32, 4096 // 32, 0.1)
+    assert plans.plan_dsd(s, "float32", 32, 1, False, False, 90, SMS, None).split > 0
+    s = structure(4096 // 64, 4096 // 64, 0.1)
+    p = plans.plan_dsd(s, "float16", 64, 128, False, False, 90, SMS, None)
+    assert p.kernel.persistent and p.split == 0
+
+
 @pytest.mark.parametrize(("split", "group"), [(2, 1), (3, 1), (2, 4)])
 def test_dsd_split_table_gives_each_slot_its_list(split, group):
     """dsd_host with a split: a list's segments cover it in order and take consecutive
