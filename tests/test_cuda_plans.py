@@ -123,6 +123,29 @@ def test_dsd_split_table_gives_each_slot_its_list(split, group):
     assert np.array_equal(np.sort(work[work[:, 3] >= 0, 3]), np.arange(n_slots))
 
 
+def test_sdd_plan_takes_the_wide_tile_for_a_wide_w():
+    """b = 128, a reduction too long for the short tile: two blocks per CTA where W has at
+    least SDD_WIDE_MIN_COLS columns and rows, one below; the decision can be forced."""
+    wide = configs.sdd_wgmma_config("float16", 128, wide=True)
+    regular = configs.sdd_wgmma_config("float16", 128)
+    assert wide.group == 2 and regular.group == 1
+    big = structure(plans.SDD_WIDE_MIN_COLS // 128, plans.SDD_WIDE_MIN_COLS // 128, 0.1)
+    small = structure(plans.SDD_WIDE_MIN_COLS // 256, plans.SDD_WIDE_MIN_COLS // 128, 0.1)
+    assert plans.plan_sdd(big, "float16", 128, 4096, True, False, False, 90, SMS).kernel == wide
+    assert plans.plan_sdd(small, "float16", 128, 4096, True, False, False, 90, SMS).kernel == \
+        regular
+    # short reductions keep the short tile; b = 64 has no wide tile
+    assert plans.plan_sdd(big, "float16", 128, 32, True, False, False, 90, SMS).grid > 0
+    assert plans.plan_sdd(big, "float16", 64, 4096, True, False, False, 90, SMS).kernel == \
+        configs.sdd_wgmma_config("float16", 64)
+    with plans.override(sdd_wide=False):
+        assert plans.plan_sdd(big, "bfloat16", 128, 4096, True, False, False, 90,
+                              SMS).kernel == configs.sdd_wgmma_config("bfloat16", 128)
+    with plans.override(sdd_wide=True):
+        assert plans.plan_sdd(small, "float16", 128, 4096, True, False, False, 90,
+                              SMS).kernel == wide
+
+
 @pytest.mark.parametrize("b", [16, 32, 64, 128])
 def test_sdd_plan_runs_short_reductions_persistent(b):
     """A short reduction (the batch of a small-N weight gradient) runs the wgmma sdd on a

@@ -120,7 +120,8 @@ SDD_TILES = [
 def sdd_tile(request, monkeypatch):
     """The tile for long and short reductions alike."""
     b, cfg = request.param
-    yield from forced_tile(monkeypatch, b, [(tiles.WGMMA_SDD, cfg), (tiles.WGMMA_SDD_SHORT, cfg)])
+    yield from forced_tile(monkeypatch, b, [(tiles.WGMMA_SDD, cfg), (tiles.WGMMA_SDD_SHORT, cfg),
+                                            (tiles.WGMMA_SDD_WIDE, cfg)])
 
 
 @pytest.mark.parametrize("sdd_tile", SDD_TILES, indirect=True, ids=lambda t: f"b{t[0]}-{t[1]}")

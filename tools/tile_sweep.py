@@ -97,6 +97,7 @@ WGMMA_SDD = {
          (2, 1, 1, 4, False, 32), (1, 1, 1, 3, False, 32), (4, 1, 1, 3, False, 32)],
     128: [(1, 2, 1, 4, False), (1, 2, 1, 3, False), (1, 2, 1, 5, False), (1, 2, 1, 6, False),
           (1, 1, 1, 3, False), (1, 1, 1, 4, False), (2, 1, 2, 4, False), (2, 2, 1, 4, False),
+          (2, 2, 1, 3, False),
           (1, 2, 1, 3, False, 32), (1, 1, 1, 3, False, 32), (1, 2, 1, 4, False, 32)],
 }
 SDD = {
@@ -111,8 +112,8 @@ SDD = {
 }
 #: The tables a candidate sets (set_tiles keywords); all but dsd and sdd are switched off
 #: for the block size before each candidate.
-TUNED = ("dsd", "sdd", "wgmma", "wgmma_sdd", "wgmma_sdd_short", "group", "sdd_tile",
-         "wgmma_ws", "wgmma_union", "wgmma_tall")
+TUNED = ("dsd", "sdd", "wgmma", "wgmma_sdd", "wgmma_sdd_short", "wgmma_sdd_wide", "group",
+         "sdd_tile", "wgmma_ws", "wgmma_union", "wgmma_tall")
 
 
 def _candidates(op, b, args, saved):

@@ -28,6 +28,7 @@ from .tiles import (
     WGMMA_DSD_WS,
     WGMMA_SDD,
     WGMMA_SDD_SHORT,
+    WGMMA_SDD_WIDE,
 )
 
 TC_TAGS = {"float16": "F16", "bfloat16": "BF16"}
@@ -210,13 +211,13 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
 
 
 @functools.cache
-def sdd_wgmma_config(dtype, b: int, short: bool = False,
-                     k: int | None = None) -> KernelConfig | None:
+def sdd_wgmma_config(dtype, b: int, short: bool = False, k: int | None = None,
+                     wide: bool = False) -> KernelConfig | None:
     """The Hopper wgmma sdd (X.T @ dY with both read as rows), or None where unused;
     ``short``: the tile for short reductions, with the CTAs per SM of a persistent grid;
-    ``k``: slices of that depth instead of the tile's."""
+    ``k``: slices of that depth instead of the tile's; ``wide``: the tile for a wide W."""
     name = dtype_name(dtype)
-    t = (WGMMA_SDD_SHORT if short else WGMMA_SDD).get(b)
+    t = (WGMMA_SDD_SHORT if short else WGMMA_SDD_WIDE if wide else WGMMA_SDD).get(b)
     if name not in TC_TAGS or t is None:
         return None
     k = k or t.k
@@ -301,6 +302,8 @@ def _family_configs(fam: str, dt: str, b: int) -> list[KernelConfig]:
                 out += [wgmma_config(dt, b, kn, False, True) for kn in (False, True)]
     elif fam == "sdd_sm90" and sdd_wgmma_config(dt, b) is not None:
         out.append(sdd_wgmma_config(dt, b))
+        if sdd_wgmma_config(dt, b, wide=True) is not None:
+            out.append(sdd_wgmma_config(dt, b, wide=True))
         if sdd_wgmma_config(dt, b, True) is not None:
             out += [sdd_wgmma_config(dt, b, True), sdd_wgmma_config(dt, b, True, 32)]
     elif fam == "sdd":

@@ -83,6 +83,11 @@ SDD_SHORT_INNER = 128
 #: A reduction this short is one slice of this depth in the short tile (no k padding, half
 #: the shared memory per stage, twice the CTAs per SM).
 SDD_ONE_SLICE_K = 32
+#: Columns and rows of W from which the wgmma sdd's longer reductions take the wide tile
+#: (tiles.WGMMA_SDD_WIDE: two blocks of a block row per CTA, each X slice feeding both).
+#: Measured on an H100 at b = 128: 1.12-1.26x faster at C = K = 8192 and 12288 (N = 256 to
+#: 8192, d = 0.05-0.5), 1.6x slower at C = K = 4096 (N = 4096 and 16384).
+SDD_WIDE_MIN_COLS = 8192
 
 
 def split_length(lens: np.ndarray, row_tiles: int, slots: int, shortest: int = 4) -> int:
@@ -131,6 +136,12 @@ def sdd_short_pays(inner: int) -> bool:
     return inner <= SDD_SHORT_INNER
 
 
+def sdd_wide_pays(structure, b: int) -> bool:
+    """W has at least SDD_WIDE_MIN_COLS columns and rows, where the wgmma sdd's wide tile
+    beats one block per CTA."""
+    return min(structure.block_shape) * b >= SDD_WIDE_MIN_COLS
+
+
 def sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:
     """The tiled sdd beats groups of ``group`` blocks of one block row. Tensor cores: when
     it loads fewer operand columns, (tr + ts) per non-empty tile against 1 + count per
@@ -153,8 +164,8 @@ def sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:
 
 # -- forced decisions ----------------------------------------------------------------------
 _FORCED: dict = {}
-DECISIONS = ("union", "group", "tall", "short", "kn", "sdd_tiled", "sdd_short", "split",
-             "grid_limit", "dense")
+DECISIONS = ("union", "group", "tall", "short", "kn", "sdd_tiled", "sdd_short", "sdd_wide",
+             "split", "grid_limit", "dense")
 
 
 @contextlib.contextmanager
@@ -170,6 +181,9 @@ def override(**decisions):
     ``sdd_short`` : bool
         Run the wgmma sdd's short-reduction tile on a grid sized to the device (each CTA
         walks groups), or its regular tile with a CTA per group.
+    ``sdd_wide`` : bool
+        Take (or not) the wgmma sdd's wide tile for a reduction too long for the short
+        one, wherever one is configured.
     ``kn`` : bool
         X @ W on a wgmma kernel reads W's blocks as stored (else a transposed copy).
     ``split`` : int
@@ -386,6 +400,9 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
                                else None) or cfg
         if cfg.persistent:
             grid = min(worklists.group_count(structure, cfg.group), persistent_ctas(cfg, sms))
+    elif cfg is wcfg and sdd_wgmma_config(name, b, wide=True) is not None and _decide(
+            "sdd_wide", sdd_wide_pays, structure, b):
+        cfg = sdd_wgmma_config(name, b, wide=True)
     dense, ratio = _dense_choice("sampled", structure, name, b, inner, tf32, dense_bytes_limit)
     if dense:
         return SddPlan(name, b, "dense", gather_config(name, b), False, a_km, b_nk, tf32, ratio)

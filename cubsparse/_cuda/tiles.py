@@ -150,6 +150,10 @@ WGMMA_SDD = {8: None, 16: SddWgmmaTile(8, 2, 1, 3, True, 32), 32: SddWgmmaTile(4
 WGMMA_SDD_SHORT = {8: None, 16: SddWgmmaTile(16, 2, 1, 3, True, 32),
                    32: SddWgmmaTile(4, 2, 1, 3, True), 64: SddWgmmaTile(2, 1, 1, 3, False),
                    128: SddWgmmaTile(1, 2, 1, 3, False)}
+#: The wide tile for W of at least plans.SDD_WIDE_MIN_COLS columns and rows: a pair of
+#: blocks of a block row per CTA (wgmma N = 256), so each X slice feeds two blocks.
+WGMMA_SDD_WIDE = {8: None, 16: None, 32: None, 64: None,
+                  128: SddWgmmaTile(2, 2, 1, 4, False)}
 SDD_TILE = {8: SddTile(16, 16, 64, 2, 4, 3)}
 SDD_TILE_SIMT = {8: SddSimtTile(16, 16, 32, 2), 16: SddSimtTile(8, 8, 32, 2)}
 DSD_SIMT = {8: SimtTile(128, 4, 4, 32, 3), 16: SimtTile(128, 8, 4, 16, 3),
@@ -173,6 +177,7 @@ TABLES = {
     "wgmma_ws": (WGMMA_DSD_WS, PersistentTile), "wgmma_tall": (WGMMA_DSD_TALL, PersistentTile),
     "wgmma_union": (WGMMA_DSD_UNION, UnionTile), "wgmma_sdd": (WGMMA_SDD, SddWgmmaTile),
     "wgmma_sdd_short": (WGMMA_SDD_SHORT, SddWgmmaTile),
+    "wgmma_sdd_wide": (WGMMA_SDD_WIDE, SddWgmmaTile),
     "sdd_tile": (SDD_TILE, SddTile), "sdd_tile_simt": (SDD_TILE_SIMT, SddSimtTile),
     "simt": (DSD_SIMT, SimtTile), "simt_small": (DSD_SIMT_SMALL, SimtTile),
     "sdd_simt": (SDD_SIMT, SimtTile), "sdd_simt_f64": (SDD_SIMT_F64, SimtTile),
