@@ -555,3 +555,17 @@ __device__ __forceinline__ void split_finish(const float* ws, i64 ws_stride, con
     }
   }
 }
+
+// split_finish for a tile of one output block j (columns j * B ..), stored as pairs.
+template <int B, class Tag, class Sync>
+__device__ __forceinline__ void split_finish_block(Tag, const float* ws, i64 ws_stride,
+                                                   const int2* segs, int* counts, int slot,
+                                                   int row0, int bm, int nrows, int tid,
+                                                   int nthreads, Sync sync,
+                                                   typename Tag::storage* y, i64 ldy, int j,
+                                                   float alpha, float beta) {
+  split_finish<B>(ws, ws_stride, segs, counts, slot, row0, bm, nrows, tid, nthreads, sync,
+                  [&](int r, int c, float v0, float v1) {
+                    store_pair(Tag(), y + (i64)r * ldy + (i64)j * B + c, v0, v1, alpha, beta);
+                  });
+}

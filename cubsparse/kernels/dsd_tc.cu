@@ -57,8 +57,6 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
               make_float2(acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1]);
       }
   if (slot >= 0)
-    split_finish<B>(ws, ws_stride, segs, counts, slot, row0, BM, nrows, tid, Tile::THREADS,
-                    [] { __syncthreads(); }, [&](int r, int c, float v0, float v1) {
-                      store_pair(Tag(), y + (i64)r * ldy + (i64)j * B + c, v0, v1, alpha, beta);
-                    });
+    split_finish_block<B>(Tag(), ws, ws_stride, segs, counts, slot, row0, BM, nrows, tid,
+                          Tile::THREADS, [] { __syncthreads(); }, y, ldy, j, alpha, beta);
 }

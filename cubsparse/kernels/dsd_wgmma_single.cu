@@ -40,8 +40,6 @@ __global__ void __launch_bounds__(WG * 128)
       });
   single_store<Tag, B, MW>(acc, wg, tid, row0, nrows, j, slot, y, ldy, alpha, beta, ws, ws_stride);
   if (slot >= 0)
-    split_finish<B>(ws, ws_stride, segs, counts, slot, row0, BM, nrows, tid, THREADS,
-                    [] { __syncthreads(); }, [&](int r, int c, float v0, float v1) {
-                      store_pair(Tag(), y + (i64)r * ldy + (i64)j * B + c, v0, v1, alpha, beta);
-                    });
+    split_finish_block<B>(Tag(), ws, ws_stride, segs, counts, slot, row0, BM, nrows, tid,
+                          THREADS, [] { __syncthreads(); }, y, ldy, j, alpha, beta);
 }

@@ -223,11 +223,7 @@ __global__ void __launch_bounds__(WG * 128 + 32, MINB)
       single_store<Tag, B, MW>(acc, wg, tid, row0, nrows, j, slot, y, ldy, alpha, beta, ws,
                                ws_stride);
     if (slot >= 0)
-      split_finish<B>(ws, ws_stride, segs, counts, slot, row0, BM, nrows, tid, CONSUMERS,
-                      [] { named_barrier_sync(2, CONSUMERS); },
-                      [&](int r, int c, float v0, float v1) {
-                        store_pair(Tag(), y + (i64)r * ldy + (i64)j * B + c, v0, v1, alpha,
-                                   beta);
-                      });
+      consumers_split_finish<B, CONSUMERS>(Tag(), ws, ws_stride, segs, counts, slot, row0, BM,
+                                           nrows, tid, y, ldy, j, alpha, beta);
   }
 }

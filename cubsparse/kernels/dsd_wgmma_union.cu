@@ -171,7 +171,7 @@ __global__ void __launch_bounds__((CW + 1) * 128, MINB)
     }
     if (slot >= 0)
       split_finish<G * B>(ws, ws_stride, segs, counts, slot, row0, BM, nrows, tid, CONSUMERS,
-                          [] { named_barrier_sync(2, CONSUMERS); },
+                          [] { named_barrier_sync(2, CONSUMERS); },  // consumers only
                           [&](int r, int c, float v0, float v1) {
                             if (grp * G + c / B < nout)  // the last group may be partial
                               store_pair(Tag(), y + (i64)r * ldy + (i64)grp * G * B + c, v0,

@@ -144,3 +144,15 @@ __device__ __forceinline__ void single_store(const float (&acc)[MW][B / 2], int 
               make_float2(acc[m][4 * q + 2 * h], acc[m][4 * q + 2 * h + 1]);
       }
 }
+
+// split_finish_block by the consumer warpgroups of a warp-specialized kernel, which
+// synchronize among themselves on named barrier 2 (the producers may use 1).
+template <int B, int CONSUMERS, class Tag>
+__device__ __forceinline__ void consumers_split_finish(Tag tag, const float* ws, i64 ws_stride,
+                                                       const int2* segs, int* counts, int slot,
+                                                       int row0, int bm, int nrows, int tid,
+                                                       u16* y, i64 ldy, int j, float alpha,
+                                                       float beta) {
+  split_finish_block<B>(tag, ws, ws_stride, segs, counts, slot, row0, bm, nrows, tid, CONSUMERS,
+                        [] { named_barrier_sync(2, CONSUMERS); }, y, ldy, j, alpha, beta);
+}
