@@ -72,8 +72,10 @@ def test_split_with_beta_accumulates(backend, forced_split, dtype, n):
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 @pytest.mark.parametrize("n", [40, 300])  # 300 rows: the persistent wgmma kernels on Hopper
 def test_split_on_two_streams_and_in_a_cuda_graph(backend, forced_split, dtype, n):
-    """Each stream has its own workspace and counters; a captured split product replays
-    correctly after X and W.data change in place (the counters reset inside the graph)."""
+    """Each stream has its own workspace and counters; a split product captured on a stream
+    that never ran one (its counters made inside the capture) replays correctly after X and
+    W.data change in place, and an eager call on that stream between replays is right too
+    (it does not take the graph's counters, whose zeroing only the replays perform)."""
     import cupy
 
     lay = cs.layouts.barabasi_albert(12, 2, seed=7)
@@ -100,11 +102,12 @@ def test_split_on_two_streams_and_in_a_cuda_graph(backend, forced_split, dtype, 
     check(first)
 
     y = cupy.empty((n, 384), dtype)
-    st = streams[0]
+    st = cupy.cuda.Stream(non_blocking=True)  # no split product has run on it
     with st:
         st.begin_capture()
         cs.matmul(x, w, out=y)
         graph = st.end_capture()
+        check(x @ w)  # eager, on the capture stream, before any replay
         for _ in range(3):
             x[...] = rng.standard_normal(x.shape).astype(dtype)
             w.data[...] = rng.standard_normal(w.data.shape).astype(dtype)
@@ -112,3 +115,4 @@ def test_split_on_two_streams_and_in_a_cuda_graph(backend, forced_split, dtype, 
             graph.launch(st)
             st.synchronize()
             check(y)
+            check(x @ w)

@@ -352,7 +352,11 @@ class _DsdRunner:
                     self._ws[stream] = ws
             counts = self._counts.get(stream)
             if counts is None:
-                counts = self._counts[stream] = cupy.zeros(self.n_counts, np.int32)
+                counts = cupy.zeros(self.n_counts, np.int32)
+                # Made inside a capture, its zeroing is only recorded into the graph (each
+                # replay zeroes it): the graph keeps it, and a later call makes its own.
+                if not _current_stream().is_capturing():
+                    self._counts[stream] = counts
             _held((ws, counts))  # kept ones too: their runner may be dropped
             v[self.i_ws].value = ws.data.ptr
             v[self.i_counts].value = counts.data.ptr

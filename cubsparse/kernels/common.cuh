@@ -488,19 +488,21 @@ __device__ __forceinline__ GroupList<G, CAP> load_group_list(int* s_g, int* s_p,
 // of a tile W columns wide at ws[s * ws_stride + r * W + c]), then counts itself in on a
 // counter of its list and row tile. The CTA that arrives last adds the list's partials in
 // slot order and stores the outputs: the order of the sum does not depend on which CTA is
-// last, so the result is bitwise reproducible. That CTA also sets the counter back to zero,
-// so the host zeroes the counters once, not per launch.
+// last, so the result is bitwise reproducible. That CTA also takes its list's count back
+// off the counter (to zero, so the host zeroes the counters once, not per launch; by
+// subtraction, so that a launch overlapping another on the same counters, which launches
+// on one stream never do, spoils that call but leaves the counters right for the next).
 //
 // Called by every storing thread of the CTA (nthreads of them, tid 0 among them) after its
 // partial stores, with sync() a barrier of exactly those threads. segs[slot] is (first
 // slot of the list, segments of the list); counts holds one counter per (first slot, row
-// tile of BM rows). store(r, c, v0, v1) stores the sums of row r, columns c and c + 1 of
-// the tile.
+// tile of BM rows). Only the first `width` columns of the tile exist (a group's last
+// members may not); store(r, c, v0, v1) stores the sums of row r, columns c and c + 1.
 template <int W, class Sync, class Store>
 __device__ __forceinline__ void split_finish(const float* ws, i64 ws_stride, const int2* segs,
                                              int* counts, int slot, int row0, int bm,
-                                             int nrows, int tid, int nthreads, Sync sync,
-                                             Store store) {
+                                             int nrows, int width, int tid, int nthreads,
+                                             Sync sync, Store store) {
   __shared__ int s_last;
   const int2 sg = segs[slot];
   __threadfence();  // this thread's partial, before the count that publishes it
@@ -508,12 +510,14 @@ __device__ __forceinline__ void split_finish(const float* ws, i64 ws_stride, con
   if (tid == 0) {
     int* count = counts + (i64)sg.x * ((nrows + bm - 1) / bm) + row0 / bm;
     const int last = atomicAdd(count, 1) == sg.y - 1;
-    if (last) *count = 0;  // every segment is in: ready for the next launch
+    if (last) {
+      __threadfence();         // the other segments' partials, stored before their counts
+      atomicSub(count, sg.y);  // every segment is in: zero for the next launch
+    }
     s_last = last;
   }
   sync();
   if (!s_last) return;
-  __threadfence();  // the other segments' partials, stored before their counts
   // The tile's rows are contiguous in every slot (rows of W floats): thread tid adds
   // columns 4 tid.. of the flattened tile, U groups of four at a time, with the loads of
   // S segments in flight together (this CTA's tail is the launch's: one L2 round trip per
@@ -526,12 +530,12 @@ __device__ __forceinline__ void split_finish(const float* ws, i64 ws_stride, con
 #pragma unroll
     for (int u = 0; u < U; ++u) acc[u] = make_float4(0.f, 0.f, 0.f, 0.f);
     for (int s0 = 0; s0 < sg.y; s0 += S) {
-      float4 v[S][U];
+      float4 v[S][U];  // columns past `width` (never stored) read as zeros, then dropped
 #pragma unroll
       for (int s = 0; s < S; ++s)
 #pragma unroll
         for (int u = 0; u < U; ++u)  // L2 reads (.cg): other CTAs stored them
-          v[s][u] = s0 + s < sg.y && e0 + u * step < total
+          v[s][u] = s0 + s < sg.y && e0 + u * step < total && (e0 + u * step) % W < width
                         ? __ldcg((const float4*)(tile + (i64)(s0 + s) * ws_stride + e0 + u * step))
                         : make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
@@ -550,6 +554,7 @@ __device__ __forceinline__ void split_finish(const float* ws, i64 ws_stride, con
       const int e = e0 + u * step;
       if (e >= total) break;
       const int r = row0 + e / W, c = e % W;  // W % 4 == 0: the four share a row
+      if (c >= width) continue;
       store(r, c, acc[u].x, acc[u].y);
       store(r, c + 2, acc[u].z, acc[u].w);
     }
@@ -564,7 +569,7 @@ __device__ __forceinline__ void split_finish_block(Tag, const float* ws, i64 ws_
                                                    int nthreads, Sync sync,
                                                    typename Tag::storage* y, i64 ldy, int j,
                                                    float alpha, float beta) {
-  split_finish<B>(ws, ws_stride, segs, counts, slot, row0, bm, nrows, tid, nthreads, sync,
+  split_finish<B>(ws, ws_stride, segs, counts, slot, row0, bm, nrows, B, tid, nthreads, sync,
                   [&](int r, int c, float v0, float v1) {
                     store_pair(Tag(), y + (i64)r * ldy + (i64)j * B + c, v0, v1, alpha, beta);
                   });

@@ -168,10 +168,11 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
         }
     }
   if (slot >= 0)
-    split_finish<G * B>(ws, ws_stride, segs, counts, slot, row0, BM, nrows, tid, THREADS,
-                        [] { __syncthreads(); }, [&](int r, int c, float v0, float v1) {
-                          if (grp * G + c / B < nout)  // the last group may be partial
-                            store_pair(Tag(), y + (i64)r * ldy + (i64)grp * G * B + c, v0, v1,
-                                       alpha, beta);
+    split_finish<G * B>(ws, ws_stride, segs, counts, slot, row0, BM, nrows,
+                        min(G, nout - grp * G) * B,  // the last group may be partial
+                        tid, THREADS, [] { __syncthreads(); },
+                        [&](int r, int c, float v0, float v1) {
+                          store_pair(Tag(), y + (i64)r * ldy + (i64)grp * G * B + c, v0, v1,
+                                     alpha, beta);
                         });
 }

@@ -57,7 +57,7 @@ __global__ void __launch_bounds__((BM / TM) * (B / TN))
     }
   }
   if (sizeof(T) == 4 && slot >= 0)  // float64 lists are never split
-    split_finish<B>(ws, ws_stride, segs, counts, slot, row0, BM, nrows, tid, Tile::THREADS,
+    split_finish<B>(ws, ws_stride, segs, counts, slot, row0, BM, nrows, B, tid, Tile::THREADS,
                     [] { __syncthreads(); }, [&](int r, int c, float v0, float v1) {
                       T* dst = y + (i64)r * ldy + (i64)j * B + c;
                       const T s0 = v0, s1 = v1;

@@ -159,6 +159,9 @@ __global__ void __launch_bounds__((CW + 1) * 128, MINB)
             wgmma_wait<0>();
             keep_in_registers(acc[g]);
           }
+      // Every lane has read present[s] (a warp whose members are absent runs no wgmma,
+      // whose .aligned forms would converge it) before lane 0 frees the stage.
+      __syncwarp();
       if ((tid & 31) == 0) mbar_arrive(&empty[s]);
     }
     const int row0 = (t / nwork) * BM;
@@ -170,12 +173,12 @@ __global__ void __launch_bounds__((CW + 1) * 128, MINB)
                                         beta, ws + i * B, ws_stride);
     }
     if (slot >= 0)
-      split_finish<G * B>(ws, ws_stride, segs, counts, slot, row0, BM, nrows, tid, CONSUMERS,
-                          [] { named_barrier_sync(2, CONSUMERS); },  // consumers only
+      split_finish<G * B>(ws, ws_stride, segs, counts, slot, row0, BM, nrows,
+                          min(G, nout - grp * G) * B,  // the last group may be partial
+                          tid, CONSUMERS, [] { named_barrier_sync(2, CONSUMERS); },
                           [&](int r, int c, float v0, float v1) {
-                            if (grp * G + c / B < nout)  // the last group may be partial
-                              store_pair(Tag(), y + (i64)r * ldy + (i64)grp * G * B + c, v0,
-                                         v1, alpha, beta);
+                            store_pair(Tag(), y + (i64)r * ldy + (i64)grp * G * B + c, v0, v1,
+                                       alpha, beta);
                           });
   }
 }
