@@ -97,7 +97,8 @@ def test_split_rule_spares_persistent_kernels_the_short_gate():
     assert plans.plan_dsd(s, "float32", 32, 1, False, False, 90, SMS, None).split > 0
     s = structure(4096 // 64, 4096 // 64, 0.1)
     p = plans.plan_dsd(s, "float16", 64, 128, False, False, 90, SMS, None)
-    assert p.kernel.persistent and p.split == 0
+    assert p.kernel.persistent
+    assert p.split == 0
 
 
 @pytest.mark.parametrize(("split", "group"), [(2, 1), (3, 1), (2, 4)])
@@ -108,11 +109,13 @@ def test_dsd_split_table_gives_each_slot_its_list(split, group):
     s = structure(23, 19, 0.3)
     work, _, _, segs, n_slots = worklists.dsd_host(s, False, split, group)
     ptr = worklists.lists(s, False, group)[0]
-    assert segs.shape == (n_slots, 2) and n_slots > 0
+    assert segs.shape == (n_slots, 2)
+    assert n_slots > 0
     for tile in range(ptr.shape[0] - 1):
         rows = work[work[:, 0] == tile]
         rows = rows[np.argsort(rows[:, 1])]
-        assert rows[0, 1] == ptr[tile] and rows[:, 2].sum() == ptr[tile + 1] - ptr[tile]
+        assert rows[0, 1] == ptr[tile]
+        assert rows[:, 2].sum() == ptr[tile + 1] - ptr[tile]
         assert (rows[1:, 1] == rows[:-1, 1] + rows[:-1, 2]).all()  # contiguous segments
         if rows.shape[0] == 1:
             assert rows[0, 3] == -1
@@ -128,7 +131,8 @@ def test_sdd_plan_takes_the_wide_tile_for_a_wide_w():
     least SDD_WIDE_MIN_COLS columns and rows, one below; the decision can be forced."""
     wide = configs.sdd_wgmma_config("float16", 128, wide=True)
     regular = configs.sdd_wgmma_config("float16", 128)
-    assert wide.group == 2 and regular.group == 1
+    assert wide.group == 2
+    assert regular.group == 1
     big = structure(plans.SDD_WIDE_MIN_COLS // 128, plans.SDD_WIDE_MIN_COLS // 128, 0.1)
     small = structure(plans.SDD_WIDE_MIN_COLS // 256, plans.SDD_WIDE_MIN_COLS // 128, 0.1)
     assert plans.plan_sdd(big, "float16", 128, 4096, True, False, False, 90, SMS).kernel == wide
@@ -190,7 +194,8 @@ def test_override_forces_and_restores():
             p = plans.plan_dsd(s, "float16", 8, 64, False, False, 90, SMS, 1 << 30)
             assert p.split == 2
             assert p.slots > 0
-            assert "split at 2" in str(p) and "last CTA" in str(p)
+            assert "split at 2" in str(p)
+            assert "last CTA" in str(p)
     assert plans.forced("dense") is None
     assert plans.forced("split") is None
     with pytest.raises(ValueError, match="unknown plan decisions"), plans.override(colour=True):

@@ -57,9 +57,10 @@ SDD_TILE_SIMT_FILL = {8: 0.25, 16: 0.75}
 #: longest list would take longer than SPLIT_IDLE_MIN_US (SPLIT_IDLE_MIN_US_SIMT on CUDA
 #: cores, which the byte model below underestimates: they are bound by their FMAs;
 #: SPLIT_IDLE_MIN_US_PERSISTENT for the persistent kernels, whose CTAs already share the
-#: tiles), since a shorter product gains less than the tail costs. Without idle SMs lists are split where
-#: the longest would take longer than SPLIT_MIN_US (persistent kernels never). Times are
-#: microseconds, predicted from a list's bytes at one SM's share of the memory bandwidth.
+#: tiles), since a shorter product gains less than the tail costs. Without idle SMs lists
+#: are split where the longest would take longer than SPLIT_MIN_US (persistent kernels
+#: never). Times are microseconds, predicted from a list's bytes at one SM's share of the
+#: memory bandwidth.
 SPLIT_FILL = 1.5
 SPLIT_FILL_SIMT = 4.0
 SPLIT_FILL_PERSISTENT = 0.5
@@ -352,11 +353,10 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
             lens = worklists.list_lengths(structure, trans, cfg.group)
             entry_bytes = (cfg.group * b * b + cfg.rows_per_cta * b) * _itemsize(name)
             longest_us = (int(lens.max()) if lens.size else 0) * entry_bytes / SM_BYTES_PER_US
-            fill = (SPLIT_FILL_PERSISTENT if cfg.persistent else SPLIT_FILL if tc
-                    else SPLIT_FILL_SIMT)
-            idle = lens.size * row_tiles < fill * sms and longest_us > (
-                SPLIT_IDLE_MIN_US_PERSISTENT if cfg.persistent else SPLIT_IDLE_MIN_US if tc
-                else SPLIT_IDLE_MIN_US_SIMT)
+            fill, min_us = ((SPLIT_FILL_PERSISTENT, SPLIT_IDLE_MIN_US_PERSISTENT)
+                            if cfg.persistent else (SPLIT_FILL, SPLIT_IDLE_MIN_US) if tc
+                            else (SPLIT_FILL_SIMT, SPLIT_IDLE_MIN_US_SIMT))
+            idle = lens.size * row_tiles < fill * sms and longest_us > min_us
             slow = not cfg.persistent and longest_us > SPLIT_MIN_US
             split = split_length(lens, row_tiles, slots, shortest) if idle or slow else 0
     work, _, _, _, n_slots = worklists.dsd_host(structure, trans, split, cfg.group)
@@ -400,9 +400,10 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
                                else None) or cfg
         if cfg.persistent:
             grid = min(worklists.group_count(structure, cfg.group), persistent_ctas(cfg, sms))
-    elif cfg is wcfg and sdd_wgmma_config(name, b, wide=True) is not None and _decide(
-            "sdd_wide", sdd_wide_pays, structure, b):
-        cfg = sdd_wgmma_config(name, b, wide=True)
+    elif cfg is wcfg:
+        wide = sdd_wgmma_config(name, b, wide=True)
+        if wide is not None and _decide("sdd_wide", sdd_wide_pays, structure, b):
+            cfg = wide
     dense, ratio = _dense_choice("sampled", structure, name, b, inner, tf32, dense_bytes_limit)
     if dense:
         return SddPlan(name, b, "dense", gather_config(name, b), False, a_km, b_nk, tf32, ratio)

@@ -536,7 +536,8 @@ class _SddRunner:
         self.it = dtype.itemsize
         self.outputs = Outputs(like._data.shape, dtype)
         cfg = p.kernel
-        self.vec_stores = cfg.kernel == "sdd_wgmma"
+        # the wgmma kernel and the dense path's gather store 16-byte vectors
+        self.vec_stores = p.path == "dense" or cfg.kernel == "sdd_wgmma"
         f = "d" if p.dtype == "float64" else "f"
         if p.path == "dense":
             # what a capture runs (see _DsdRunner)
@@ -567,32 +568,23 @@ class _SddRunner:
 
     def __call__(self, a, b_mat, ops, data, alpha, beta, stream):
         """``ops``: :func:`sdd_operands` of ``a`` and ``b_mat``."""
-        cupy = _cupy()
+        dense = self.plan.path == "dense"
+        if dense and _current_stream().is_capturing():  # no cuBLAS in a capture
+            return self.sparse(a, b_mat, ops, data, alpha, beta, stream)
+        target = _aligned_target(data, beta) if self.vec_stores else data
         v = self.main.v
-        if self.plan.path == "dense":
-            if _current_stream().is_capturing():  # no cuBLAS in a capture
-                return self.sparse(a, b_mat, ops, data, alpha, beta, stream)
+        if dense:  # the product by cuBLAS, then the gather of W's blocks from it
             a, a_ptr, lda, a_t = blas.operand_or_copy(a)
             b_mat, b_ptr, ldb, b_t = blas.operand_or_copy(b_mat)
             m, n = a.shape[0], b_mat.shape[1]
-            prod = cupy.ndarray((m, n), data.dtype)
+            prod = _cupy().ndarray((m, n), data.dtype)
             blas.Gemm.of(self.plan.dtype, m, n, a.shape[1], a_t, b_t)(
                 a_ptr, lda, b_ptr, ldb, prod.data.ptr, n, stream)
-            target = _aligned_target(data, beta)  # the gather writes 16-byte vectors
-            v[0].value = prod.data.ptr
-            v[4].value = target.data.ptr
-            v[5].value = alpha
-            v[6].value = beta
-            self.main(stream)
-            if target is not data:
-                data[...] = target
-            return
-        # the wgmma kernel stores 16-byte vectors
-        target = _aligned_target(data, beta) if self.vec_stores else data
-        v[0].value, v[1].value, v[2].value, v[3].value = ops[:4]
-        v[-3].value = target.data.ptr
-        v[-2].value = alpha
-        v[-1].value = beta
+            v[0].value, v[4].value = prod.data.ptr, target.data.ptr
+            v[5].value, v[6].value = alpha, beta
+        else:
+            v[0].value, v[1].value, v[2].value, v[3].value = ops[:4]
+            v[-3].value, v[-2].value, v[-1].value = target.data.ptr, alpha, beta
         self.main(stream)
         if target is not data:
             data[...] = target

@@ -480,7 +480,6 @@ __device__ __forceinline__ GroupList<G, CAP> load_group_list(int* s_g, int* s_p,
   return GroupList<G, CAP>{s_g, s_p, s_m, gidx, blk, q0};
 }
 
-
 // ---------------------------------------------------------------------------------------
 // Split lists, added up in the launch that computes them. Where few CTAs run (small N), the
 // host cuts long lists into segments (dsd_copies.cuh). The CTA of a segment stores its
