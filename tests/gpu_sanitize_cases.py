@@ -112,6 +112,14 @@ def _run() -> int:
                                 results[f"dy@W.T {label}"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
                     finally:
                         configs.set_tiles(wgmma_ws=saved, wgmma_tall=saved_tall)
+                # the panel union dsd (Hopper, b <= 32) whatever the layout, two CTAs,
+                # split lists too
+                if tiles.WGMMA_DSD_PANEL.get(b) is not None:
+                    for split in (None, 1):
+                        with plans.override(grid_limit=2, panel=True, split=split):
+                            results[f"x@W panel split={split}"] = (cs.matmul(xl, W), xlh @ Wd)
+                            results[f"dy@W.T panel split={split}"] = (cs.matmul(dyl, W.T),
+                                                                      dylh @ Wd.T)
                 # the union dsd (Hopper, b = 16-64) whatever the layout, two CTAs
                 if 16 <= b <= 64:
                     saved = dict(tiles.WGMMA_DSD_UNION)

@@ -390,6 +390,50 @@ def test_union_dsd_tiles_match_scipy(backend, monkeypatch, force, union_tile, dt
     check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: 5, True: 9})
 
 
+# (b, (members per group, m64 tiles, consumer warpgroups, stages, CTAs per SM)) of the
+# panel union kernel; wgmma's N is members / consumer warpgroups * b
+PANEL_TILES = [
+    (8, (16, 2, 1, 4, 1)),   # eight 8-deep entries per slice, N = 128
+    (8, (32, 1, 2, 3, 1)),   # 32 members: every presence bit of a word
+    (16, (16, 2, 2, 4, 1)),
+    (16, (4, 1, 1, 3, 2)),   # N = 64, two CTAs per SM
+    (32, (8, 2, 2, 4, 1)),
+    (32, (8, 1, 1, 3, 1)),   # N = 256
+]
+
+
+@pytest.fixture
+def panel_tile(request, monkeypatch):
+    b, cfg = request.param
+    yield from forced_tile(monkeypatch, b, [(tiles.WGMMA_DSD_PANEL, cfg)], panel=True)
+
+
+@pytest.mark.parametrize("panel_tile", PANEL_TILES, indirect=True, ids=lambda t: f"b{t[0]}-{t[1]}")
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("grid_limit", [None, 3])
+@pytest.mark.parametrize("n", [65, 300])
+def test_panel_dsd_tiles_match_scipy(backend, monkeypatch, force, panel_tile, dtype,
+        grid_limit, n):
+    """The union kernel multiplying dense panels, on a layout whose groups are mostly empty
+    (absent blocks must multiply as zeros, over stages that held other blocks before):
+    union lists longer than its shared-memory copy, a last slice past the list's end,
+    partial last groups, an empty and a full output block, split lists (n = 65), a grid far
+    smaller than the tiles; alpha and beta."""
+    b = panel_tile
+    force(grid_limit=grid_limit)
+    rng = np.random.default_rng(n + b + 2)
+    lay = rng.random((275, 37)) < 0.2
+    lay[:, 36] = True   # a full output block of X @ W, in the partial last group
+    lay[270, :] = True  # a full one of dY @ W.T, in its partial last group
+    lay[:, 5] = False   # an empty output block of X @ W
+    lay[9, :] = False   # an empty one of dY @ W.T
+    if device.arch(0) == 90:  # the panel kernel runs (elsewhere the rule's fallback)
+        w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, backend=backend)
+        x = to_backend(np.zeros((n, lay.shape[0] * b), np.float32), backend).astype(w.dtype)
+        assert cs.matmul_plan(x, w).kernel.name.endswith(",true>")
+    check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: 5, True: 9})
+
+
 # (b, (rows per CTA, rows per thread, columns per thread, k depth, stages)) of the CUDA-core
 # dsd (IEEE float32, float64), forced as the tile for every N
 SIMT_TILES = [

@@ -23,6 +23,7 @@ from .tiles import (
     SDD_TILE_SIMT,
     TABLES,
     WGMMA_DSD,
+    WGMMA_DSD_PANEL,
     WGMMA_DSD_TALL,
     WGMMA_DSD_UNION,
     WGMMA_DSD_WS,
@@ -174,25 +175,34 @@ def group_config(dtype, b: int, trans: bool) -> KernelConfig | None:
     return _instance(expr, t.warps_m * t.warps_n * 32, smem, t.rows, t.group)
 
 
+def _union_instance(tag: str, b: int, u, kn: bool, panel: bool) -> KernelConfig:
+    expr = (f"dsd_wgmma_union<{tag},{b},{u.group},{u.m_tiles},{u.consumer_wgs},"
+            f"{u.stages},{_b(kn)},{u.ctas_per_sm}" + (",true>" if panel else ">"))
+    smem = u.stages * (64 * u.m_tiles + u.group * b) * 128 + 1024
+    return _instance(expr, (u.consumer_wgs + 1) * 128, smem, 64 * u.m_tiles, u.group,
+                     "sm_90a", u.ctas_per_sm)
+
+
 @functools.cache
 def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
-                 tall: bool = False) -> KernelConfig | None:
+                 tall: bool = False, panel: bool = False) -> KernelConfig | None:
     """The Hopper wgmma dsd, or None where no wgmma kernel serves ``b``.
 
     ``kn``: X @ W with W's blocks read as stored ([k][n]). ``union=False``: the kernel
     used where the union kernel does not pay. ``tall``: the WGMMA_DSD_TALL tile, where
-    one is set for ``b``."""
+    one is set for ``b``. ``panel``: the union kernel multiplying dense panels
+    (WGMMA_DSD_PANEL, W's blocks read transposed), or None where none is set."""
     name = dtype_name(dtype)
+    if panel:
+        u = WGMMA_DSD_PANEL.get(b)
+        return (None if name not in TC_TAGS or u is None
+                else _union_instance(TC_TAGS[name], b, u, False, True))
     if name not in TC_TAGS or WGMMA_DSD.get(b) is None:
         return None
     tag = TC_TAGS[name]
     u = WGMMA_DSD_UNION.get(b) if union else None
     if u is not None:
-        expr = (f"dsd_wgmma_union<{tag},{b},{u.group},{u.m_tiles},{u.consumer_wgs},"
-                f"{u.stages},{_b(kn)},{u.ctas_per_sm}>")
-        smem = u.stages * (64 * u.m_tiles + u.group * b) * 128 + 1024
-        return _instance(expr, (u.consumer_wgs + 1) * 128, smem, 64 * u.m_tiles, u.group,
-                         "sm_90a", u.ctas_per_sm)
+        return _union_instance(tag, b, u, kn, False)
     p = (tall and WGMMA_DSD_TALL.get(b)) or WGMMA_DSD_WS.get(b)
     if p is not None:
         rows = (p.tma and p.rows) or 64 * p.m_tiles * p.warpgroups
@@ -294,12 +304,15 @@ def _family_configs(fam: str, dt: str, b: int) -> list[KernelConfig]:
         for small in (False, True):
             out += [dsd_config(dt, b, t, False, small) for t in (False, True)]
             out += [dsd_config(dt, b, True, True, small)] if tf32 else []
-    elif fam == "dsd_sm90" and wgmma_config(dt, b) is not None:
-        for union in (True, False):  # the union kernel and its fallback
-            wcfg = wgmma_config(dt, b, union=union)
-            out += [wcfg, transpose_config(b), wgmma_config(dt, b, True, union)]
-            if not union and WGMMA_DSD_TALL.get(b) is not None:
-                out += [wgmma_config(dt, b, kn, False, True) for kn in (False, True)]
+    elif fam == "dsd_sm90":
+        if wgmma_config(dt, b, panel=True) is not None:
+            out += [wgmma_config(dt, b, panel=True), transpose_config(b)]
+        if wgmma_config(dt, b) is not None:
+            for union in (True, False):  # the union kernel and its fallback
+                wcfg = wgmma_config(dt, b, union=union)
+                out += [wcfg, transpose_config(b), wgmma_config(dt, b, True, union)]
+                if not union and WGMMA_DSD_TALL.get(b) is not None:
+                    out += [wgmma_config(dt, b, kn, False, True) for kn in (False, True)]
     elif fam == "sdd_sm90" and sdd_wgmma_config(dt, b) is not None:
         out.append(sdd_wgmma_config(dt, b))
         if sdd_wgmma_config(dt, b, wide=True) is not None:

@@ -41,6 +41,19 @@ GROUP_MIN_SHARING = 2.0
 UNION_MIN_SHARING = 3.0
 #: ... twice that below this many rows of X, where its few tiles leave SMs idle.
 UNION_MIN_ROWS = 2048
+#: The panel union kernel (tiles.WGMMA_DSD_PANEL) multiplies every member's block of each
+#: union entry, present or not. It is taken where the present blocks fill at least this
+#: fraction of its panels, per block size: measured on an H100 at N = C = K = 8192 (fp16,
+#: random, Watts-Strogatz and banded layouts), it beat the other kernels from fills of
+#: 0.12 (b = 8), 0.34 (b = 16) and 0.48 (b = 32), and lost below 0.09, 0.25 and 0.28 ...
+PANEL_MIN_FILL = {8: 0.1, 16: 0.3, 32: 0.45}
+#: ... and where its tiles (groups x row tiles) give every persistent CTA PANEL_MIN_WAVES
+#: of them: its groups are few, and smaller products were not measured.
+PANEL_MIN_WAVES = 2
+#: Its time is predicted (for the dense path's choice) as dense cuBLAS's times the share
+#: of W's block grid its panels cover, over this speed per MMA against cuBLAS's (the same
+#: measurements: 0.15-0.19 at b = 8, 0.29-0.43 at b = 16, 0.35-0.61 at b = 32).
+PANEL_SPEED = {8: 0.17, 16: 0.35, 32: 0.5}
 #: Tiles per persistent CTA below which the tall tiles are not used.
 TALL_MIN_WAVES = 2
 #: Fraction of the SMs the regular mma.sync / CUDA-core dsd tiles must fill; with fewer
@@ -115,6 +128,16 @@ def union_pays(structure, trans: bool, group: int, n: int) -> bool:
     return worklists.sharing(structure, trans, group) >= need
 
 
+def panel_pays(structure, trans: bool, cfg: KernelConfig, b: int, n: int, ctas: int) -> bool:
+    """The members' present blocks fill at least PANEL_MIN_FILL of the panels of ``cfg``
+    (the panel union kernel), and its tiles for ``n`` rows of X give each of ``ctas``
+    persistent CTAs PANEL_MIN_WAVES."""
+    n_out = structure.block_shape[0] if trans else structure.block_shape[1]
+    tiles = -(-n_out // cfg.group) * -(-n // cfg.rows_per_cta)
+    return (tiles >= PANEL_MIN_WAVES * ctas and worklists.sharing(structure, trans, cfg.group)
+            >= PANEL_MIN_FILL.get(b, 1.0) * cfg.group)
+
+
 def tall_pays(cfg: KernelConfig, n: int, n_out: int, ctas: int) -> bool:
     """X has at least a tall tile of rows (else most of the tile's MMAs and copies are of
     absent rows), and every one of ``ctas`` persistent CTAs gets TALL_MIN_WAVES tiles of
@@ -165,8 +188,8 @@ def sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:
 
 # -- forced decisions ----------------------------------------------------------------------
 _FORCED: dict = {}
-DECISIONS = ("union", "group", "tall", "short", "kn", "sdd_tiled", "sdd_short", "sdd_wide",
-             "split", "grid_limit", "dense")
+DECISIONS = ("panel", "union", "group", "tall", "short", "kn", "sdd_tiled", "sdd_short",
+             "sdd_wide", "split", "grid_limit", "dense")
 
 
 @contextlib.contextmanager
@@ -175,8 +198,9 @@ def override(**decisions):
 
     Each keyword forces one decision; ``None`` restores its rule:
 
-    ``union``, ``group``, ``tall``, ``short``, ``sdd_tiled`` : bool
-        Take (or not) the union wgmma dsd, the grouped mma.sync dsd, the tall persistent
+    ``panel``, ``union``, ``group``, ``tall``, ``short``, ``sdd_tiled`` : bool
+        Take (or not) the panel union wgmma dsd (before any other rule), the union wgmma
+        dsd, the grouped mma.sync dsd, the tall persistent
         tiles, the short mma.sync / CUDA-core dsd tiles past SMALL_ROWS rows, the tiled
         small-block sdd, wherever one is configured.
     ``sdd_short`` : bool
@@ -313,17 +337,23 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
     tf32 = tf32 and name == "float32"
     tc = name in TC_TAGS or tf32
     small = n <= SMALL_ROWS
-    # The kernel ladder: Hopper wgmma (union, persistent, tall), else grouped mma.sync,
-    # else one block per CTA on mma.sync or CUDA cores.
-    wcfg = wgmma_config(name, b) if name in TC_TAGS and not small and arch == 90 else None
+    # The kernel ladder: Hopper wgmma (dense panels, union, persistent, tall), else
+    # grouped mma.sync, else one block per CTA on mma.sync or CUDA cores.
+    hopper = name in TC_TAGS and not small and arch == 90
+    pcfg = wgmma_config(name, b, panel=True) if hopper else None
+    panel = pcfg is not None and _decide("panel", panel_pays, structure, trans, pcfg, b, n,
+                                         persistent_ctas(pcfg, sms))
+    wcfg = pcfg if panel else wgmma_config(name, b) if hopper else None
     union = wcfg is not None and wcfg.group > 1
-    if union and not _decide("union", union_pays, structure, trans, wcfg.group, n):
+    if union and not panel and not _decide("union", union_pays, structure, trans,
+                                           wcfg.group, n):
         union, wcfg = False, wgmma_config(name, b, union=False)
-    kn = wcfg is not None and _decide(
+    kn = wcfg is not None and not panel and _decide(
         "kn", lambda: b in WGMMA_DSD_KN or n <= WGMMA_DSD_KN_ROWS.get(b, 0))
     if kn and not trans:
         wcfg = wgmma_config(name, b, True, union)
-    if wcfg is not None and wcfg.persistent and WGMMA_DSD_TALL.get(b) is not None:
+    if (wcfg is not None and not panel and wcfg.persistent
+            and WGMMA_DSD_TALL.get(b) is not None):
         # Tall tiles read W as stored: at b = 64, 128 the block is the M-major A operand
         # of X @ W; b = 32 reads it as stored anyway.
         xcfg = wgmma_config(name, b, not trans, union, True)
@@ -368,8 +398,12 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
     grid = (work.shape[0], row_tiles)
     if cfg.persistent:  # one 1-D grid walks every (work item, row tile)
         grid = (min(grid[0] * grid[1], persistent_ctas(cfg, sms)),)
+    # The dense model's ratios are those of the other kernels; the panel kernel's time
+    # follows the share of W its panels cover.
+    panel_ratio = (worklists.panel_cover(structure, trans, cfg.group) / PANEL_SPEED.get(b, 0.5)
+                   if panel else None)
     dense, ratio = _dense_choice("matmul_t" if trans else "matmul", structure, name, b, n,
-                                 tf32, dense_bytes_limit)
+                                 tf32, dense_bytes_limit, panel_ratio)
     if dense:
         return DsdPlan("X @ W.T" if trans else "X @ W", n, name, b, "dense",
                        scatter_config(name, b), kn or trans, None, 0, 0, (), ratio)
@@ -415,14 +449,16 @@ def _itemsize(name: str) -> int:
 
 
 def _dense_choice(op: str, structure, name: str, b: int, n: int, tf32: bool,
-                  limit: int | None) -> tuple[bool, float | None]:
+                  limit: int | None, ratio: float | None = None) -> tuple[bool, float | None]:
     """(take the dense path, the model's sparse / dense time ratio) for ``op`` with ``n``
     rows (inner dimension for "sampled"). Dense where the ratio exceeds one plus the dense
-    path's own overhead (moving the blocks) and its buffer fits ``limit`` (None: never)."""
+    path's own overhead (moving the blocks) and its buffer fits ``limit`` (None: never).
+    A ``ratio`` given replaces the dense model's."""
     rows, cols = structure.block_shape
     nnzb = structure.nnzb
-    ratio = dense_model.ratio(op, name, b, n, nnzb / (rows * cols) if rows * cols else 0.0,
-                              tf32)
+    if ratio is None:
+        ratio = dense_model.ratio(op, name, b, n,
+                                  nnzb / (rows * cols) if rows * cols else 0.0, tf32)
     if limit is None or nnzb == 0:
         return False, ratio
     force = _FORCED.get("dense")

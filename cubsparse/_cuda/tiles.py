@@ -139,6 +139,12 @@ WGMMA_DSD_TALL = {32: PersistentTile(4, 2, 3, 1, 0, True),
 #: Where set, replaces the kernels above when neighbouring output columns share enough
 #: of their lists (plans.union_pays).
 WGMMA_DSD_UNION = {16: UnionTile(16, 2, 2, 4, 1)}
+#: The union kernel with its members' blocks multiplied as one dense panel (absent blocks
+#: as zeros): replaces every kernel above where the members fill enough of the panel
+#: (plans.panel_pays). A consumer warpgroup's panel is group / consumer_wgs * b columns
+#: wide (wgmma's N, at most 256).
+WGMMA_DSD_PANEL = {8: UnionTile(16, 2, 1, 4, 1), 16: UnionTile(16, 2, 2, 4, 1),
+                   32: UnionTile(8, 2, 2, 4, 1)}
 #: b = 16 and 32 take shallow stages (more CTAs per SM): at C = K >= 8192 their X and dY
 #: slices come from memory, not L2, and want more copies in flight.
 WGMMA_SDD = {8: None, 16: SddWgmmaTile(8, 2, 1, 3, True, 32), 32: SddWgmmaTile(4, 1, 1, 4, True),
@@ -175,7 +181,8 @@ TABLES = {
     "dsd": (DSD_TC, MmaTile), "dsd_small": (DSD_TC_SMALL, MmaTile), "sdd": (SDD_TC, MmaTile),
     "group": (DSD_GROUP, GroupTile), "wgmma": (WGMMA_DSD, WgmmaTile),
     "wgmma_ws": (WGMMA_DSD_WS, PersistentTile), "wgmma_tall": (WGMMA_DSD_TALL, PersistentTile),
-    "wgmma_union": (WGMMA_DSD_UNION, UnionTile), "wgmma_sdd": (WGMMA_SDD, SddWgmmaTile),
+    "wgmma_union": (WGMMA_DSD_UNION, UnionTile), "wgmma_panel": (WGMMA_DSD_PANEL, UnionTile),
+    "wgmma_sdd": (WGMMA_SDD, SddWgmmaTile),
     "wgmma_sdd_short": (WGMMA_SDD_SHORT, SddWgmmaTile),
     "wgmma_sdd_wide": (WGMMA_SDD_WIDE, SddWgmmaTile),
     "sdd_tile": (SDD_TILE, SddTile), "sdd_tile_simt": (SDD_TILE_SIMT, SddSimtTile),

@@ -147,3 +147,16 @@ def sharing(structure, trans: bool, group: int) -> float:
         return structure.nnzb / entries if entries else float("inf")
 
     return structure.cached(("sharing", trans, group), build)
+
+
+def panel_cover(structure, trans: bool, group: int) -> float:
+    """Fraction of W's block grid covered by the panels of the union lists of ``group``
+    adjacent output blocks (each union entry a panel row of ``group`` blocks, present or
+    not): the panel kernel's MMAs against a dense product's."""
+
+    def build():
+        rows, cols = structure.block_shape
+        entries = int(lists(structure, trans, group)[0][-1])
+        return min(1.0, entries * group / (rows * cols)) if rows * cols else 0.0
+
+    return structure.cached(("panel_cover", trans, group), build)

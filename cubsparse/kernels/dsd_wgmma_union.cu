@@ -2,23 +2,34 @@
 // the union of their lists (sm90_single.cuh describes the shared parts).
 #include "sm90_single.cuh"
 
-// The grouped kernel made persistent and warp-specialized (b = 16-64), for the products
+// The grouped kernel made persistent and warp-specialized (b = 8-64), for the products
 // whose cost is the X slices streamed from L2: a single-block tile reads d * K columns of X
 // per b output columns, a group of G adjacent output blocks reads the union of its
 // members' lists once (at b = 32, d = 0.25, G = 8: 0.25 -> 0.11 of K per output column).
 // The persistent loop, the producer warpgroup and the mbarrier ring are those of
 // dsd_wgmma_ws; what differs:
 // * Consumer warpgroup c owns members c * GPC .. c * GPC + GPC - 1, over all BM = 64 * MW
-//   rows. One member's MMAs for one entry of a slice form a whole wgmma group (fence,
-//   MMAs, commit, wait) inside the branch on its presence bit: branching between wgmmas of
-//   one group makes ptxas serialize every one of them (bench/NOTES.md).
+//   rows. The members' MMAs run one of two ways:
+//   - per present block (PANEL false, b >= 16): one member's MMAs for one entry of a slice
+//     form a whole wgmma group (fence, MMAs, commit, wait) inside the branch on its
+//     presence bit, since branching between wgmmas of one group makes ptxas serialize
+//     every one of them (bench/NOTES.md). The MMAs scale with the blocks, but each group
+//     is small and waited for at once.
+//   - as one dense panel (PANEL true, K-major B only): the producer zero-fills the B tiles
+//     of absent members, and a consumer multiplies its GPC members' tiles, which lie one
+//     after another in shared memory, as a single K-major operand of GPC * B columns: one
+//     wgmma group per slice, m64n(GPC * B) instructions, the next slice's group issued
+//     before this one is waited for (consume_tile). Absent blocks cost MMAs but no copies
+//     from L2, so it pays where the members share most of their entries (banded and
+//     small-world layouts), and it needs no k16 step within one entry (b = 8 too).
 // * The producer copies a slice of X and only the blocks of members present there, and
 //   publishes the slice's presence bits beside the data: its thread 0 stores them and adds
 //   one ordinary (releasing) arrival to `full`, so a consumer that sees the phase complete
 //   sees the bits too.
 // * W's blocks are read transposed ([n][k], K-major B tiles) or, with KN, as stored
 //   (N-major B tiles, no transposed copy).
-template <class Tag, int B, int G, int MW, int CW, int STAGES, bool KN, int MINB>
+template <class Tag, int B, int G, int MW, int CW, int STAGES, bool KN, int MINB,
+          bool PANEL = false>
 __global__ void __launch_bounds__((CW + 1) * 128, MINB)
     dsd_wgmma_union(const u16* __restrict__ x, i64 ldx, int nrows, int nout,
                     const u16* __restrict__ wk, const int4* __restrict__ work, int nwork,
@@ -30,7 +41,8 @@ __global__ void __launch_bounds__((CW + 1) * 128, MINB)
   constexpr int W_BYTES = B * BK * 2;       // one member's B tile, K- or N-major
   constexpr int A_BYTES = BM * 128, STAGE_BYTES = A_BYTES + G * W_BYTES;
   constexpr int CAP = 256;  // list entries kept in shared memory
-  static_assert(G % CW == 0 && EPS * G <= 64 && B >= 16 && B <= BK, "bad union tile");
+  static_assert(G % CW == 0 && G <= 32 && B <= BK, "bad union tile");
+  static_assert(PANEL ? !KN && B >= 8 : EPS * G <= 64 && B >= 16, "bad union tile");
   static_assert(W_BYTES % 1024 == 0, "B tiles start on 1 KiB boundaries (swizzle)");
   extern __shared__ unsigned char smem_raw[];
   const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -72,7 +84,29 @@ __global__ void __launch_bounds__((CW + 1) * 128, MINB)
         unsigned char* sA = smem + s * STAGE_BYTES;
         unsigned char* sB = sA + A_BYTES;
         const int e = kt * EPS + ce;  // this thread's entry (X and K-major B)
-        if (e < len) {  // entries past the list are never multiplied: nothing to copy
+        if constexpr (PANEL) {
+          // Every chunk of the stage is written: X past the list and the blocks of absent
+          // members as zeros, which the panel's MMAs multiply.
+          const bool live = e < len;
+          const u16* asrc = a_row + (i64)list.input(live ? e : 0) * B + off;
+#pragma unroll
+          for (int i = 0; i < BM / 16; ++i) {
+            const bool ok = live && row0 + r0 + i * 16 < nrows;
+            cp_async16(sA + dst0 + i * 16 * 128, ok ? asrc + i * 16 * ldx : x, ok ? 16 : 0);
+          }
+          const unsigned bits = live ? list.mask(e) : 0u;
+#pragma unroll
+          for (int g = 0; g < G; ++g) {  // member g's tile: rows g * B ... of the panel
+            const bool on = (bits >> g) & 1u;
+            const u16* bsrc = wk + (i64)(on ? list.block(e, g) : 0) * (B * B) + r0 * B + off;
+#pragma unroll
+            for (int i = 0; i < (B + 15) / 16; ++i) {
+              if (B < 16 && r0 >= B) break;  // b = 8: rows 0..7
+              cp_async16(sB + g * W_BYTES + dst0 + i * 16 * 128, on ? bsrc + i * 16 * B : wk,
+                         on ? 16 : 0);
+            }
+          }
+        } else if (e < len) {  // entries past the list are never multiplied: nothing to copy
           const u16* asrc = a_row + (i64)list.input(e) * B + off;
 #pragma unroll
           for (int i = 0; i < BM / 16; ++i) {  // rows past X are zero-filled
@@ -108,11 +142,14 @@ __global__ void __launch_bounds__((CW + 1) * 128, MINB)
         }
         cp_async_mbar_arrive(&full[s]);
         if (ptid == 0) {  // presence bit el * G + g: entry el of the slice has member g
-          unsigned long long bits = 0;
+          if constexpr (!PANEL) {
+            unsigned long long bits = 0;
 #pragma unroll
-          for (int el = 0; el < EPS; ++el)
-            if (kt * EPS + el < len) bits |= (unsigned long long)list.mask(kt * EPS + el) << (el * G);
-          present[s] = bits;
+            for (int el = 0; el < EPS; ++el)
+              if (kt * EPS + el < len)
+                bits |= (unsigned long long)list.mask(kt * EPS + el) << (el * G);
+            present[s] = bits;
+          }
           mbar_arrive(&full[s]);
         }
       }
@@ -122,55 +159,83 @@ __global__ void __launch_bounds__((CW + 1) * 128, MINB)
   }
 
   const int wg = tid / 128;  // consumer warpgroup: members wg * GPC ...
-  float acc[GPC][MW][B / 2];
+  constexpr int NP = GPC * B;  // the panel's columns per consumer
+  float acc[GPC][MW][B / 2];   // per present block
+  float pacc[MW][PANEL ? NP / 2 : 1];  // as one panel: member g in columns g * B ...
   for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
     const int4 item = work[t % nwork];
     const int grp = item.x, len = item.z, slot = item.w;
     const int ktiles = (len * B + BK - 1) / BK;
+    const int row0 = (t / nwork) * BM;
+    if constexpr (PANEL) {
+      consume_tile<STAGES, 1, true>(ktiles, it, pacc, full, empty, tid, [&](int s) {
+        const unsigned sA = base + s * STAGE_BYTES, sB = sA + A_BYTES + wg * GPC * W_BYTES;
 #pragma unroll
-    for (int g = 0; g < GPC; ++g)
+        for (int kk = 0; kk < BK / 16; ++kk) {
+          const unsigned long long db = wgmma_desc_sw128(sB + kk * 32);
 #pragma unroll
-      for (int m = 0; m < MW; ++m)
+          for (int m = 0; m < MW; ++m)
+            Wgmma<Tag, NP, 0>::mma(pacc[m], wgmma_desc_sw128(sA + m * 64 * 128 + kk * 32), db);
+        }
+      });
 #pragma unroll
-        for (int i = 0; i < B / 2; ++i) acc[g][m][i] = 0.f;
-    for (int kt = 0; kt < ktiles; ++kt, ++it) {
-      const int s = it % STAGES;
-      mbar_wait(&full[s], (it / STAGES) & 1);
-      const unsigned long long bits = present[s] >> (wg * GPC);
-      fence_proxy_async();  // the landed cp.async data -> visible to the tensor cores
-      const unsigned sA = base + s * STAGE_BYTES, sB = sA + A_BYTES + wg * GPC * W_BYTES;
+      for (int g = 0; g < GPC; ++g) {
+        const int i = wg * GPC + g, j = grp * G + i;  // member, output block
+        float part[MW][B / 2];
+#pragma unroll
+        for (int m = 0; m < MW; ++m)
+#pragma unroll
+          for (int q = 0; q < B / 2; ++q) part[m][q] = pacc[m][g * (B / 2) + q];
+        if (j < nout)  // the last group may be partial; split partials are G * B wide
+          single_store<Tag, B, MW, G * B>(part, 0, tid, row0, nrows, j, slot, y, ldy, alpha,
+                                          beta, ws + i * B, ws_stride);
+      }
+    } else {
 #pragma unroll
       for (int g = 0; g < GPC; ++g)
 #pragma unroll
-        for (int el = 0; el < EPS; ++el)
-          if ((bits >> (el * G + g)) & 1u) {
-            keep_in_registers(acc[g]);
-            wgmma_fence();
+        for (int m = 0; m < MW; ++m)
 #pragma unroll
-            for (int kk = el * EK; kk < (el + 1) * EK; ++kk) {
-              const unsigned sBg = sB + g * W_BYTES;
-              const unsigned long long db =
-                  KN ? MnTile<B, BK>::desc(sBg, 0, kk) : wgmma_desc_sw128(sBg + kk * 32);
+          for (int i = 0; i < B / 2; ++i) acc[g][m][i] = 0.f;
+      for (int kt = 0; kt < ktiles; ++kt, ++it) {
+        const int s = it % STAGES;
+        mbar_wait(&full[s], (it / STAGES) & 1);
+        const unsigned long long bits = present[s] >> (wg * GPC);
+        fence_proxy_async();  // the landed cp.async data -> visible to the tensor cores
+        const unsigned sA = base + s * STAGE_BYTES, sB = sA + A_BYTES + wg * GPC * W_BYTES;
 #pragma unroll
-              for (int m = 0; m < MW; ++m)
-                Wgmma<Tag, B, KN ? 2 : 0>::mma(acc[g][m], wgmma_desc_sw128(sA + m * 64 * 128 + kk * 32), db);
+        for (int g = 0; g < GPC; ++g)
+#pragma unroll
+          for (int el = 0; el < EPS; ++el)
+            if ((bits >> (el * G + g)) & 1u) {
+              keep_in_registers(acc[g]);
+              wgmma_fence();
+#pragma unroll
+              for (int kk = el * EK; kk < (el + 1) * EK; ++kk) {
+                const unsigned sBg = sB + g * W_BYTES;
+                const unsigned long long db =
+                    KN ? MnTile<B, BK>::desc(sBg, 0, kk) : wgmma_desc_sw128(sBg + kk * 32);
+#pragma unroll
+                for (int m = 0; m < MW; ++m)
+                  Wgmma<Tag, B, KN ? 2 : 0>::mma(
+                      acc[g][m], wgmma_desc_sw128(sA + m * 64 * 128 + kk * 32), db);
+              }
+              wgmma_commit();
+              wgmma_wait<0>();
+              keep_in_registers(acc[g]);
             }
-            wgmma_commit();
-            wgmma_wait<0>();
-            keep_in_registers(acc[g]);
-          }
-      // Every lane has read present[s] (a warp whose members are absent runs no wgmma,
-      // whose .aligned forms would converge it) before lane 0 frees the stage.
-      __syncwarp();
-      if ((tid & 31) == 0) mbar_arrive(&empty[s]);
-    }
-    const int row0 = (t / nwork) * BM;
+        // Every lane has read present[s] (a warp whose members are absent runs no wgmma,
+        // whose .aligned forms would converge it) before lane 0 frees the stage.
+        __syncwarp();
+        if ((tid & 31) == 0) mbar_arrive(&empty[s]);
+      }
 #pragma unroll
-    for (int g = 0; g < GPC; ++g) {
-      const int i = wg * GPC + g, j = grp * G + i;  // member, output block
-      if (j < nout)  // the last group may be partial; split partials are G * B wide
-        single_store<Tag, B, MW, G * B>(acc[g], 0, tid, row0, nrows, j, slot, y, ldy, alpha,
-                                        beta, ws + i * B, ws_stride);
+      for (int g = 0; g < GPC; ++g) {
+        const int i = wg * GPC + g, j = grp * G + i;  // member, output block
+        if (j < nout)  // the last group may be partial; split partials are G * B wide
+          single_store<Tag, B, MW, G * B>(acc[g], 0, tid, row0, nrows, j, slot, y, ldy, alpha,
+                                          beta, ws + i * B, ws_stride);
+      }
     }
     if (slot >= 0)
       split_finish<G * B>(ws, ws_stride, segs, counts, slot, row0, BM, nrows,

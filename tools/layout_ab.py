@@ -1,0 +1,105 @@
+"""Same-process A/B of dsd kernel choices across sparsity layouts at a large N, timed as
+the bench's sweep times (back-to-back eager calls, CUDA events, median), with efficiency
+against dense cuBLAS (``cupy.matmul`` on the densified W) in the same process:
+dense ms x density / sparse ms. Every variant's result is checked against float32 dense
+math before it is timed; the dense path stays off.
+
+A variant is ``rule`` (the plan's own choice), ``nopanel`` (the panel kernel forbidden)
+or ``panel:G.M.C.S.P`` (the panel kernel forced with that tile: members, m64 tiles,
+consumer warpgroups, stages, CTAs per SM).
+
+    PYTHONPATH=.:tools python3 tools/layout_ab.py --b 8,16,32 --d 0.05,0.25 \\
+        --layouts random,ws,banded --variants nopanel,panel:16.2.2.4.1,rule
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+
+import cupy as cp
+import numpy as np
+from gpu_probe import OPS, PLANS, bench, verify
+
+import cubsparse as cs
+from bench.cases import Case, make_layout
+from cubsparse._cuda import configs, plans, tiles
+
+
+def _list(kind):
+    return lambda text: [kind(v) for v in text.split(",")]
+
+
+def _variant(name: str, b: int):
+    """(plan decisions, panel tile or None) of a variant for block size ``b``."""
+    if name == "rule":
+        return {}, None
+    if name == "nopanel":
+        return {"panel": False}, None
+    if name.startswith("panel:"):
+        return {"panel": True}, tuple(int(v) for v in name[6:].split("."))
+    raise ValueError(f"unknown variant {name!r}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--layouts", type=_list(str), default=["random", "ws", "banded"])
+    parser.add_argument("--ops", type=_list(str), default=["fwd", "bwd"])
+    parser.add_argument("--n", type=int, default=8192)
+    parser.add_argument("--ck", type=int, default=8192)
+    parser.add_argument("--b", type=_list(int), default=[8, 16, 32])
+    parser.add_argument("--d", type=_list(float), default=[0.05, 0.1, 0.25, 0.5])
+    parser.add_argument("--dtype", default="float16")
+    parser.add_argument("--variants", type=_list(str), default=["nopanel", "rule"])
+    parser.add_argument("--reps", type=int, default=10)
+    args = parser.parse_args()
+    saved = dict(tiles.WGMMA_DSD_PANEL)
+    name = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    print(f"GPU: {name}; N = {args.n}, C = K = {args.ck}, {args.dtype}; eager ms back to "
+          "back, efficiency against cupy.matmul")
+    head = "  ".join(f"{v[:18]:>18}" for v in args.variants)
+    print(f"{'layout':>7} {'op':>4} {'b':>3} {'d':>5}  {head}  {'dense':>7}")
+    rows = []
+    for lay_name, b, d in itertools.product(args.layouts, args.b, args.d):
+        lay, _ = make_layout(Case(args.n, args.ck, args.ck, b, d, args.dtype, layout=lay_name))
+        w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=args.dtype, seed=2, backend="cuda")
+        dens = w.nnzb / lay.size
+        xs = [cp.random.standard_normal((args.n, args.ck), dtype=cp.float32).astype(args.dtype)
+              for _ in range(2)]
+        wd = w.toarray()
+        dense = bench(lambda x=xs[0], wd=wd: cp.matmul(x, wd), reps=args.reps)
+        del wd
+        for op in args.ops:
+            ms, plan = [], []
+            for v in args.variants:
+                decisions, tile = _variant(v, b)
+                if tile is not None:
+                    configs.set_tiles(wgmma_panel={b: tile})
+                try:
+                    with plans.override(dense=False, **decisions):
+                        plan.append(str(PLANS[op](w, xs[0], xs[0])))
+                        err = verify(op, w, xs[1], xs[1])
+                        if not err < 2e-2:
+                            raise AssertionError(f"{lay_name} {op} b={b} d={d} {v}: "
+                                                 f"error {err:.3g}")
+                        ms.append(bench(lambda op=op, w=w, x=xs[0]: OPS[op](w, x, x),
+                                        reps=args.reps))
+                finally:
+                    configs.set_tiles(wgmma_panel=saved)
+            cells = "  ".join(f"{t:8.3f} {dense * dens / t:5.2f}    " for t in ms)
+            print(f"{lay_name:>7} {op:>4} {b:3d} {dens:5.3f}  {cells}  {dense:7.3f}", flush=True)
+            for v, p in zip(args.variants, plan, strict=True):
+                print(f"      {v}: {p}")
+            rows.append((lay_name, op, b, dens, ms, dense))
+    print(f"\nsummary ({name}): efficiency of each variant, median over densities")
+    for lay_name, op, b in dict.fromkeys((r[0], r[1], r[2]) for r in rows):
+        sel = [r for r in rows if r[:3] == (lay_name, op, b)]
+        effs = [np.median([r[5] * r[3] / r[4][i] for r in sel])
+                for i in range(len(args.variants))]
+        print(f"{lay_name:>7} {op:>4} b={b:<3d} " + "  ".join(
+            f"{v[:18]}={e:.2f}" for v, e in zip(args.variants, effs, strict=True)))
+
+
+if __name__ == "__main__":
+    main()
