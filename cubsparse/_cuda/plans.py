@@ -43,17 +43,19 @@ UNION_MIN_SHARING = 3.0
 UNION_MIN_ROWS = 2048
 #: The panel union kernel (tiles.WGMMA_DSD_PANEL) multiplies every member's block of each
 #: union entry, present or not. It is taken where the present blocks fill at least this
-#: fraction of its panels, per block size: measured on an H100 at N = C = K = 8192 (fp16,
-#: random, Watts-Strogatz and banded layouts), it beat the other kernels from fills of
-#: 0.12 (b = 8), 0.34 (b = 16) and 0.48 (b = 32), and lost below 0.09, 0.25 and 0.28 ...
-PANEL_MIN_FILL = {8: 0.1, 16: 0.3, 32: 0.45}
+#: fraction of its panels, per block size. Measured on an H100 at N = C = K = 8192 (fp16;
+#: random, Barabasi-Albert, Watts-Strogatz and banded layouts, d = 0.05-0.5): at b = 8 it
+#: beat the grouped kernel at every fill from 0.06; at b = 16 the single-block kernel from
+#: 0.25 and lost at 0.14 and below; at b = 32 the tall tiles from 0.48, losing at 0.31 ...
+PANEL_MIN_FILL = {8: 0.05, 16: 0.2, 32: 0.4}
 #: ... and where its tiles (groups x row tiles) give every persistent CTA PANEL_MIN_WAVES
 #: of them: its groups are few, and smaller products were not measured.
 PANEL_MIN_WAVES = 2
 #: Its time is predicted (for the dense path's choice) as dense cuBLAS's times the share
 #: of W's block grid its panels cover, over this speed per MMA against cuBLAS's (the same
-#: measurements: 0.15-0.19 at b = 8, 0.29-0.43 at b = 16, 0.35-0.61 at b = 32).
-PANEL_SPEED = {8: 0.17, 16: 0.35, 32: 0.5}
+#: measurements: 0.20-0.33 at b = 8, 0.31-0.48 at b = 16, 0.37-0.64 at b = 32, lowest where
+#: the panels are few and short).
+PANEL_SPEED = {8: 0.27, 16: 0.42, 32: 0.55}
 #: Tiles per persistent CTA below which the tall tiles are not used.
 TALL_MIN_WAVES = 2
 #: Fraction of the SMs the regular mma.sync / CUDA-core dsd tiles must fill; with fewer

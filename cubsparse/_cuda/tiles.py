@@ -143,7 +143,7 @@ WGMMA_DSD_UNION = {16: UnionTile(16, 2, 2, 4, 1)}
 #: as zeros): replaces every kernel above where the members fill enough of the panel
 #: (plans.panel_pays). A consumer warpgroup's panel is group / consumer_wgs * b columns
 #: wide (wgmma's N, at most 256).
-WGMMA_DSD_PANEL = {8: UnionTile(16, 2, 1, 4, 1), 16: UnionTile(16, 2, 2, 4, 1),
+WGMMA_DSD_PANEL = {8: UnionTile(32, 2, 2, 3, 1), 16: UnionTile(16, 2, 2, 4, 1),
                    32: UnionTile(8, 2, 2, 4, 1)}
 #: b = 16 and 32 take shallow stages (more CTAs per SM): at C = K >= 8192 their X and dY
 #: slices come from memory, not L2, and want more copies in flight.

@@ -430,6 +430,10 @@ struct GroupList {
   __device__ __forceinline__ int block(int e, int i) const {
     return e < CAP ? p[e * G + i] : __ldg(blk + (i64)(q0 + e) * G + i);
   }
+  // Entry e's G blocks (-1 where absent), in shared or global memory.
+  __device__ __forceinline__ const int* blocks(int e) const {
+    return e < CAP ? p + e * G : blk + (i64)(q0 + e) * G;
+  }
   __device__ __forceinline__ unsigned mask(int e) const {
     if (e < CAP) return m[e];
     unsigned bits = 0;

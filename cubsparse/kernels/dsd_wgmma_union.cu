@@ -77,6 +77,9 @@ __global__ void __launch_bounds__((CW + 1) * 128, MINB)
       named_barrier_sync(1, 128);
       const GroupList<G, CAP> list{s_g, s_p, s_m, gidx, blk, q0};
       const u16* a_row = x + (i64)(row0 + r0) * ldx;
+      unsigned a_ok = 0;  // bit i: row r0 + 16 i of the tile lies in X
+#pragma unroll
+      for (int i = 0; i < BM / 16; ++i) a_ok |= (unsigned)(row0 + r0 + i * 16 < nrows) << i;
       const int ktiles = (len * B + BK - 1) / BK;
       for (int kt = 0; kt < ktiles; ++kt, ++it) {
         const int s = it % STAGES;
@@ -89,22 +92,31 @@ __global__ void __launch_bounds__((CW + 1) * 128, MINB)
           // members as zeros, which the panel's MMAs multiply.
           const bool live = e < len;
           const u16* asrc = a_row + (i64)list.input(live ? e : 0) * B + off;
+          const unsigned ok = live ? a_ok : 0u;
 #pragma unroll
           for (int i = 0; i < BM / 16; ++i) {
-            const bool ok = live && row0 + r0 + i * 16 < nrows;
-            cp_async16(sA + dst0 + i * 16 * 128, ok ? asrc + i * 16 * ldx : x, ok ? 16 : 0);
+            const bool on = (ok >> i) & 1u;
+            cp_async16(sA + dst0 + i * 16 * 128, on ? asrc + i * 16 * ldx : x, on ? 16 : 0);
           }
-          const unsigned bits = live ? list.mask(e) : 0u;
+          // Member g's block fills rows g * B ... of the panel; this thread copies chunk
+          // c of rows r0, r0 + 16, ... of it, which at b = 8 are one row of every other
+          // member's block (the first one r0 / 8). Absent blocks are zero-filled. The
+          // producer is bound by the instructions it issues, so everything but the
+          // block lookups is a compile-time offset from values fixed per thread.
+          constexpr int RPM = B >= 16 ? B / 16 : 1, MSTEP = B >= 16 ? 1 : 16 / B;
+          const int g0 = B >= 16 ? 0 : r0 / B, rr = B >= 16 ? r0 : r0 % B;
+          const unsigned bits = (live ? list.mask(e) : 0u) >> g0;
+          const int* blocks = list.blocks(live ? e : 0) + g0;
 #pragma unroll
-          for (int g = 0; g < G; ++g) {  // member g's tile: rows g * B ... of the panel
-            const bool on = (bits >> g) & 1u;
-            const u16* bsrc = wk + (i64)(on ? list.block(e, g) : 0) * (B * B) + r0 * B + off;
+          for (int j = 0; j < G / MSTEP; ++j) {
+            // an absent block's zero-fills read nothing: they keep a valid address
+            const bool on = (bits >> (j * MSTEP)) & 1u;
+            const u16* bsrc = on ? wk + (i64)blocks[j * MSTEP] * (B * B) + rr * B + off : wk;
+            const int bytes = on ? 16 : 0;
 #pragma unroll
-            for (int i = 0; i < (B + 15) / 16; ++i) {
-              if (B < 16 && r0 >= B) break;  // b = 8: rows 0..7
-              cp_async16(sB + g * W_BYTES + dst0 + i * 16 * 128, on ? bsrc + i * 16 * B : wk,
-                         on ? 16 : 0);
-            }
+            for (int i = 0; i < RPM; ++i)
+              cp_async16(sB + dst0 + j * MSTEP * W_BYTES + i * 16 * 128, bsrc + i * 16 * B,
+                         bytes);
           }
         } else if (e < len) {  // entries past the list are never multiplied: nothing to copy
           const u16* asrc = a_row + (i64)list.input(e) * B + off;
