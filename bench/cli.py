@@ -81,6 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="cubsparse's dense path wherever it can run (the plans forced "
                           "dense), to time it against the sparse kernels and calibrate the "
                           "cost model that chooses between them")
+    run.add_argument("--dense-once", action="store_true",
+                     help="time dense cuBLAS once per shape and dtype (faster sweeps). By "
+                          "default each case times it on its own densified W: on Hopper a "
+                          "mostly-zero W draws less power and multiplies faster")
     run.add_argument("--no-plots", action="store_true", help="do not draw PNGs")
     run.add_argument("--no-ceilings", action="store_true",
                      help="skip the copy-bandwidth and dense-peak measurements "
@@ -161,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     cfg = RunConfig(backend=args.backend, preset=args.preset, cases=case_list, ops=tuple(ops),
                     out=args.out, max_seconds=args.max_seconds, policy=policy,
                     plots=not args.no_plots, resume=args.resume, ceilings=not args.no_ceilings,
-                    progress=not args.no_progress, contenders=contenders)
+                    progress=not args.no_progress, contenders=contenders,
+                    dense_once=args.dense_once)
     if args.sparse_only and args.dense_path_only:
         raise SystemExit("python -m bench: --sparse-only and --dense-path-only exclude each other")
     with contextlib.ExitStack() as stack:

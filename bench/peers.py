@@ -59,7 +59,8 @@ class Contender:
     prepare: Callable[[CaseData, str], Prepared]
     backends: tuple[str, ...] = ("cuda", "cpu")
     dtypes: tuple[str, ...] | None = None   #: None: every dtype
-    shared_dense: bool = field(default=False)  #: timing depends only on shape and dtype
+    #: a dense product: timed once per shape and dtype where RunConfig.dense_once is set
+    shared_dense: bool = field(default=False)
 
 
 # -- helpers ----------------------------------------------------------------------------

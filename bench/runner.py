@@ -56,6 +56,11 @@ class RunConfig:
     progress: bool = True
     quiet: bool = False
     contenders: tuple[str, ...] | None = None  #: None: every contender of the backend
+    #: Time dense cuBLAS once per shape and dtype and reuse it for every case of that shape
+    #: (faster sweeps). Off by default: on Hopper a product's speed depends on its operands'
+    #: values (a mostly-zero densified W draws less power and runs faster), so each case's
+    #: dense time is taken on its own densified W.
+    dense_once: bool = False
 
 
 # -- one contender ----------------------------------------------------------------------
@@ -337,7 +342,7 @@ class Runner:
                                             + "/".join(ct.dtypes) + " only", "label": ct.label}
                         continue
                     key = (op, case.dtype, case.n, case.c, case.k, ct.name)
-                    if ct.shared_dense and key in self.dense_cache:
+                    if ct.shared_dense and self.cfg.dense_once and key in self.dense_cache:
                         results[ct.name] = dict(self.dense_cache[key], cached=True)
                         continue
                     r = run_contender(ct, data, op, ref, self.cfg.policy)

@@ -312,3 +312,24 @@ def test_report_has_targets_per_layout_for_several_layouts():
     text = report._targets_table(rows, by="layout")
     assert "| random |" in text
     assert "| ws |" in text
+
+
+@pytest.mark.parametrize("dense_once", [False, True])
+def test_dense_timed_per_case_unless_asked_once_per_shape(tmp_path, dense_once):
+    """Dense cuBLAS is timed on each case's own densified W (its speed depends on the
+    values on Hopper); with dense_once, later cases of the same shape reuse the first's."""
+    from bench import cases, timing
+    from bench.runner import RunConfig
+    from bench.runner import run as run_cfg
+
+    case_list = [cases.Case(16, 64, 64, 8, d, "float32") for d in (0.25, 0.5)]
+    cfg = RunConfig(backend="cpu", preset="smoke", cases=case_list, ops=("xw",),
+                    out=str(tmp_path), policy=timing.Policy(repeats=2, min_samples=1,
+                                                            target_ms=1.0),
+                    plots=False, progress=False, quiet=True, ceilings=False,
+                    contenders=("cubsparse", "dense_numpy"), dense_once=dense_once)
+    rows = run_cfg(cfg)["rows"]
+    assert len(rows) == 2
+    cached = [r["dense"]["dense_numpy"]["cached"] for r in rows]
+    assert cached == [False, dense_once]
+    assert all(r["dense_ms"] > 0 for r in rows)
