@@ -177,10 +177,11 @@ def group_config(dtype, b: int, trans: bool) -> KernelConfig | None:
 
 def _union_instance(tag: str, b: int, u, kn: bool, panel: bool) -> KernelConfig:
     expr = (f"dsd_wgmma_union<{tag},{b},{u.group},{u.m_tiles},{u.consumer_wgs},"
-            f"{u.stages},{_b(kn)},{u.ctas_per_sm}" + (",true>" if panel else ">"))
+            f"{u.stages},{_b(kn)},{u.ctas_per_sm}"
+            + (f",true,{u.producers}>" if panel else ">"))
     smem = u.stages * (64 * u.m_tiles + u.group * b) * 128 + 1024
-    return _instance(expr, (u.consumer_wgs + 1) * 128, smem, 64 * u.m_tiles, u.group,
-                     "sm_90a", u.ctas_per_sm)
+    return _instance(expr, (u.consumer_wgs + u.producers) * 128, smem, 64 * u.m_tiles,
+                     u.group, "sm_90a", u.ctas_per_sm)
 
 
 @functools.cache

@@ -29,8 +29,8 @@
 // * W's blocks are read transposed ([n][k], K-major B tiles) or, with KN, as stored
 //   (N-major B tiles, no transposed copy).
 template <class Tag, int B, int G, int MW, int CW, int STAGES, bool KN, int MINB,
-          bool PANEL = false>
-__global__ void __launch_bounds__((CW + 1) * 128, MINB)
+          bool PANEL = false, int PRODUCERS = 1>
+__global__ void __launch_bounds__((CW + PRODUCERS) * 128, MINB)
     dsd_wgmma_union(const u16* __restrict__ x, i64 ldx, int nrows, int nout,
                     const u16* __restrict__ wk, const int4* __restrict__ work, int nwork,
                     const int* __restrict__ blk, const int* __restrict__ gidx, u16* y, i64 ldy,
@@ -44,6 +44,10 @@ __global__ void __launch_bounds__((CW + 1) * 128, MINB)
   static_assert(G % CW == 0 && G <= 32 && B <= BK, "bad union tile");
   static_assert(PANEL ? !KN && B >= 8 : EPS * G <= 64 && B >= 16, "bad union tile");
   static_assert(W_BYTES % 1024 == 0, "B tiles start on 1 KiB boundaries (swizzle)");
+  // PRODUCERS warpgroups copy (more than one for the panel only, whose copies bound it):
+  // a thread's rows are RSTEP apart
+  constexpr int PT = PRODUCERS * 128, RSTEP = PT / 8;
+  static_assert(PRODUCERS == 1 || (PANEL && BM % RSTEP == 0), "bad union tile");
   extern __shared__ unsigned char smem_raw[];
   const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
   unsigned char* smem = smem_raw + (base - smem_addr(smem_raw));
@@ -53,7 +57,7 @@ __global__ void __launch_bounds__((CW + 1) * 128, MINB)
   if (tid == 0) {
 #pragma unroll
     for (int s = 0; s < STAGES; ++s) {
-      mbar_init(&full[s], 128 + 1);          // the producer's copies and its presence bits
+      mbar_init(&full[s], PT + 1);           // the producers' copies and its presence bits
       mbar_init(&empty[s], CONSUMERS / 32);  // one arrival per consumer warp
     }
   }
@@ -62,6 +66,9 @@ __global__ void __launch_bounds__((CW + 1) * 128, MINB)
   unsigned it = 0;  // slices through the pipeline so far
 
   if (tid >= CONSUMERS) {  // producer
+    // With more than one producer warpgroup the threads are more than the launch bound's
+    // registers allow the consumers: producers give theirs up, consumers take them.
+    if constexpr (PRODUCERS > 1) setmaxnreg_dec<40>();
     const int ptid = tid - CONSUMERS;
     // X and K-major B rows: rows r0, r0 + 16, ... and chunk c, which lies in entry c * 8 / B
     // of every slice; N-major B tiles: chunk kn_c of rows of k kn_r0, kn_r0 + KN_RS, ...
@@ -72,14 +79,15 @@ __global__ void __launch_bounds__((CW + 1) * 128, MINB)
     for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
       const int4 item = work[t % nwork];
       const int q0 = item.y, len = item.z, row0 = (t / nwork) * BM;
-      named_barrier_sync(1, 128);  // every producer thread is done with the previous list
-      fill_group_list<G, CAP>(s_g, s_p, s_m, gidx, blk, q0, len, ptid, 128);
-      named_barrier_sync(1, 128);
+      named_barrier_sync(1, PT);  // every producer thread is done with the previous list
+      fill_group_list<G, CAP>(s_g, s_p, s_m, gidx, blk, q0, len, ptid, PT);
+      named_barrier_sync(1, PT);
       const GroupList<G, CAP> list{s_g, s_p, s_m, gidx, blk, q0};
       const u16* a_row = x + (i64)(row0 + r0) * ldx;
-      unsigned a_ok = 0;  // bit i: row r0 + 16 i of the tile lies in X
+      unsigned a_ok = 0;  // bit i: row r0 + RSTEP i of the tile lies in X (the panel's)
 #pragma unroll
-      for (int i = 0; i < BM / 16; ++i) a_ok |= (unsigned)(row0 + r0 + i * 16 < nrows) << i;
+      for (int i = 0; i < BM / RSTEP; ++i)
+        a_ok |= (unsigned)(row0 + r0 + i * RSTEP < nrows) << i;
       const int ktiles = (len * B + BK - 1) / BK;
       for (int kt = 0; kt < ktiles; ++kt, ++it) {
         const int s = it % STAGES;
@@ -94,17 +102,20 @@ __global__ void __launch_bounds__((CW + 1) * 128, MINB)
           const u16* asrc = a_row + (i64)list.input(live ? e : 0) * B + off;
           const unsigned ok = live ? a_ok : 0u;
 #pragma unroll
-          for (int i = 0; i < BM / 16; ++i) {
+          for (int i = 0; i < BM / RSTEP; ++i) {
             const bool on = (ok >> i) & 1u;
-            cp_async16(sA + dst0 + i * 16 * 128, on ? asrc + i * 16 * ldx : x, on ? 16 : 0);
+            cp_async16(sA + dst0 + i * RSTEP * 128, on ? asrc + i * RSTEP * ldx : x,
+                       on ? 16 : 0);
           }
           // Member g's block fills rows g * B ... of the panel; this thread copies chunk
-          // c of rows r0, r0 + 16, ... of it, which at b = 8 are one row of every other
-          // member's block (the first one r0 / 8). Absent blocks are zero-filled. The
-          // producer is bound by the instructions it issues, so everything but the
-          // block lookups is a compile-time offset from values fixed per thread.
-          constexpr int RPM = B >= 16 ? B / 16 : 1, MSTEP = B >= 16 ? 1 : 16 / B;
-          const int g0 = B >= 16 ? 0 : r0 / B, rr = B >= 16 ? r0 : r0 % B;
+          // c of rows r0, r0 + RSTEP, ... of it, which where B < RSTEP are one row of every
+          // RSTEP / B-th member's block (the first one r0 / B). Absent blocks are
+          // zero-filled. The producer is bound by the instructions it issues, so
+          // everything but the block lookups is a compile-time offset from values fixed
+          // per thread.
+          constexpr int RPM = B >= RSTEP ? B / RSTEP : 1, MSTEP = B >= RSTEP ? 1 : RSTEP / B;
+          static_assert(G % MSTEP == 0, "a thread's members are every MSTEP-th");
+          const int g0 = B >= RSTEP ? 0 : r0 / B, rr = B >= RSTEP ? r0 : r0 % B;
           const unsigned bits = (live ? list.mask(e) : 0u) >> g0;
           const int* blocks = list.blocks(live ? e : 0) + g0;
 #pragma unroll
@@ -115,8 +126,8 @@ __global__ void __launch_bounds__((CW + 1) * 128, MINB)
             const int bytes = on ? 16 : 0;
 #pragma unroll
             for (int i = 0; i < RPM; ++i)
-              cp_async16(sB + dst0 + j * MSTEP * W_BYTES + i * 16 * 128, bsrc + i * 16 * B,
-                         bytes);
+              cp_async16(sB + dst0 + j * MSTEP * W_BYTES + i * RSTEP * 128,
+                         bsrc + i * RSTEP * B, bytes);
           }
         } else if (e < len) {  // entries past the list are never multiplied: nothing to copy
           const u16* asrc = a_row + (i64)list.input(e) * B + off;
@@ -170,6 +181,12 @@ __global__ void __launch_bounds__((CW + 1) * 128, MINB)
     return;
   }
 
+  // the CTA's registers at launch (the launch bound's per-thread share, in steps of 8),
+  // less the producers' 40 each, over the consumers
+  constexpr int LAUNCH_REGS = 65536 / (MINB * (CONSUMERS + PT)) / 8 * 8;
+  constexpr int CREGS = (LAUNCH_REGS * (CONSUMERS + PT) - PT * 40) / CONSUMERS / 8 * 8;
+  if constexpr (PRODUCERS > 1)  // the registers the producers gave up, shared out
+    setmaxnreg_inc<(CREGS < 256 ? CREGS : 256)>();
   const int wg = tid / 128;  // consumer warpgroup: members wg * GPC ...
   constexpr int NP = GPC * B;  // the panel's columns per consumer
   float acc[GPC][MW][B / 2];   // per present block

@@ -27,6 +27,18 @@ __device__ __forceinline__ void wgmma_wait() {
 __device__ __forceinline__ void fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
+// A warpgroup's registers per thread, lowered or raised to N (a multiple of 8 in 24-256)
+// within the CTA's allocation: warp-specialized kernels move the copying warps' registers
+// to the MMA warps.
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  static_assert(N % 8 == 0 && N >= 24 && N <= 256, "setmaxnreg takes 24-256, multiples of 8");
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
 // Barrier among `count` threads (whole warps) of the CTA on hardware barrier `id` (0 is
 // __syncthreads'): lets one warpgroup synchronize without the others.
 __device__ __forceinline__ void named_barrier_sync(int id, int count) {
