@@ -110,9 +110,9 @@ __global__ void __launch_bounds__((CW + PRODUCERS) * 128, MINB)
           // Member g's block fills rows g * B ... of the panel; this thread copies chunk
           // c of rows r0, r0 + RSTEP, ... of it, which where B < RSTEP are one row of every
           // RSTEP / B-th member's block (the first one r0 / B). Absent blocks are
-          // zero-filled. The producer is bound by the instructions it issues, so
-          // everything but the block lookups is a compile-time offset from values fixed
-          // per thread.
+          // zero-filled. Everything but the block lookups is a compile-time offset from
+          // values fixed per thread: with the member index computed per row at run time
+          // the b = 32 panel ran 1.4x slower.
           constexpr int RPM = B >= RSTEP ? B / RSTEP : 1, MSTEP = B >= RSTEP ? 1 : RSTEP / B;
           static_assert(G % MSTEP == 0, "a thread's members are every MSTEP-th");
           const int g0 = B >= RSTEP ? 0 : r0 / B, rr = B >= RSTEP ? r0 : r0 % B;
