@@ -363,33 +363,6 @@ UNION_TILES = [
 ]
 
 
-@pytest.fixture
-def union_tile(request, monkeypatch):
-    b, cfg = request.param
-    yield from forced_tile(monkeypatch, b, [(tiles.WGMMA_DSD_UNION, cfg)], union=True)
-
-
-@pytest.mark.parametrize("union_tile", UNION_TILES, indirect=True, ids=lambda t: f"b{t[0]}-{t[1]}")
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("grid_limit", [None, 3])
-@pytest.mark.parametrize("n", [65, 300])
-def test_union_dsd_tiles_match_scipy(backend, monkeypatch, force, union_tile, dtype,
-        grid_limit, n):
-    """The persistent union kernel: union lists longer than its shared-memory copy (256
-    entries), partial last groups in both products, an empty and a full output block,
-    entries present for some members and absent for others, split lists (n = 65), a grid
-    far smaller than the tiles; alpha and beta."""
-    b = union_tile
-    force(grid_limit=grid_limit)
-    rng = np.random.default_rng(n + b + 1)
-    lay = rng.random((275, 19)) < 0.3
-    lay[:, 18] = True   # a full output block of X @ W, in the partial last group
-    lay[270, :] = True  # a full one of dY @ W.T, in its partial last group
-    lay[:, 5] = False   # an empty output block of X @ W
-    lay[9, :] = False   # an empty one of dY @ W.T
-    check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: 5, True: 9})
-
-
 # (b, (members per group, m64 tiles, consumer warpgroups, stages, CTAs per SM)) of the
 # panel union kernel; wgmma's N is members / consumer warpgroups * b
 PANEL_TILES = [
@@ -407,23 +380,30 @@ PANEL_TILES = [
 
 
 @pytest.fixture
-def panel_tile(request, monkeypatch):
-    b, cfg = request.param
-    yield from forced_tile(monkeypatch, b, [(tiles.WGMMA_DSD_PANEL, cfg)], panel=True)
+def union_tile(request, monkeypatch):
+    """("union" or "panel", b): the union kernel's tile (per present block or as dense
+    panels) forced, and that kernel chosen."""
+    kind, b, cfg = request.param
+    table = tiles.WGMMA_DSD_UNION if kind == "union" else tiles.WGMMA_DSD_PANEL
+    for forced_b in forced_tile(monkeypatch, b, [(table, cfg)], **{kind: True}):
+        yield kind, forced_b
 
 
-@pytest.mark.parametrize("panel_tile", PANEL_TILES, indirect=True, ids=lambda t: f"b{t[0]}-{t[1]}")
+@pytest.mark.parametrize("union_tile", [("union", *t) for t in UNION_TILES]
+                         + [("panel", *t) for t in PANEL_TILES], indirect=True,
+                         ids=lambda t: f"{t[0]}-b{t[1]}-{t[2]}")
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("grid_limit", [None, 3])
 @pytest.mark.parametrize("n", [65, 300])
-def test_panel_dsd_tiles_match_scipy(backend, monkeypatch, force, panel_tile, dtype,
+def test_union_dsd_tiles_match_scipy(backend, monkeypatch, force, union_tile, dtype,
         grid_limit, n):
-    """The union kernel multiplying dense panels, on a layout whose groups are mostly empty
+    """The persistent union kernel, its members' MMAs per present block or as dense panels
     (absent blocks must multiply as zeros, over stages that held other blocks before):
-    union lists longer than its shared-memory copy, a last slice past the list's end,
-    partial last groups, an empty and a full output block, split lists (n = 65), a grid far
-    smaller than the tiles; alpha and beta."""
-    b = panel_tile
+    union lists longer than its shared-memory copy (256 entries), a last slice past the
+    list's end, partial last groups in both products, an empty and a full output block,
+    entries present for some members and absent for others, split lists (n = 65), a grid
+    far smaller than the tiles; alpha and beta."""
+    kind, b = union_tile
     force(grid_limit=grid_limit)
     rng = np.random.default_rng(n + b + 2)
     lay = rng.random((275, 37)) < 0.2
@@ -431,7 +411,7 @@ def test_panel_dsd_tiles_match_scipy(backend, monkeypatch, force, panel_tile, dt
     lay[270, :] = True  # a full one of dY @ W.T, in its partial last group
     lay[:, 5] = False   # an empty output block of X @ W
     lay[9, :] = False   # an empty one of dY @ W.T
-    if device.arch(0) == 90:  # the panel kernel runs (elsewhere the rule's fallback)
+    if kind == "panel" and device.arch(0) == 90:  # elsewhere the rule's fallback runs
         w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, backend=backend)
         x = to_backend(np.zeros((n, lay.shape[0] * b), np.float32), backend).astype(w.dtype)
         assert cs.matmul_plan(x, w).kernel == configs.wgmma_config(dtype, b, panel=True)
