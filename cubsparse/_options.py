@@ -1,11 +1,11 @@
 """Library-wide options: whether the CUDA backend may take its dense path, and how much
-memory that path may hold."""
+memory that path may hold; whether its small-block products may multiply dense panels."""
 
 from __future__ import annotations
 
 import contextlib
 
-_DEFAULTS = {"dense_fallback": True, "dense_max_bytes": 1 << 30}
+_DEFAULTS = {"dense_fallback": True, "dense_max_bytes": 1 << 30, "dense_panels": True}
 _OPTIONS = dict(_DEFAULTS)
 
 
@@ -18,6 +18,15 @@ def get_options() -> dict:
         its cost model predicts that faster than the sparse kernels.
     ``dense_max_bytes`` (default 1 GiB)
         The most memory one dense buffer may take; larger products stay sparse.
+    ``dense_panels`` (default True)
+        Let the CUDA backend's small-block products (b <= 32, Hopper) multiply dense panels
+        of adjacent output blocks, absent blocks as zeros, where the blocks fill enough of
+        them (banded and small-world layouts).
+
+    Both the dense path and the panels multiply absent blocks as zeros, so a NaN or Inf
+    in X reaches outputs that do not read it (every output of its row on the dense path,
+    those of its panel's output blocks with panels). With both off, the CUDA backend
+    handles them as SciPy does: an output reads only the blocks stored for it.
 
     Examples
     --------
@@ -42,9 +51,9 @@ def set_options(**options) -> dict:
     unknown = set(options) - set(_DEFAULTS)
     if unknown:
         raise ValueError(f"unknown options {sorted(unknown)}; known: {sorted(_DEFAULTS)}")
-    if "dense_fallback" in options and not isinstance(options["dense_fallback"], bool):
-        raise TypeError(f"dense_fallback must be True or False, got "
-                        f"{options['dense_fallback']!r}")
+    for name in ("dense_fallback", "dense_panels"):
+        if name in options and not isinstance(options[name], bool):
+            raise TypeError(f"{name} must be True or False, got {options[name]!r}")
     if "dense_max_bytes" in options:
         v = options["dense_max_bytes"]
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
@@ -75,3 +84,8 @@ def options(**kw):
 def dense_bytes_limit() -> int | None:
     """Bytes the dense path may hold, None where it is off."""
     return _OPTIONS["dense_max_bytes"] if _OPTIONS["dense_fallback"] else None
+
+
+def dense_panels() -> bool:
+    """Whether small-block products may multiply dense panels."""
+    return _OPTIONS["dense_panels"]

@@ -99,6 +99,10 @@ def test_dsd_plan_takes_dense_panels_where_members_fill_them():
     with plans.override(panel=False):
         assert plans.plan_dsd(band, "float16", 16, 8192, False, False, 90, SMS,
                               None).kernel != panel
+    # panels off (the dense_panels option): not even a forced decision takes them
+    with plans.override(panel=True):
+        assert plans.plan_dsd(band, "float16", 16, 8192, False, False, 90, SMS, None,
+                              panels=False).kernel != panel
 
 
 def test_sdd_groups_cover_every_block_once():
@@ -236,6 +240,11 @@ def test_options_are_checked():
         cs.set_options(dense=True)
     with pytest.raises(TypeError, match="dense_fallback must be True or False"):
         cs.set_options(dense_fallback=1)
+    with pytest.raises(TypeError, match="dense_panels must be True or False"):
+        cs.set_options(dense_panels="no")
+    with cs.options(dense_panels=False):
+        assert cs.get_options()["dense_panels"] is False
+    assert cs.get_options()["dense_panels"] is True
     with pytest.raises(ValueError, match="dense_max_bytes"):
         cs.set_options(dense_max_bytes=-1)
     with cs.options(dense_max_bytes=5):

@@ -385,7 +385,8 @@ def union_tile(request, monkeypatch):
     panels) forced, and that kernel chosen."""
     kind, b, cfg = request.param
     table = tiles.WGMMA_DSD_UNION if kind == "union" else tiles.WGMMA_DSD_PANEL
-    for forced_b in forced_tile(monkeypatch, b, [(table, cfg)], **{kind: True}):
+    decisions = {"union": True, "panel": False} if kind == "union" else {"panel": True}
+    for forced_b in forced_tile(monkeypatch, b, [(table, cfg)], **decisions):
         yield kind, forced_b
 
 
@@ -414,7 +415,10 @@ def test_union_dsd_tiles_match_scipy(backend, monkeypatch, force, union_tile, dt
     if kind == "panel" and device.arch(0) == 90:  # elsewhere the rule's fallback runs
         w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, backend=backend)
         x = to_backend(np.zeros((n, lay.shape[0] * b), np.float32), backend).astype(w.dtype)
-        assert cs.matmul_plan(x, w).kernel == configs.wgmma_config(dtype, b, panel=True)
+        panel = configs.wgmma_config(dtype, b, panel=True)
+        assert cs.matmul_plan(x, w).kernel == panel
+        dy = to_backend(np.zeros((n, lay.shape[1] * b), np.float32), backend).astype(w.dtype)
+        assert cs.matmul_plan(dy, w.T).kernel == panel
     check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: 5, True: 9})
 
 

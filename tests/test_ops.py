@@ -437,7 +437,8 @@ def test_sampled_matmul_into_misaligned_out(backend, b, beta, n):
 
 @pytest.fixture
 def sparse_kernels_only():
-    with cs.options(dense_fallback=False):
+    """Neither the dense path nor dense panels: no absent block is multiplied."""
+    with cs.options(dense_fallback=False, dense_panels=False):
         yield
 
 
@@ -473,6 +474,33 @@ def _nonfinite_input_reaches_only_the_outputs_that_read_it(backend, b, n, dtype)
     dy[n // 2, 2] = -np.inf
     dx = to_numpy(cs.matmul(to_backend(dy, backend), w.T)).astype(np.float64)
     assert np.isfinite(dx[:, 2 * b:]).all(), "output blocks 2, 3 never read dY's block column 0"
+
+
+@pytest.mark.parametrize("b", [8, 16, 32])
+@pytest.mark.usefixtures("sparse_kernels_only")
+def test_dense_panels_multiply_absent_blocks_as_zeros(backend, b):
+    """The panel kernel (Hopper, b <= 32) multiplies a group's absent blocks as zeros, so
+    an infinite input reaches the other output blocks of its group: it runs only where the
+    ``dense_panels`` option allows it, which the rule and forced decisions obey."""
+    from cubsparse._cuda import device, plans
+
+    if backend != "cuda" or device.arch(0) != 90:
+        pytest.skip("the panel kernel runs on Hopper only")
+    lay = np.eye(4, dtype=bool)
+    lay[1, 0] = True
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", seed=3, backend=backend)
+    x = np.random.default_rng(b).standard_normal((200, 4 * b)).astype(np.float16)
+    x[100, b + 1] = np.inf  # read by output blocks 0 and 1 only
+    xg = to_backend(x, backend)
+    with plans.override(panel=True):
+        with cs.options(dense_panels=True):
+            assert ",true," in cs.matmul_plan(xg, w).kernel.name
+            y = to_numpy(cs.matmul(xg, w)).astype(np.float64)
+        assert not np.isfinite(y[100, 2 * b:]).all(), "the panel multiplied inf by zeros"
+        assert ",true," not in cs.matmul_plan(xg, w).kernel.name  # the fixture's option
+        y = to_numpy(cs.matmul(xg, w)).astype(np.float64)
+    assert np.isfinite(y[:, 2 * b:]).all()
+    assert np.isfinite(np.delete(y, 100, axis=0)).all()
 
 
 @pytest.mark.parametrize("path", ["planned", "dense"])

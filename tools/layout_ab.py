@@ -5,8 +5,9 @@ dense ms x density / sparse ms. Every variant's result is checked against float3
 math before it is timed; the dense path stays off.
 
 A variant is ``rule`` (the plan's own choice), ``nopanel`` (the panel kernel forbidden)
-or ``panel:G.M.C.S.P`` (the panel kernel forced with that tile: members, m64 tiles,
-consumer warpgroups, stages, CTAs per SM).
+or ``panel:G.M.C.S.P[.R]`` (the panel kernel forced with that tile: members, m64 tiles,
+consumer warpgroups, stages, CTAs per SM and, optionally, producer warpgroups, 1 if left
+out; the table's b = 16 tile is ``panel:16.2.2.4.1.2``).
 
     PYTHONPATH=.:tools python3 tools/layout_ab.py --b 8,16,32 --d 0.05,0.25 \\
         --layouts random,ws,banded --variants nopanel,panel:16.2.2.4.1,rule

@@ -328,11 +328,13 @@ def persistent_ctas(cfg: KernelConfig, sms: int) -> int:
 
 
 def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: int,
-             sms: int, dense_bytes_limit: int | None = None) -> DsdPlan:
+             sms: int, dense_bytes_limit: int | None = None, panels: bool = True) -> DsdPlan:
     """The plan of ``Y = X @ op(W)`` for ``n`` rows of X (pure: same inputs, same plan).
 
     ``arch`` is the compute capability (90: Hopper), ``sms`` the device's SM count,
-    ``dense_bytes_limit`` the most memory the dense path may hold (None: no dense path).
+    ``dense_bytes_limit`` the most memory the dense path may hold (None: no dense path),
+    ``panels`` whether the panel union kernel may run (it multiplies absent blocks as
+    zeros; not even a forced ``panel`` decision overrides False).
     """
     name = dtype_name(dtype)
     n_out = structure.block_shape[0] if trans else structure.block_shape[1]
@@ -342,7 +344,7 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
     # The kernel ladder: Hopper wgmma (dense panels, union, persistent, tall), else
     # grouped mma.sync, else one block per CTA on mma.sync or CUDA cores.
     hopper = name in TC_TAGS and not small and arch == 90
-    pcfg = wgmma_config(name, b, panel=True) if hopper else None
+    pcfg = wgmma_config(name, b, panel=True) if hopper and panels else None
     panel = pcfg is not None and _decide("panel", panel_pays, structure, trans, pcfg, b, n,
                                          persistent_ctas(pcfg, sms))
     wcfg = pcfg if panel else wgmma_config(name, b) if hopper else None

@@ -121,8 +121,10 @@ def dsd_plan(x_rows: int, w, trans: bool, tf32: bool):
 
 def _key(op: str, dev: int, *call) -> tuple:
     """A runner's key: the op, the device, what of the call shapes the plan, and the
-    tuning generation, the dense path's memory limit and the thread."""
-    return (op, dev, *call, GENERATION[0], _options.dense_bytes_limit(), _get_ident())
+    tuning generation, the dense path's memory limit, the dense panels' option and the
+    thread."""
+    return (op, dev, *call, GENERATION[0], _options.dense_bytes_limit(),
+            _options.dense_panels(), _get_ident())
 
 
 def _dsd_runner(n, w, trans, tf32, dev=None):
@@ -220,7 +222,8 @@ class _DsdRunner:
         dtype = w._data.dtype
         self.plan = p = plan_dsd(s, dtype, b, n, trans, tf32, device.arch(dev),
                                  device.sm_count(dev),
-                                 None if sparse_only else _options.dense_bytes_limit())
+                                 None if sparse_only else _options.dense_bytes_limit(),
+                                 _options.dense_panels())
         n_out = s.block_shape[0] if trans else s.block_shape[1]
         self.width = n_out * b
         self.outputs = Outputs((n, self.width), dtype)

@@ -185,6 +185,8 @@ __global__ void __launch_bounds__((CW + PRODUCERS) * 128, MINB)
   // less the producers' 40 each, over the consumers
   constexpr int LAUNCH_REGS = 65536 / (MINB * (CONSUMERS + PT)) / 8 * 8;
   constexpr int CREGS = (LAUNCH_REGS * (CONSUMERS + PT) - PT * 40) / CONSUMERS / 8 * 8;
+  static_assert(PRODUCERS == 1 || (LAUNCH_REGS >= 40 && CREGS >= LAUNCH_REGS),
+                "the producers' registers must be enough to give some up");
   if constexpr (PRODUCERS > 1)  // the registers the producers gave up, shared out
     setmaxnreg_inc<(CREGS < 256 ? CREGS : 256)>();
   const int wg = tid / 128;  // consumer warpgroup: members wg * GPC ...
