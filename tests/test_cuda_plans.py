@@ -83,7 +83,8 @@ def test_dsd_plan_takes_dense_panels_where_members_fill_them():
     assert ",true," in panel.name  # the PANEL flag
     for trans in (False, True):
         p = plans.plan_dsd(band, "float16", 16, 8192, trans, False, 90, SMS, 1 << 30)
-        assert (p.path, p.kernel) == ("sparse", panel)
+        assert (p.path, p.kernel, p.panel) == ("sparse", panel, True)
+        assert "dense panels of 16 blocks (absent blocks multiplied as zeros" in str(p)
         assert p.w_copy == (None if trans else "transpose_blocks")
         cover = worklists.panel_cover(band, trans, panel.group)
         assert 0 < cover < 0.5
@@ -92,7 +93,10 @@ def test_dsd_plan_takes_dense_panels_where_members_fill_them():
                               None).kernel != panel
     rand = structure(256, 256, 0.05)
     assert worklists.sharing(rand, False, panel.group) < plans.PANEL_MIN_FILL[16] * panel.group
-    assert plans.plan_dsd(rand, "float16", 16, 8192, False, False, 90, SMS, None).kernel != panel
+    q = plans.plan_dsd(rand, "float16", 16, 8192, False, False, 90, SMS, None)
+    assert q.kernel != panel
+    assert not q.panel
+    assert "panels" not in str(q)
     with plans.override(panel=True):
         assert plans.plan_dsd(rand, "float16", 16, 8192, False, False, 90, SMS,
                               None).kernel == panel

@@ -272,6 +272,7 @@ class DsdPlan:
     slots: int  # float32 workspace tiles of the split lists
     grid: tuple
     ratio: float | None  # the dense model's sparse / dense time, where it has one
+    panel: bool = False  # the union kernel's dense panels (absent blocks multiplied as zeros)
 
     def __str__(self) -> str:
         if self.path == "dense":
@@ -283,6 +284,9 @@ class DsdPlan:
                  f"{k.name}", f"{k.rows_per_cta} rows x {k.group} block(s) per tile",
                  f"grid {self.grid}" + (f" ({k.persistent}/SM, persistent)" if k.persistent
                                         else "")]
+        if self.panel:
+            parts.append(f"dense panels of {k.group} blocks (absent blocks multiplied as "
+                         "zeros; set_options(dense_panels=False) forbids them)")
         if self.w_copy:
             parts.append(f"W's blocks transposed per call ({self.w_copy})")
         if self.split:
@@ -412,7 +416,7 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
         return DsdPlan("X @ W.T" if trans else "X @ W", n, name, b, "dense",
                        scatter_config(name, b), kn or trans, None, 0, 0, (), ratio)
     return DsdPlan("X @ W.T" if trans else "X @ W", n, name, b, "sparse", cfg, kn or trans,
-                   w_copy, split, n_slots if split else 0, grid, ratio)
+                   w_copy, split, n_slots if split else 0, grid, ratio, panel)
 
 
 def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32: bool,
