@@ -347,26 +347,8 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
     small = n <= SMALL_ROWS
     # The kernel ladder: Hopper wgmma (dense panels, union, persistent, tall), else
     # grouped mma.sync, else one block per CTA on mma.sync or CUDA cores.
-    hopper = name in TC_TAGS and not small and arch == 90
-    pcfg = wgmma_config(name, b, panel=True) if hopper and panels else None
-    panel = pcfg is not None and _decide("panel", panel_pays, structure, trans, pcfg, b, n,
-                                         persistent_ctas(pcfg, sms))
-    wcfg = pcfg if panel else wgmma_config(name, b) if hopper else None
-    union = wcfg is not None and wcfg.group > 1
-    if union and not panel and not _decide("union", union_pays, structure, trans,
-                                           wcfg.group, n):
-        union, wcfg = False, wgmma_config(name, b, union=False)
-    kn = wcfg is not None and not panel and _decide(
-        "kn", lambda: b in WGMMA_DSD_KN or n <= WGMMA_DSD_KN_ROWS.get(b, 0))
-    if kn and not trans:
-        wcfg = wgmma_config(name, b, True, union)
-    if (wcfg is not None and not panel and wcfg.persistent
-            and WGMMA_DSD_TALL.get(b) is not None):
-        # Tall tiles read W as stored: at b = 64, 128 the block is the M-major A operand
-        # of X @ W; b = 32 reads it as stored anyway.
-        xcfg = wgmma_config(name, b, not trans, union, True)
-        if _decide("tall", tall_pays, xcfg, n, n_out, persistent_ctas(xcfg, sms)):
-            wcfg, kn = xcfg, True
+    wcfg, kn, panel = (_wgmma_choice(structure, name, b, n, n_out, trans, sms, panels)
+                       if name in TC_TAGS and not small and arch == 90 else (None, False, False))
     gcfg = group_config(name, b, trans) if wcfg is None and not small else None
     if gcfg is not None and not _decide("group", group_pays, structure, trans, gcfg.group):
         gcfg = None
@@ -417,6 +399,32 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
                        scatter_config(name, b), kn or trans, None, 0, 0, (), ratio)
     return DsdPlan("X @ W.T" if trans else "X @ W", n, name, b, "sparse", cfg, kn or trans,
                    w_copy, split, n_slots if split else 0, grid, ratio, panel)
+
+
+def _wgmma_choice(structure, name: str, b: int, n: int, n_out: int, trans: bool, sms: int,
+                  panels: bool) -> tuple[KernelConfig | None, bool, bool]:
+    """The Hopper step of :func:`plan_dsd`'s ladder: (the wgmma kernel or None, whether it
+    reads W's blocks as stored, whether it multiplies dense panels)."""
+    pcfg = wgmma_config(name, b, panel=True) if panels else None
+    if pcfg is not None and _decide("panel", panel_pays, structure, trans, pcfg, b, n,
+                                    persistent_ctas(pcfg, sms)):
+        return pcfg, False, True  # panels read W's blocks transposed
+    wcfg = wgmma_config(name, b)
+    if wcfg is None:
+        return None, False, False
+    union = wcfg.group > 1
+    if union and not _decide("union", union_pays, structure, trans, wcfg.group, n):
+        union, wcfg = False, wgmma_config(name, b, union=False)
+    kn = _decide("kn", lambda: b in WGMMA_DSD_KN or n <= WGMMA_DSD_KN_ROWS.get(b, 0))
+    if kn and not trans:
+        wcfg = wgmma_config(name, b, True, union)
+    if wcfg.persistent and WGMMA_DSD_TALL.get(b) is not None:
+        # Tall tiles read W as stored: at b = 64, 128 the block is the M-major A operand
+        # of X @ W; b = 32 reads it as stored anyway.
+        xcfg = wgmma_config(name, b, not trans, union, True)
+        if _decide("tall", tall_pays, xcfg, n, n_out, persistent_ctas(xcfg, sms)):
+            wcfg, kn = xcfg, True
+    return wcfg, kn, False
 
 
 def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32: bool,

@@ -137,26 +137,24 @@ def block_coordinates(structure, device: int):
                          lambda: (structure.rows, structure.host_indices))
 
 
+def union_entries(structure, trans: bool, group: int) -> int:
+    """Entries of the union lists of ``group`` adjacent output blocks, all groups."""
+    return structure.cached(("union_entries", trans, group),
+                            lambda: int(lists(structure, trans, group)[0][-1]))
+
+
 def sharing(structure, trans: bool, group: int) -> float:
     """Stored blocks per entry of the union lists of ``group`` adjacent output blocks: how
     many members an X slice of a grouped kernel feeds on average (inf for an empty layout,
     where any kernel will do)."""
-
-    def build():
-        entries = int(lists(structure, trans, group)[0][-1])
-        return structure.nnzb / entries if entries else float("inf")
-
-    return structure.cached(("sharing", trans, group), build)
+    entries = union_entries(structure, trans, group)
+    return structure.nnzb / entries if entries else float("inf")
 
 
 def panel_cover(structure, trans: bool, group: int) -> float:
     """Fraction of W's block grid covered by the panels of the union lists of ``group``
     adjacent output blocks (each union entry a panel row of ``group`` blocks, present or
     not): the panel kernel's MMAs against a dense product's."""
-
-    def build():
-        rows, cols = structure.block_shape
-        entries = int(lists(structure, trans, group)[0][-1])
-        return min(1.0, entries * group / (rows * cols)) if rows * cols else 0.0
-
-    return structure.cached(("panel_cover", trans, group), build)
+    rows, cols = structure.block_shape
+    entries = union_entries(structure, trans, group)
+    return min(1.0, entries * group / (rows * cols)) if rows * cols else 0.0
