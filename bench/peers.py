@@ -13,6 +13,9 @@ Peers and what they call (CUDA):
 ``dense_cupy``        ``cupy.matmul`` (cuBLAS), IEEE for fp32 (CUPY_TF32 unset)
 ``dense_torch``       ``torch.matmul`` with TF32 off
 ``dense_torch_tf32``  ``torch.matmul`` with ``torch.backends.cuda.matmul.allow_tf32 = True``
+``densify``           W densified on every call (``W.toarray()``), then ``cupy.matmul``;
+                      for the weight gradient the dense product, then W's blocks gathered
+                      from it: what a script pays when W changes every step
 ``torch_bsr``         ``W.T_bsr @ x.T`` (the BSR tensor as first operand: torch's Triton
                       BSR kernel), falling back to ``x @ W_bsr``; for the weight gradient
                       ``torch.sparse._triton_ops.sampled_addmm``
@@ -287,6 +290,44 @@ def _prepare_dense_torch(data: CaseData, op: str, tf32: bool = False) -> Prepare
     conv = _masked(data, op)
     impl = "torch.matmul, allow_tf32=" + str(tf32)
     return Prepared(calls, "torch", lambda t: conv(_torch_to_xp(data, t)), impl)
+
+
+def _prepare_densify(data: CaseData, op: str) -> Prepared:
+    """What a script without a block-sparse kernel does each step, W's values having
+    changed: densify W (cubsparse's ``toarray``), then cuBLAS; for the weight gradient,
+    the dense product, then W's blocks taken from it by fancy indexing."""
+    cs = _import_cubsparse()
+    xp = data.xp
+    c = data.case
+    b = c.b
+    indptr = data.device_index("indptr")
+    cols = data.device_index("indices")
+    rows = xp.repeat(xp.arange(c.c // b, dtype=xp.int32), xp.diff(indptr).astype(xp.int64))
+
+    def gather(x_t, dy):
+        return xp.matmul(x_t, dy).reshape(c.c // b, b, c.k // b, b)[rows, :, cols, :]
+
+    calls = []
+    for i in range(data.sets_sparse):
+        x, dy, W = _cubsparse_objects(data, i)
+        if op == "xw":
+            calls.append(lambda x=x, W=W: xp.matmul(x, W.toarray()))
+        elif op == "dywt":
+            calls.append(lambda dy=dy, W=W: xp.matmul(dy, W.toarray().T))
+        else:
+            calls.append(partial(gather, x.T, dy))
+    impl = {"xw": "cupy.matmul(x, W.toarray())", "dywt": "cupy.matmul(dy, W.toarray().T)",
+            "sdd": "cupy.matmul(x.T, dy), then W's blocks by fancy indexing"}[op]
+    if data.backend.name != "cuda":
+        impl = impl.replace("cupy", "numpy")
+
+    def to_dense(out):
+        if op == "sdd":
+            out = cs.BlockSparseMatrix((out, cols, indptr), shape=(c.c, c.k)).toarray()
+        return out.astype(xp.float64)
+
+    return Prepared(calls, data.backend.clock_lib(), to_dense, impl,
+                    no_graph=_NO_CUPY_CAPTURE % "cuBLAS")
 
 
 def dense_products(backend, dtype: str, size: int, tf32: bool = False):
@@ -574,6 +615,7 @@ def contenders(backend_name: str) -> list[Contender]:
             Contender("dense_torch_tf32", "dense_tf32", "dense cuBLAS TF32 (torch)",
                       lambda d, op: _prepare_dense_torch(d, op, tf32=True),
                       dtypes=("float32",), shared_dense=True),
+            Contender("densify", "peer", "densify + cuBLAS (per call)", _prepare_densify),
             Contender("torch_bsr", "peer", "torch BSR (Triton)", _prepare_torch_bsr),
             Contender("cusparse_csr", "peer", "cuSPARSE CSR", _prepare_cusparse),
             Contender("stk", "peer", "stk (Triton)", _prepare_stk, dtypes=("float16", "bfloat16")),
@@ -586,6 +628,7 @@ def contenders(backend_name: str) -> list[Contender]:
             Contender("cusparse_csr", "peer", "cuSPARSE CSR", _gpu_only("cuSPARSE")),
             Contender("stk", "peer", "stk (Triton)", _gpu_only("stk"),
                       dtypes=("float16", "bfloat16")),
+            Contender("densify", "peer", "densify + NumPy (per call)", _prepare_densify),
             Contender("scipy_bsr", "peer", "SciPy BSR", _prepare_scipy_bsr),
         ]
     return out

@@ -225,6 +225,29 @@ def _peer_tally(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+def _dense_tally(rows: list[dict]) -> str:
+    """How many rows ran slower than dense cuBLAS: timed apart, and timed in alternating
+    rounds (``paired_ratio``, where the run took it), with the worst paired ratios."""
+    apart = [r for r in rows if r.get("speedup") is not None]
+    slow_apart = [r for r in apart if r["speedup"] < 1]
+    paired = [r for r in rows if r.get("paired_ratio") is not None]
+    slow = sorted((r for r in paired if r["paired_ratio"] > 1),
+                  key=lambda r: r["paired_ratio"], reverse=True)
+    out = [f"Timed apart (each product's own measurement), cubsparse is slower than the dense "
+           f"cuBLAS in **{len(slow_apart)} of {len(apart)}** rows."]
+    if paired:
+        out.append(f"Timed in alternating rounds with it (`paired_ratio`), in "
+                   f"**{len(slow)} of {len(paired)}** rows.")
+    if slow:
+        out += ["", "Largest paired ratios (cubsparse time / dense time):", "",
+                _md_table(["case", "paired ratio", "apart", "plan"], [
+                    [_short_case(r), f"{r['paired_ratio']:.3f}",
+                     _f(1 / r["speedup"] if r.get("speedup") else None, "{:.3f}"),
+                     (r.get("cubsparse_plan") or "-").split(": ", 1)[-1][:60]]
+                    for r in slow[:15]])]
+    return "\n".join(out)
+
+
 def _status_tally(rows: list[dict]) -> str:
     tally: dict[str, Counter] = defaultdict(Counter)
     for r in rows:
@@ -253,7 +276,7 @@ def _detail_table(rows: list[dict]) -> str:
     peer_names = sorted({n for r in rows for n in (r.get("peers") or {})})
     headers = (["op", "dtype", "N", "C=K", "b", "d", "layout", "ms", "dense ms", "eff",
                 "speedup", "bw eff", "tf32 eff"] + [f"{n} ms (eff)" for n in peer_names]
-               + ["beats peers", "err"])
+               + ["paired", "beats peers", "err"])
     body = []
     for r in rows:
         line = [OPS_SHORT[r["op"]], DTYPE_SHORT[r["dtype"]], r["n"], r["c"], r["b"],
@@ -267,7 +290,8 @@ def _detail_table(rows: list[dict]) -> str:
             line.append(f"{_ms(p.get('ms'))} ({_f(p.get('efficiency'), '{:.2f}')})"
                         if p.get("ms") is not None else "-")
         b = r.get("beats_all_peers")
-        line += ["-" if b is None else ("yes" if b else "no"),
+        line += [_f(r.get("paired_ratio"), "{:.3f}"),
+                 "-" if b is None else ("yes" if b else "no"),
                  _f(r.get("cubsparse_err"), "{:.1e}") + ("" if r.get("cubsparse_err_ok")
                                                          is not False else " !")]
         body.append(line)
@@ -356,6 +380,7 @@ def render(results: list[dict] | dict, plots_dir: str | None = None,
     if len({r["layout"] for r in rows}) > 1:
         parts += ["### Per layout", "", _targets_table(rows, by="layout"), ""]
     parts += ["## Faster than every peer", "", _peer_tally(rows), ""]
+    parts += ["## Against the dense product", "", _dense_tally(rows), ""]
     bad = [r for r in rows if r.get("cubsparse_err_ok") is False
            or r.get("cubsparse_tf32_err_ok") is False]
     parts += ["## Correctness", ""]

@@ -137,12 +137,46 @@ def _run_contender(ct, data, op, ref, policy) -> dict[str, Any]:
         "graph_calls", "graph_samples")})
     res["eager_over_graph"] = _ratio(t.get("eager_ms"), t.get("graph_ms"))
     res["plan"] = prep.plan
+    res["_calls"] = prep.calls  # for the paired timing; dropped before the row is made
     if prep.no_graph and data.backend.name == "cuda":
         res["graph_note"] = prep.no_graph
     return res
 
 
 # -- one case ---------------------------------------------------------------------------
+
+def pair_with_dense(results: dict[str, dict], roles: dict[str, str],
+                    policy: timing.Policy) -> dict[str, Any]:
+    """cubsparse's result with ``paired_ratio`` added: its time over the fastest dense
+    product's timed by the same clock, in alternating rounds (:func:`timing.paired`).
+
+    The two are otherwise timed minutes apart at worst and seconds apart at best, in
+    which a GPU's clocks move by more than the few per cent that separate the dense path
+    (W scattered, then cuBLAS) from cuBLAS alone. None where either did not run here (a
+    cached dense time has no calls), or they use different clocks.
+    """
+    subj = dict(results.get("cubsparse", {}))
+    subj.update(paired_ratio=None, paired_dense=None, paired_rounds=None, paired_spread=None)
+    calls = subj.get("_calls")
+    dense = [(r["ms"], n, r) for n, role in roles.items() if role == "dense"
+             and (r := results.get(n)) and r.get("status") == "ok" and r.get("_calls")
+             and r.get("lib") == subj.get("lib")]
+    if not calls or not dense or policy.paired_rounds < 1:
+        return subj
+    _, name, d = min(dense, key=lambda t: t[0])
+    if max(subj["eager_ms"], d["eager_ms"]) >= policy.slow_ms:  # rounds would take minutes
+        return subj
+    try:
+        p = timing.paired(calls, d["_calls"], subj["lib"], subj["eager_ms"], d["eager_ms"],
+                          policy)
+    except Exception as exc:
+        _check_fatal(exc)
+        subj["paired_note"] = f"paired timing failed: {timing.short_error(exc)}"
+        return subj
+    subj.update(paired_ratio=p["ratio"], paired_dense=name, paired_rounds=p["rounds"],
+                paired_spread=p["spread"])
+    return subj
+
 
 def _ratio(num, den):
     if num is None or den is None or not den or (isinstance(num, float) and math.isnan(num)):
@@ -244,6 +278,9 @@ def assemble_row(env: dict[str, Any], case: Case, data: CaseData, op: str,
         "peers": peer_rows, "best_peer": best_peer, "best_peer_ms": best_peer_ms,
         "beats_all_peers": (ms < best_peer_ms) if (ms is not None and best_peer_ms) else None,
         "beats_dense": (ms < dense_ms) if (ms is not None and dense_ms) else None,
+        # cubsparse over dense timed in alternating rounds (pair_with_dense)
+        "paired_ratio": subj.get("paired_ratio"), "paired_dense": subj.get("paired_dense"),
+        "paired_rounds": subj.get("paired_rounds"), "paired_spread": subj.get("paired_spread"),
     }
     return row
 
@@ -350,8 +387,11 @@ class Runner:
                         r["cached"] = False
                     results[ct.name] = r
                     if ct.shared_dense and r.get("status") == "ok":
-                        self.dense_cache[key] = r
+                        self.dense_cache[key] = {k: v for k, v in r.items() if k != "_calls"}
                 del ref
+                results["cubsparse"] = pair_with_dense(results, self.roles, self.cfg.policy)
+                for r in results.values():
+                    r.pop("_calls", None)
                 rows.append(assemble_row(self.env, case, data, op, results, self.roles,
                                          self.copy_gbps))
         finally:

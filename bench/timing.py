@@ -62,6 +62,7 @@ class Policy:
     host_burst: int = 32         #: most calls in one host-time burst
     host_bursts: int = 30        #: most host-time bursts (their median is reported)
     sync_samples: int = 30       #: most synchronized single calls (their median is reported)
+    paired_rounds: int = 16      #: alternating rounds of cubsparse against dense (0: none)
 
 
 class Clock:
@@ -310,6 +311,54 @@ def measure(calls: Sequence[Callable[[], Any]], lib: str,
                               batch=g["batch"], min_ms=g["min"], max_ms=g["max"],
                               spread=g["spread"])
     return result
+
+
+def paired(a_calls: Sequence[Callable[[], Any]], b_calls: Sequence[Callable[[], Any]],
+           lib: str, a_ms: float, b_ms: float, policy: Policy | None = None,
+           clock: Clock | None = None) -> dict[str, Any]:
+    """The time of ``a_calls`` over that of ``b_calls``, timed in alternating rounds.
+
+    Two products timed one after the other, each for a second or more, see the GPU in
+    different states: an H100 running cuBLAS back to back lowers its clocks as it heats,
+    and the same 8192^3 product took 1.26-1.65 ms across one sweep. A round here times a
+    batch of each (about ``policy.eager_batch_ms`` of work), the order alternating from
+    one round to the next, and the ratio is the median of the rounds' ratios: drift
+    slower than a round cancels.
+
+    Parameters
+    ----------
+    a_calls, b_calls : sequence of callables
+        One call per input set for each product; both timed by ``lib``'s clock.
+    a_ms, b_ms : float
+        Their eager times per call, which size the batches.
+
+    Returns
+    -------
+    dict
+        ``ratio`` (median over rounds of a's time per call over b's), ``rounds``,
+        ``spread`` (10th-90th percentile of the rounds' ratios over the median),
+        ``a_batch`` and ``b_batch`` (calls per batch).
+    """
+    policy = policy or Policy()
+    clock = clock or clock_for(lib)
+    run_a, run_b = _rotating(a_calls), _rotating(b_calls)
+    ka = max(1, math.ceil(policy.eager_batch_ms / max(a_ms, 1e-6)))
+    kb = max(1, math.ceil(policy.eager_batch_ms / max(b_ms, 1e-6)))
+    run_a(ka)
+    run_b(kb)
+    clock.sync()
+    ratios = []
+    for r in range(policy.paired_rounds):
+        if r % 2:
+            tb = clock.elapsed(lambda: run_b(kb)) / kb
+            ta = clock.elapsed(lambda: run_a(ka)) / ka
+        else:
+            ta = clock.elapsed(lambda: run_a(ka)) / ka
+            tb = clock.elapsed(lambda: run_b(kb)) / kb
+        ratios.append(ta / tb if tb > 0 else float("nan"))
+    st = _stats(ratios)
+    return {"ratio": st["median"], "rounds": len(ratios), "spread": st["spread"],
+            "a_batch": ka, "b_batch": kb}
 
 
 def _graph_calls(nsets: int, eager_ms: float, policy: Policy) -> int:

@@ -45,6 +45,12 @@ def test_bench_smoke(tmp_path):
         for p in ran:
             assert all(_positive(p[k]) for k in FIGURES), p
             assert p["graph_ms"] is None
+        # the per-call densify peer gives the dense product's result, with W densified
+        densify = r["peers"]["densify"]
+        assert densify["status"] == "ok", densify
+        assert densify["err_ok"], densify
+        assert r["paired_ratio"] > 0, r["paired_ratio"]
+        assert r["paired_dense"] == "dense_numpy"
         # A host-clocked call is synchronous: its eager and synchronized times measure the
         # same work, so they agree to well within a factor of ten (they are separate runs).
         ratio = r["cubsparse_sync_ms"] / r["cubsparse_eager_ms"]
@@ -86,6 +92,39 @@ class _QueueClock(timing.Clock):
         run()
         self.sync()
         return (time.perf_counter() - t0) * 1e3
+
+
+class _DriftClock(timing.Clock):
+    """A pretend device that slows as it works, as a GPU does as it heats: each call costs
+    its base time times 1 + 0.1 % per call made before it. Time is counted, not slept."""
+
+    def __init__(self):
+        self.made, self.now = 0, 0.0
+
+    def call(self, ms: float) -> None:
+        self.now += ms * (1 + 1e-3 * self.made)
+        self.made += 1
+
+    def elapsed(self, run) -> float:
+        t0 = self.now
+        run()
+        return self.now - t0
+
+
+@pytest.mark.parametrize("a_ms", [1.0, 1.2])
+def test_paired_timing_cancels_drift(a_ms):
+    clock = _DriftClock()
+    a, b = [lambda: clock.call(a_ms)], [lambda: clock.call(1.0)]
+    policy = timing.Policy(repeats=20, min_samples=20, target_ms=1.0, latency=False,
+                           graphs="never", eager_batch_ms=2.0)
+    apart = (timing.measure(a, "drift", policy, clock=clock)["eager_ms"]
+             / timing.measure(b, "drift", policy, clock=clock)["eager_ms"])
+    p = timing.paired(a, b, "drift", a_ms, 1.0, policy, clock=clock)
+    # timed one after the other, the second product pays for the first one's heat
+    assert apart < 0.98 * a_ms
+    assert p["ratio"] == pytest.approx(a_ms, rel=0.005)
+    assert p["rounds"] == policy.paired_rounds
+    assert (p["a_batch"], p["b_batch"]) == (2, 2)
 
 
 def test_measure_separates_issue_time_from_device_time():
@@ -332,4 +371,6 @@ def test_dense_timed_per_case_unless_asked_once_per_shape(tmp_path, dense_once):
     assert len(rows) == 2
     cached = [r["dense"]["dense_numpy"]["cached"] for r in rows]
     assert cached == [False, dense_once]
+    # a cached dense time has no calls to alternate with
+    assert [r["paired_ratio"] is not None for r in rows] == [True, not dense_once]
     assert all(r["dense_ms"] > 0 for r in rows)

@@ -231,7 +231,12 @@ __global__ void __launch_bounds__((CW + PRODUCERS) * 128, MINB)
       for (int kt = 0; kt < ktiles; ++kt, ++it) {
         const int s = it % STAGES;
         mbar_wait(&full[s], (it / STAGES) & 1);
-        const unsigned long long bits = present[s] >> (wg * GPC);
+        // Lane 0 reads the slice's presence bits and hands them to its warp, so that the
+        // one read of present[s] and the arrival on `empty` that lets the producer write
+        // it again are one thread's, in program order.
+        unsigned long long bits = 0;
+        if ((tid & 31) == 0) bits = present[s];
+        bits = __shfl_sync(0xffffffffu, bits, 0) >> (wg * GPC);
         fence_proxy_async();  // the landed cp.async data -> visible to the tensor cores
         const unsigned sA = base + s * STAGE_BYTES, sB = sA + A_BYTES + wg * GPC * W_BYTES;
 #pragma unroll
@@ -255,8 +260,8 @@ __global__ void __launch_bounds__((CW + PRODUCERS) * 128, MINB)
               wgmma_wait<0>();
               keep_in_registers(acc[g]);
             }
-        // Every lane has read present[s] (a warp whose members are absent runs no wgmma,
-        // whose .aligned forms would converge it) before lane 0 frees the stage.
+        // The warp is converged (a warp whose members are absent runs no wgmma, whose
+        // .aligned forms would converge it) before lane 0 frees the stage.
         __syncwarp();
         if ((tid & 31) == 0) mbar_arrive(&empty[s]);
       }
