@@ -163,9 +163,11 @@ def test_dsd_split_table_gives_each_slot_its_list(split, group):
     assert np.array_equal(np.sort(work[work[:, 3] >= 0, 3]), np.arange(n_slots))
 
 
+@pytest.mark.usefixtures("no_tma_sdd")
 def test_sdd_plan_takes_the_wide_tile_for_a_wide_w():
-    """b = 128, a reduction too long for the short tile: two blocks per CTA where W has at
-    least SDD_WIDE_MIN_COLS columns and rows, one below; the decision can be forced."""
+    """b = 128, a reduction too long for the short tile, the TMA kernel turned off: two
+    blocks per CTA where W has at least SDD_WIDE_MIN_COLS columns and rows, one below; the
+    decision can be forced."""
     wide = configs.sdd_wgmma_config("float16", 128, wide=True)
     regular = configs.sdd_wgmma_config("float16", 128)
     assert wide.group == 2
@@ -185,6 +187,41 @@ def test_sdd_plan_takes_the_wide_tile_for_a_wide_w():
     with plans.override(sdd_wide=True):
         assert plans.plan_sdd(small, "float16", 128, 4096, True, False, False, 90,
                               SMS).kernel == wide
+
+
+@pytest.fixture
+def no_tma_sdd():
+    with plans.override(sdd_tma=False):
+        yield
+
+
+@pytest.mark.parametrize("b", [64, 128])
+def test_sdd_plan_takes_the_tma_kernel_for_long_reductions_on_a_wide_w(b):
+    """b = 64 and 128 on Hopper, a long reduction over a wide W: the persistent TMA sdd on
+    a grid of at most one CTA per SM and per group; a narrow W, a short reduction, A read
+    as [m][k] and sm_80 keep the cp.async kernels; the decision can be forced."""
+    tma = configs.sdd_wgmma_config("float16", b, tma=True)
+    assert tma.tma
+    assert tma.kernel == "sdd_wgmma_tma"
+    big = structure(plans.SDD_WIDE_MIN_COLS // b, plans.SDD_WIDE_MIN_COLS // b, 0.1)
+    small = structure(plans.SDD_WIDE_MIN_COLS // b // 2, plans.SDD_WIDE_MIN_COLS // b, 0.1)
+    p = plans.plan_sdd(big, "float16", b, 4096, True, False, False, 90, SMS)
+    assert p.kernel == tma
+    assert p.grid == min(SMS, worklists.group_count(big, tma.group))
+    assert "sdd_wgmma_tma<" in str(p)
+    assert "persistent" in str(p)
+    for args in [(small, "float16", b, 4096, True, False, False, 90, SMS),
+                 (big, "float16", b, 32, True, False, False, 90, SMS),
+                 (big, "float16", b, 4096, False, False, False, 90, SMS),
+                 (big, "float16", b, 4096, True, False, False, 80, SMS)]:
+        assert not plans.plan_sdd(*args).kernel.tma, args[1:]
+    with plans.override(sdd_tma=False):
+        assert not plans.plan_sdd(big, "float16", b, 4096, True, False, False, 90,
+                                  SMS).kernel.tma
+    with plans.override(sdd_tma=True, grid_limit=3):
+        p = plans.plan_sdd(small, "bfloat16", b, 4096, True, False, False, 90, SMS)
+        assert p.kernel == configs.sdd_wgmma_config("bfloat16", b, tma=True)
+        assert p.grid == 3
 
 
 @pytest.mark.parametrize("b", [16, 32, 64, 128])

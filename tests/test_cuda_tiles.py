@@ -144,6 +144,46 @@ def test_wgmma_sdd_tiles_match_scipy(backend, force, sdd_tile, dtype, n, grid):
     check_sampled_matmul(backend, lay, b, dtype, n, rng)
 
 
+# (b, (blocks per CTA, warpgroups along M, along N, stages, flip)) of the TMA sdd
+SDD_TMA_TILES = [
+    (64, (4, 1, 2, 4, False)),   # N = 256 over two warpgroups
+    (64, (2, 1, 1, 3, False)),
+    (128, (2, 2, 1, 4, False)),  # M = 128 over two warpgroups, N = 256
+    (128, (1, 1, 1, 4, False)),  # two m64 tiles in one warpgroup
+]
+
+
+@pytest.fixture
+def sdd_tma_tile(request, monkeypatch):
+    b, cfg = request.param
+    yield from forced_tile(monkeypatch, b, [(tiles.WGMMA_SDD_TMA, cfg)], sdd_tma=True,
+                           sdd_short=False)
+
+
+@pytest.mark.parametrize("sdd_tma_tile", SDD_TMA_TILES, indirect=True,
+                         ids=lambda t: f"b{t[0]}-{t[1]}")
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("n", [1, 77, 300])  # rows of the reduction: one, a partial slice, several
+@pytest.mark.parametrize("ctas", [0, 2])  # a CTA per SM (or per group), or two walking all
+def test_tma_sdd_tiles_match_scipy(backend, force, sdd_tma_tile, dtype, n, ctas):
+    """The persistent TMA sdd: groups of every size up to the tile's, a partial last
+    group (whose members past its count load out-of-bounds boxes), an empty block row."""
+    b = sdd_tma_tile
+    if ctas:
+        force(grid_limit=ctas)
+    rng = np.random.default_rng(n * b + 1)
+    lay = rng.random((3, 11)) < 0.6
+    lay[1] = False
+    lay[2, :9] = True
+    check_sampled_matmul(backend, lay, b, dtype, n, rng)
+    with cs.options(dense_fallback=False):
+        plan = str(cs.sampled_matmul_plan(
+            to_backend(np.zeros((n, 3 * b), np.float32), backend).astype(dtype).T,
+            to_backend(np.zeros((n, 11 * b), np.float32), backend).astype(dtype),
+            like=cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, backend=backend)))
+    assert "sdd_wgmma_tma<" in plan, plan
+
+
 @pytest.mark.parametrize("kn", [True, False])
 @pytest.mark.parametrize("b", [16, 32, 64, 128])
 def test_wgmma_dsd_reads_w_as_stored_or_transposed(backend, force, kn, b):

@@ -29,6 +29,7 @@ from .tiles import (
     WGMMA_DSD_WS,
     WGMMA_SDD,
     WGMMA_SDD_SHORT,
+    WGMMA_SDD_TMA,
     WGMMA_SDD_WIDE,
 )
 
@@ -38,7 +39,7 @@ SIMT_TYPES = {"float32": "float", "float64": "double"}
 #: its kernel (``dense.cu`` holds the dense path's scatter and gather).
 FAMILIES = ("dsd_tc", "dsd_group_tc", "dsd_simt", "sdd_tc", "sdd_tile_tc",
             "sdd_simt", "sdd_tile_simt", "dsd_wgmma_single", "dsd_wgmma_ws", "dsd_wgmma_tma",
-            "dsd_wgmma_union", "transpose_blocks", "sdd_wgmma", "dense")
+            "dsd_wgmma_union", "transpose_blocks", "sdd_wgmma", "sdd_wgmma_tma", "dense")
 #: Groups of kernels for :func:`all_configs` (what ``warmup`` compiles per op).
 GROUPS = ("dsd", "sdd", "dsd_sm90", "sdd_sm90", "dense")
 
@@ -58,7 +59,7 @@ class KernelConfig:
     group: int  # output blocks per CTA (dsd) or blocks per CTA (sdd)
     arch: str | None = None  # a required target such as "sm_90a"; None: the device's own
     persistent: int = 0  # CTAs per SM of a persistent kernel (grid sized to the device)
-    tma: bool = False  # takes X and W as TMA tensor maps (dsd_wgmma_tma)
+    tma: bool = False  # takes its operands as TMA tensor maps (dsd_wgmma_tma, sdd_wgmma_tma)
 
     @property
     def kernel(self) -> str:
@@ -223,11 +224,21 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
 
 @functools.cache
 def sdd_wgmma_config(dtype, b: int, short: bool = False, k: int | None = None,
-                     wide: bool = False) -> KernelConfig | None:
+                     wide: bool = False, tma: bool = False) -> KernelConfig | None:
     """The Hopper wgmma sdd (X.T @ dY with both read as rows), or None where unused;
     ``short``: the tile for short reductions, with the CTAs per SM of a persistent grid;
-    ``k``: slices of that depth instead of the tile's; ``wide``: the tile for a wide W."""
+    ``k``: slices of that depth instead of the tile's; ``wide``: the tile for a wide W;
+    ``tma``: the persistent kernel with TMA copies (one CTA per SM)."""
     name = dtype_name(dtype)
+    if tma:
+        t = WGMMA_SDD_TMA.get(b)
+        if name not in TC_TAGS or t is None:
+            return None
+        expr = (f"sdd_wgmma_tma<{TC_TAGS[name]},{b},{t.group},{t.wg_m},{t.wg_n},"
+                f"{t.stages}>")
+        smem = t.stages * (b + t.group * b) * 64 * 2 + 1024
+        return _instance(expr, t.wg_m * t.wg_n * 128 + 32, smem, 0, t.group, "sm_90a", 1,
+                         True)
     t = (WGMMA_SDD_SHORT if short else WGMMA_SDD_WIDE if wide else WGMMA_SDD).get(b)
     if name not in TC_TAGS or t is None:
         return None
@@ -316,8 +327,9 @@ def _family_configs(fam: str, dt: str, b: int) -> list[KernelConfig]:
                     out += [wgmma_config(dt, b, kn, False, True) for kn in (False, True)]
     elif fam == "sdd_sm90" and sdd_wgmma_config(dt, b) is not None:
         out.append(sdd_wgmma_config(dt, b))
-        if sdd_wgmma_config(dt, b, wide=True) is not None:
-            out.append(sdd_wgmma_config(dt, b, wide=True))
+        for kw in ({"wide": True}, {"tma": True}):
+            if sdd_wgmma_config(dt, b, **kw) is not None:
+                out.append(sdd_wgmma_config(dt, b, **kw))
         if sdd_wgmma_config(dt, b, True) is not None:
             out += [sdd_wgmma_config(dt, b, True), sdd_wgmma_config(dt, b, True, 32)]
     elif fam == "sdd":

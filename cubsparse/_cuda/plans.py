@@ -168,6 +168,12 @@ def sdd_wide_pays(structure, b: int) -> bool:
     return min(structure.block_shape) * b >= SDD_WIDE_MIN_COLS
 
 
+def sdd_tma_pays(structure, b: int) -> bool:
+    """The persistent TMA sdd beats the cp.async one: where its wide tile pays (a W of at
+    least SDD_WIDE_MIN_COLS columns and rows)."""
+    return sdd_wide_pays(structure, b)
+
+
 def sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:
     """The tiled sdd beats groups of ``group`` blocks of one block row. Tensor cores: when
     it loads fewer operand columns, (tr + ts) per non-empty tile against 1 + count per
@@ -191,7 +197,7 @@ def sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:
 # -- forced decisions ----------------------------------------------------------------------
 _FORCED: dict = {}
 DECISIONS = ("panel", "union", "group", "tall", "short", "kn", "sdd_tiled", "sdd_short",
-             "sdd_wide", "split", "grid_limit", "dense")
+             "sdd_wide", "sdd_tma", "split", "grid_limit", "dense")
 
 
 @contextlib.contextmanager
@@ -211,6 +217,9 @@ def override(**decisions):
     ``sdd_wide`` : bool
         Take (or not) the wgmma sdd's wide tile for a reduction too long for the short
         one, wherever one is configured.
+    ``sdd_tma`` : bool
+        Take (or not) the persistent TMA wgmma sdd for a reduction too long for the short
+        tile, wherever one is configured (before the wide tile).
     ``kn`` : bool
         X @ W on a wgmma kernel reads W's blocks as stored (else a transposed copy).
     ``split`` : int
@@ -451,8 +460,12 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
         if cfg.persistent:
             grid = min(worklists.group_count(structure, cfg.group), persistent_ctas(cfg, sms))
     elif cfg is wcfg:
+        tma = sdd_wgmma_config(name, b, tma=True)
         wide = sdd_wgmma_config(name, b, wide=True)
-        if wide is not None and _decide("sdd_wide", sdd_wide_pays, structure, b):
+        if tma is not None and _decide("sdd_tma", sdd_tma_pays, structure, b):
+            cfg = tma
+            grid = min(worklists.group_count(structure, cfg.group), persistent_ctas(cfg, sms))
+        elif wide is not None and _decide("sdd_wide", sdd_wide_pays, structure, b):
             cfg = wide
     dense, ratio = _dense_choice("sampled", structure, name, b, inner, tf32, dense_bytes_limit)
     if dense:

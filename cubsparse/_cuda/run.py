@@ -540,7 +540,7 @@ class _SddRunner:
         self.outputs = Outputs(like._data.shape, dtype)
         cfg = p.kernel
         # the wgmma kernel and the dense path's gather store 16-byte vectors
-        self.vec_stores = p.path == "dense" or cfg.kernel == "sdd_wgmma"
+        self.vec_stores = p.path == "dense" or cfg.kernel.startswith("sdd_wgmma")
         f = "d" if p.dtype == "float64" else "f"
         if p.path == "dense":
             # what a capture runs (see _DsdRunner)
@@ -556,6 +556,14 @@ class _SddRunner:
             self.main = Launch(get_kernel(cfg), (tiles.shape[0],), (cfg.threads,), cfg.smem,
                                "plpliiipppff", [None, None, None, None, inner, nbr, nbc, tiles,
                                                 bmap, None, None, None])
+        elif cfg.tma:  # persistent: p.grid CTAs, each a run of groups; maps set per call
+            groups = worklists.sdd_groups(s, dev, cfg.group)
+            self.dcols = s.block_shape[1] * b
+            self.main = Launch(get_kernel(cfg), (p.grid,), (cfg.threads,), cfg.smem,
+                               "ttiipippff", [None, None, inner, self.dcols, groups,
+                                              groups.shape[0], s.indices, None, None, None])
+            self.xcols = s.block_shape[0] * b
+            self._maps = (None, None)  # the (address, row stride) of X and dY last mapped
         else:
             groups = worklists.sdd_groups(s, dev, cfg.group)
             if cfg.kernel == "sdd_wgmma":  # a grid of p.grid CTAs, each a run of groups
@@ -585,6 +593,19 @@ class _SddRunner:
                 a_ptr, lda, b_ptr, ldb, prod.data.ptr, n, stream)
             v[0].value, v[4].value = prod.data.ptr, target.data.ptr
             v[5].value, v[6].value = alpha, beta
+        elif self.plan.kernel.tma:
+            # X and dY as maps of their rows (ops: addresses and row strides, 16-byte aligned
+            # as every wgmma sdd reads them); kept while a loop passes the same arrays
+            inner = ops[6]
+            xkey, dkey = (ops[0], ops[1], inner), (ops[2], ops[3], inner)
+            if xkey != self._maps[0]:
+                self.main.set_map(0, device.tensor_map(ops[0], self.xcols, inner, ops[1] * 2,
+                                                       64, 64))
+            if dkey != self._maps[1]:
+                self.main.set_map(1, device.tensor_map(ops[2], self.dcols, inner, ops[3] * 2,
+                                                       64, 64))
+            self._maps = (xkey, dkey)
+            v[-3].value, v[-2].value, v[-1].value = target.data.ptr, alpha, beta
         else:
             v[0].value, v[1].value, v[2].value, v[3].value = ops[:4]
             v[-3].value, v[-2].value, v[-1].value = target.data.ptr, alpha, beta

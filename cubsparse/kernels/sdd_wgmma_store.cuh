@@ -1,0 +1,77 @@
+// The epilogue of the Hopper wgmma sdd kernels (sdd_wgmma.cu, sdd_wgmma_tma.cu).
+#pragma once
+#include "common.cuh"
+#include "sm90.cuh"
+
+// The wgmma sdd's epilogue: warpgroup (wm, wn)'s accumulators (MT m64 tiles of NW
+// columns, columns wn * NW..) of group (p0, cnt) stored as the group's blocks, with alpha
+// and beta. Shared by the cp.async kernel (sdd_wgmma) and the TMA one (sdd_wgmma_tma).
+template <class Tag, int B, bool FLIP, int MT, int NW>
+__device__ __forceinline__ void sdd_wgmma_store(const float (&acc)[MT][NW / 2], int wm, int wn,
+                                                int tid, int p0, int cnt, u16* out,
+                                                float alpha, float beta) {
+  const int lane = tid & 31, wiw = (tid % 128) / 32;
+  // Accumulator layout of m64nN: warp w of the warpgroup holds rows 16w..16w+15; for each
+  // 8-column chunk q, registers 4q, 4q+1 are (row lane/4, columns 2*(lane%4) + {0, 1}) and
+  // 4q+2, 4q+3 the same columns 8 rows down.
+  // Unflipped (B >= 64): lanes trade words so that each stores 16 bytes (quad_transpose);
+  // four 8-column chunks never straddle two blocks.
+  // Flipped: see below; beta != 0 keeps the pair stores, which read the old values.
+  constexpr bool VEC_STORE = !FLIP && NW % 32 == 0 && B % 32 == 0;
+  static_assert(!FLIP || NW % 16 == 0, "flipped stores gather four 8 x 8 tiles");
+  const bool flip_vec = FLIP && beta == 0.f;
+  unsigned words[2][4];
+#pragma unroll
+  for (int m = 0; m < MT; ++m)
+#pragma unroll
+    for (int q = 0; q < NW / 8; ++q)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = (wm * MT + m) * 64 + wiw * 16 + (lane >> 2) + h * 8;
+        const int cl = wn * NW + q * 8 + (lane & 3) * 2;
+        const float v0 = acc[m][4 * q + 2 * h], v1 = acc[m][4 * q + 2 * h + 1];
+        if (!FLIP) {
+          // D[row][cl]: row of the block, column cl of the group; four chunks of 8
+          // columns at a time, one 16-byte store per lane (below)
+          const int gg = cl / B;
+          const u16* dst = out + (i64)(p0 + gg) * (B * B) + row * B + cl % B;
+          if (!VEC_STORE) {
+            if (gg < cnt) store_pair(Tag(), (u16*)dst, v0, v1, alpha, beta);
+          } else {
+            words[h][q % 4] = gg < cnt ? pair_value(Tag(), dst, v0, v1, alpha, beta) : 0u;
+            if (q % 4 == 3) {
+              // lane l of the quad stores chunk q - 3 + l % 4 of this row: whole 64-byte
+              // runs of the block's rows instead of 16-byte pieces
+              const uint4 v = quad_transpose(lane, words[h]);
+              const int c0 = wn * NW + (q - 3 + (lane & 3)) * 8;
+              if (gg < cnt)
+                *(uint4*)(out + (i64)(p0 + c0 / B) * (B * B) + row * B + c0 % B) = v;
+            }
+          }
+        } else if (flip_vec) {
+          // D[row][cl] is block (row / B) transposed. Each 8 x 8 tile of D is transposed
+          // in registers (movmatrix), which leaves every quad holding 16 bytes of one
+          // block row; four tiles (chunks q, halves h) are gathered, and lane l of the
+          // quad stores tile l's (quad_transpose).
+          const int t = (2 * q + h) % 4;
+          words[0][t] = movmatrix_trans(pair_value(Tag(), out, v0, v1, alpha, 0.f));
+          if (t == 3) {
+            const uint4 v = quad_transpose(lane, words[0]);
+            const int f = 2 * q + h - 3 + (lane & 3);  // this lane's tile
+            const int rb = (wm * MT + m) * 64 + wiw * 16 + (f % 2) * 8, gg = rb / B;
+            const int orow = wn * NW + (f / 2) * 8 + (lane >> 2);
+            if (gg < cnt) *(uint4*)(out + (i64)(p0 + gg) * (B * B) + orow * B + rb % B) = v;
+          }
+        } else {
+          // D[row][cl] is block (row / B) transposed: store pairs along its rows (beta
+          // reads the old pairs).
+          float s0, s1;
+          const bool even = transpose_pair(lane, v0, v1, s0, s1);
+          const int re = row - (even ? 0 : 1), gg = re / B;
+          if (gg < cnt)
+            store_pair(Tag(), out + (i64)(p0 + gg) * (B * B) + (cl + (even ? 0 : 1)) * B +
+                                  re % B,
+                       s0, s1, alpha, beta);
+        }
+      }
+}

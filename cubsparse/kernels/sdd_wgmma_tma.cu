@@ -1,0 +1,98 @@
+// sdd on Hopper for large blocks (b = 64, 128): the weight gradient dW = X.T @ dY on W's
+// blocks, persistent and warp-specialized, its operands copied by the TMA engine.
+//
+// The tile is sdd_wgmma's unflipped one (sdd_wgmma.cu describes it): a CTA owns a group of
+// G blocks of block row r, D = X_r.T @ [dY_c0 .. dY_c(G-1)] with M = B and N = G * B (up
+// to 256), reduced over every row of X and dY in order inside the CTA (deterministic, no
+// atomics). What differs is who moves the bytes:
+// * In sdd_wgmma every thread issues 16-byte cp.async copies, 12 per slice at b = 128,
+//   then waits at a CTA-wide barrier before the slice's MMAs. Here one lane of a producer
+//   warp issues a tensor copy per 64-column panel (B / 64 of X, G * B / 64 of dY per
+//   slice) onto the stage's `full` mbarrier, and the consumer warpgroups only wait for
+//   it: no copy instructions in their issue slots and no barrier across warpgroups.
+// * The CTAs are persistent (a grid of about one per SM): CTA i takes groups i, i + grid,
+//   ..., and the producer copies the next group's first slices while the consumers store
+//   a group's blocks.
+// The maps: `xmap` over X (inner rows of the C = xcols columns), `dmap` over dY (inner rows
+// of its columns), both in boxes of 64 columns by BK rows, 128-byte swizzle: one box is
+// one panel of the MN-major stage tiles (MnTile), so the layouts agree. Rows past `inner`
+// land as zeros. A group's members past its count load a box wholly out of bounds (zeros,
+// no memory traffic) and are never stored.
+#include "common.cuh"
+#include "sm90.cuh"
+#include "wgmma.cuh"
+#include "sdd_wgmma_store.cuh"
+
+// WM x WN consumer warpgroups, warpgroup (wm, wn) owning D's m64 tiles wm * MT .. and its
+// NW columns from wn * NW (as in sdd_wgmma); then one producer warp.
+template <class Tag, int B, int G, int WM, int WN, int STAGES>
+__global__ void __launch_bounds__(WM * WN * 128 + 32, 1)
+    sdd_wgmma_tma(const __grid_constant__ TmaMap xmap, const __grid_constant__ TmaMap dmap,
+                  int inner, int dcols, const int* __restrict__ groups, int n_groups,
+                  const int* __restrict__ indices, u16* out, float alpha, float beta) {
+  constexpr int BK = 64, EB = G * B, MT = B / 64 / WM, NW = EB / WN, CONSUMERS = WM * WN * 128;
+  typedef MnTile<B, BK> TA;
+  typedef MnTile<EB, BK> TB;
+  constexpr int STAGE_BYTES = TA::BYTES + TB::BYTES;
+  static_assert(B % (64 * WM) == 0 && EB % (64 * WN) == 0 && EB <= 256, "bad sdd tile");
+  static_assert(TA::PANEL == 64 * 2 * BK && STAGE_BYTES % 1024 == 0,
+                "a TMA box is one 128-byte-swizzled panel");
+  extern __shared__ unsigned char smem_raw[];
+  const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;  // launch adds 1 KiB slack
+  __shared__ unsigned long long full[STAGES], empty[STAGES];
+  const int tid = threadIdx.x;
+  if (tid == 0) {
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(&full[s], 1);                // the producer's arrival, with the bytes
+      mbar_init(&empty[s], CONSUMERS / 32);  // one arrival per consumer warp
+    }
+    fence_mbarrier_init();
+  }
+  __syncthreads();  // the only CTA-wide barrier
+  const int ktiles = (inner + BK - 1) / BK;
+  unsigned it = 0;  // slices through the ring so far
+
+  if (tid >= CONSUMERS) {  // the producer: lane 0 of the last warp
+    if (tid != CONSUMERS) return;
+    for (int grp = blockIdx.x; grp < n_groups; grp += gridDim.x) {
+      const int r = groups[3 * grp], p0 = groups[3 * grp + 1], cnt = groups[3 * grp + 2];
+      int col[G];  // first column of each member's block in dY; past the count, out of bounds
+#pragma unroll
+      for (int g = 0; g < G; ++g) col[g] = g < cnt ? indices[p0 + g] * B : dcols;
+      for (int kt = 0; kt < ktiles; ++kt, ++it) {
+        const int s = it % STAGES;
+        mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // the first round passes at once
+        mbar_arrive_expect_tx(&full[s], STAGE_BYTES);
+        const unsigned sA = base + s * STAGE_BYTES, sB = sA + TA::BYTES;
+#pragma unroll
+        for (int p = 0; p < B / 64; ++p)
+          tma_load_2d(sA + p * TA::PANEL, &xmap, r * B + p * 64, kt * BK, &full[s]);
+#pragma unroll
+        for (int g = 0; g < G; ++g)
+#pragma unroll
+          for (int p = 0; p < B / 64; ++p)
+            tma_load_2d(sB + (g * (B / 64) + p) * TB::PANEL, &dmap, col[g] + p * 64, kt * BK,
+                        &full[s]);
+      }
+    }
+    return;
+  }
+
+  const int wm = tid / 128 / WN, wn = tid / 128 % WN;  // consumer warpgroup
+  float acc[MT][NW / 2];
+  for (int grp = blockIdx.x; grp < n_groups; grp += gridDim.x) {
+    consume_tile<STAGES, 1, false>(ktiles, it, acc, full, empty, tid, [&](int s) {
+      const unsigned sA = base + s * STAGE_BYTES, sB = sA + TA::BYTES;
+#pragma unroll
+      for (int kk = 0; kk < BK / 16; ++kk) {
+        const unsigned long long db = TB::desc(sB, wn * NW / 64, kk);
+#pragma unroll
+        for (int m = 0; m < MT; ++m)
+          Wgmma<Tag, NW, 3>::mma(acc[m], TA::desc(sA, wm * MT + m, kk), db);
+      }
+    });
+    sdd_wgmma_store<Tag, B, false, MT, NW>(acc, wm, wn, tid, groups[3 * grp + 1],
+                                           groups[3 * grp + 2], out, alpha, beta);
+  }
+}
