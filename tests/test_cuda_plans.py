@@ -207,7 +207,7 @@ def test_sdd_plan_takes_the_tma_kernel_for_long_reductions_on_a_wide_w(b):
     small = structure(plans.SDD_WIDE_MIN_COLS // b // 2, plans.SDD_WIDE_MIN_COLS // b, 0.1)
     p = plans.plan_sdd(big, "float16", b, 4096, True, False, False, 90, SMS)
     assert p.kernel == tma
-    assert p.grid == min(SMS, worklists.group_count(big, tma.group))
+    assert p.grid == min(SMS * tma.persistent, worklists.group_count(big, tma.group))
     assert "sdd_wgmma_tma<" in str(p)
     assert "persistent" in str(p)
     for args in [(small, "float16", b, 4096, True, False, False, 90, SMS),

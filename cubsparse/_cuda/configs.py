@@ -237,7 +237,8 @@ def sdd_wgmma_config(dtype, b: int, short: bool = False, k: int | None = None,
         expr = (f"sdd_wgmma_tma<{TC_TAGS[name]},{b},{t.group},{t.wg_m},{t.wg_n},"
                 f"{t.stages}>")
         smem = t.stages * (b + t.group * b) * 64 * 2 + 1024
-        return _instance(expr, t.wg_m * t.wg_n * 128 + 32, smem, 0, t.group, "sm_90a", 1,
+        ctas = max(1, (228 << 10) // (smem + 1024))  # per SM, as shared memory allows
+        return _instance(expr, t.wg_m * t.wg_n * 128 + 32, smem, 0, t.group, "sm_90a", ctas,
                          True)
     t = (WGMMA_SDD_SHORT if short else WGMMA_SDD_WIDE if wide else WGMMA_SDD).get(b)
     if name not in TC_TAGS or t is None:
