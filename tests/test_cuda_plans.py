@@ -195,11 +195,12 @@ def no_tma_sdd():
         yield
 
 
-@pytest.mark.parametrize("b", [64, 128])
-def test_sdd_plan_takes_the_tma_kernel_for_long_reductions_on_a_wide_w(b):
-    """b = 64 and 128 on Hopper, a long reduction over a wide W: the persistent TMA sdd on
-    a grid of at most one CTA per SM and per group; a narrow W, a short reduction, A read
-    as [m][k] and sm_80 keep the cp.async kernels; the decision can be forced."""
+def test_sdd_plan_takes_the_tma_kernel_for_long_reductions_on_a_wide_w():
+    """b = 128 on Hopper, a long reduction over a wide W: the persistent TMA sdd on a grid
+    of its CTAs per SM, at most one per group; a narrow W, a short reduction, A read as
+    [m][k] and sm_80 keep the cp.async kernels (b = 64 has no TMA tile); the decision can
+    be forced."""
+    b = 128
     tma = configs.sdd_wgmma_config("float16", b, tma=True)
     assert tma.tma
     assert tma.kernel == "sdd_wgmma_tma"
@@ -222,6 +223,7 @@ def test_sdd_plan_takes_the_tma_kernel_for_long_reductions_on_a_wide_w(b):
         p = plans.plan_sdd(small, "bfloat16", b, 4096, True, False, False, 90, SMS)
         assert p.kernel == configs.sdd_wgmma_config("bfloat16", b, tma=True)
         assert p.grid == 3
+    assert configs.sdd_wgmma_config("float16", 64, tma=True) is None
 
 
 @pytest.mark.parametrize("b", [16, 32, 64, 128])

@@ -84,7 +84,7 @@ __global__ void __launch_bounds__((CW + PRODUCERS) * 128, MINB)
       named_barrier_sync(1, PT);
       const GroupList<G, CAP> list{s_g, s_p, s_m, gidx, blk, q0};
       const u16* a_row = x + (i64)(row0 + r0) * ldx;
-      unsigned a_ok = 0;  // bit i: row r0 + RSTEP i of the tile lies in X (the panel's)
+      unsigned a_ok = 0;  // bit i: row r0 + RSTEP i of the tile lies in X
 #pragma unroll
       for (int i = 0; i < BM / RSTEP; ++i)
         a_ok |= (unsigned)(row0 + r0 + i * RSTEP < nrows) << i;
@@ -95,10 +95,11 @@ __global__ void __launch_bounds__((CW + PRODUCERS) * 128, MINB)
         unsigned char* sA = smem + s * STAGE_BYTES;
         unsigned char* sB = sA + A_BYTES;
         const int e = kt * EPS + ce;  // this thread's entry (X and K-major B)
-        if constexpr (PANEL) {
-          // Every chunk of the stage is written: X past the list and the blocks of absent
-          // members as zeros, which the panel's MMAs multiply.
-          const bool live = e < len;
+        const bool live = e < len;
+        // X: rows past X are zero-filled. Entries past the list are never multiplied by
+        // the per-block form, so it copies nothing for them; the panel writes every chunk
+        // of the stage (zeros there), since its MMAs multiply the whole slice.
+        if (PANEL || live) {
           const u16* asrc = a_row + (i64)list.input(live ? e : 0) * B + off;
           const unsigned ok = live ? a_ok : 0u;
 #pragma unroll
@@ -107,6 +108,9 @@ __global__ void __launch_bounds__((CW + PRODUCERS) * 128, MINB)
             cp_async16(sA + dst0 + i * RSTEP * 128, on ? asrc + i * RSTEP * ldx : x,
                        on ? 16 : 0);
           }
+        }
+        if constexpr (PANEL) {
+          // The blocks of absent members as zeros, which the panel's MMAs multiply.
           // Member g's block fills rows g * B ... of the panel; this thread copies chunk
           // c of rows r0, r0 + RSTEP, ... of it, which where B < RSTEP are one row of every
           // RSTEP / B-th member's block (the first one r0 / B). Absent blocks are
@@ -129,13 +133,7 @@ __global__ void __launch_bounds__((CW + PRODUCERS) * 128, MINB)
               cp_async16(sB + dst0 + j * MSTEP * W_BYTES + i * RSTEP * 128,
                          bsrc + i * RSTEP * B, bytes);
           }
-        } else if (e < len) {  // entries past the list are never multiplied: nothing to copy
-          const u16* asrc = a_row + (i64)list.input(e) * B + off;
-#pragma unroll
-          for (int i = 0; i < BM / 16; ++i) {  // rows past X are zero-filled
-            const bool ok = row0 + r0 + i * 16 < nrows;
-            cp_async16(sA + dst0 + i * 16 * 128, ok ? asrc + i * 16 * ldx : x, ok ? 16 : 0);
-          }
+        } else if (live) {
           if constexpr (!KN) {
             // Only the members present (a quarter at d = 0.25): walk the entry's presence
             // bits rather than test every member. Member g's tile is rows g * B ...
