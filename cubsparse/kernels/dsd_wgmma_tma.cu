@@ -129,13 +129,8 @@ __global__ void __launch_bounds__(WG * 128 + 32, MINB)
   unsigned ntaken = 0;  // tiles through the queue (this thread's count)
   const int tid = threadIdx.x;
   if (tid == 0) {
-#pragma unroll
-    for (int s = 0; s < STAGES; ++s) {
-      mbar_init(&full[s], 1);                // the producer's arrival, with the bytes
-      mbar_init(&empty[s], CONSUMERS / 32);  // one arrival per consumer warp
-    }
     tiles.init(CONSUMERS / 32);
-    fence_mbarrier_init();
+    tma_ring_init<STAGES>(full, empty, CONSUMERS / 32);
   }
   __syncthreads();  // the only CTA-wide barrier
   const int ntiles = nwork * ((nrows + BM - 1) / BM);

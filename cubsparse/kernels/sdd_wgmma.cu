@@ -26,7 +26,7 @@
 #include "common.cuh"
 #include "sm90.cuh"
 #include "wgmma.cuh"
-#include "sdd_wgmma_store.cuh"
+#include "sdd_wgmma.cuh"
 
 // This thread's share of one operand's copies: a fixed chunk column and rows row0 + j*RS
 // of each slice. The shared-memory offsets are fixed; the source column moves with the
@@ -136,14 +136,8 @@ __global__ void __launch_bounds__(WM* WN * 128)
   wgmma_pipeline<STAGES>(
       total, ktiles, acc, load,
       [&](int stage, int) {
-        const unsigned sA = base + stage * STAGE_BYTES, sB = sA + TA::BYTES;
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk) {
-          const unsigned long long db = TB::desc(sB, wn * NW / 64, kk);
-#pragma unroll
-          for (int m = 0; m < MT; ++m)
-            Wgmma<Tag, NW, 3>::mma(acc[m], TA::desc(sA, wm * MT + m, kk), db);
-        }
+        const unsigned sA = base + stage * STAGE_BYTES;
+        sdd_wgmma_slice<Tag, TA, TB, MT, NW, BK>(acc, sA, sA + TA::BYTES, wm, wn);
       },
       [&](int i) {
         store(group_of(i));

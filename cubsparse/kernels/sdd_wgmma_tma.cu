@@ -21,7 +21,7 @@
 #include "common.cuh"
 #include "sm90.cuh"
 #include "wgmma.cuh"
-#include "sdd_wgmma_store.cuh"
+#include "sdd_wgmma.cuh"
 
 // WM x WN consumer warpgroups, warpgroup (wm, wn) owning D's m64 tiles wm * MT .. and its
 // NW columns from wn * NW (as in sdd_wgmma); then one producer warp.
@@ -41,14 +41,7 @@ __global__ void __launch_bounds__(WM * WN * 128 + 32, 1)
   const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;  // launch adds 1 KiB slack
   __shared__ unsigned long long full[STAGES], empty[STAGES];
   const int tid = threadIdx.x;
-  if (tid == 0) {
-#pragma unroll
-    for (int s = 0; s < STAGES; ++s) {
-      mbar_init(&full[s], 1);                // the producer's arrival, with the bytes
-      mbar_init(&empty[s], CONSUMERS / 32);  // one arrival per consumer warp
-    }
-    fence_mbarrier_init();
-  }
+  if (tid == 0) tma_ring_init<STAGES>(full, empty, CONSUMERS / 32);
   __syncthreads();  // the only CTA-wide barrier
   const int ktiles = (inner + BK - 1) / BK;
   unsigned it = 0;  // slices through the ring so far
@@ -83,14 +76,8 @@ __global__ void __launch_bounds__(WM * WN * 128 + 32, 1)
   float acc[MT][NW / 2];
   for (int grp = blockIdx.x; grp < n_groups; grp += gridDim.x) {
     consume_tile<STAGES, 1, false>(ktiles, it, acc, full, empty, tid, [&](int s) {
-      const unsigned sA = base + s * STAGE_BYTES, sB = sA + TA::BYTES;
-#pragma unroll
-      for (int kk = 0; kk < BK / 16; ++kk) {
-        const unsigned long long db = TB::desc(sB, wn * NW / 64, kk);
-#pragma unroll
-        for (int m = 0; m < MT; ++m)
-          Wgmma<Tag, NW, 3>::mma(acc[m], TA::desc(sA, wm * MT + m, kk), db);
-      }
+      const unsigned sA = base + s * STAGE_BYTES;
+      sdd_wgmma_slice<Tag, TA, TB, MT, NW, BK>(acc, sA, sA + TA::BYTES, wm, wn);
     });
     sdd_wgmma_store<Tag, B, false, MT, NW>(acc, wm, wn, tid, groups[3 * grp + 1],
                                            groups[3 * grp + 2], out, alpha, beta);

@@ -84,6 +84,21 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(unsigned long long* bar, u
                : "memory");
 }
 
+// The stage ring of a kernel fed by TMA copies, set up by one thread: each stage's `full`
+// barrier completes on the producer's one arrival with the stage's bytes, its `empty`
+// barrier on one arrival per consumer warp; then every mbarrier initialized so far is made
+// visible to the TMA engine.
+template <int STAGES>
+__device__ __forceinline__ void tma_ring_init(unsigned long long* full, unsigned long long* empty,
+                                              unsigned consumer_warps) {
+#pragma unroll
+  for (int s = 0; s < STAGES; ++s) {
+    mbar_init(&full[s], 1);
+    mbar_init(&empty[s], consumer_warps);
+  }
+  fence_mbarrier_init();
+}
+
 // A TMA tensor map (CUtensorMap, 128 opaque bytes) encoded by the host with
 // cuTensorMapEncodeTiled and passed by value as a __grid_constant__ kernel parameter.
 struct alignas(64) TmaMap {

@@ -1,7 +1,23 @@
-// The epilogue of the Hopper wgmma sdd kernels (sdd_wgmma.cu, sdd_wgmma_tma.cu).
+// The parts of the Hopper wgmma sdd kernels (sdd_wgmma.cu, sdd_wgmma_tma.cu) that both
+// share: a slice's MMAs and the epilogue.
 #pragma once
 #include "common.cuh"
 #include "sm90.cuh"
+#include "wgmma.cuh"
+
+// One BK-deep slice's MMAs of warpgroup (wm, wn): its MT m64 tiles of the stage's A tile
+// (TA at sA, MN-major) against its NW columns of the B tile (TB at sB, MN-major).
+template <class Tag, class TA, class TB, int MT, int NW, int BK>
+__device__ __forceinline__ void sdd_wgmma_slice(float (&acc)[MT][NW / 2], unsigned sA,
+                                                unsigned sB, int wm, int wn) {
+#pragma unroll
+  for (int kk = 0; kk < BK / 16; ++kk) {
+    const unsigned long long db = TB::desc(sB, wn * NW / 64, kk);
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+      Wgmma<Tag, NW, 3>::mma(acc[m], TA::desc(sA, wm * MT + m, kk), db);
+  }
+}
 
 // The wgmma sdd's epilogue: warpgroup (wm, wn)'s accumulators (MT m64 tiles of NW
 // columns, columns wn * NW..) of group (p0, cnt) stored as the group's blocks, with alpha
