@@ -64,10 +64,12 @@ def _run() -> int:
                     cs.sampled_matmul(x8.T, dy8, like=W).toarray(), ref8)
                 results["sdd short 37, one CTA"] = (
                     cs.sampled_matmul(x.T, dy, like=W).toarray(), (xh.T @ dyh) * mask)
-            # the persistent TMA sdd (b >= 64, half types), one CTA walking every group
-            with plans.override(sdd_tma=True, sdd_short=False, grid_limit=1):
-                results["sdd tma, one CTA"] = (
-                    cs.sampled_matmul(x.T, dy, like=W).toarray(), (xh.T @ dyh) * mask)
+            # the persistent TMA sdd (where it has a tile: b = 128, half types), one CTA
+            # walking every group
+            if configs.sdd_wgmma_config(dtype, b, tma=True) is not None:
+                with plans.override(sdd_tma=True, sdd_short=False, grid_limit=1):
+                    results["sdd tma, one CTA"] = (
+                        cs.sampled_matmul(x.T, dy, like=W).toarray(), (xh.T @ dyh) * mask)
             if dtype != "float64":  # split lists: float32 partials, added by the last CTA
                 with plans.override(split=1):
                     results["x@W split"] = (cs.matmul(x, W), xh @ Wd)

@@ -176,6 +176,17 @@ def test_tma_sdd_tiles_match_scipy(backend, force, sdd_tma_tile, dtype, n, ctas)
     lay[1] = False
     lay[2, :9] = True
     check_sampled_matmul(backend, lay, b, dtype, n, rng)
+    # operands with their rows reversed (negative row strides), which a tensor map cannot
+    # take: copied first
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=7, backend=backend)
+    x = to_backend(rng.standard_normal((n, 3 * b)).astype(np.float32), backend).astype(w.dtype)
+    dy = to_backend(rng.standard_normal((n, 11 * b)).astype(np.float32), backend).astype(w.dtype)
+    xr, dyr = x[::-1], dy[::-1]
+    mask = np.kron(lay, np.ones((b, b)))
+    for a_op, b_op in [(xr.T, dy), (x.T, dyr), (xr.T, dyr)]:
+        got = to_numpy(cs.sampled_matmul(a_op, b_op, like=w).toarray().astype("float64"))
+        ref = (to_numpy(a_op.astype("float64")) @ to_numpy(b_op.astype("float64"))) * mask
+        assert np.linalg.norm(got - ref) <= 1e-2 * np.linalg.norm(ref)
     with cs.options(dense_fallback=False):
         plan = str(cs.sampled_matmul_plan(
             to_backend(np.zeros((n, 3 * b), np.float32), backend).astype(dtype).T,
@@ -390,6 +401,13 @@ def test_tall_tiles_taken_by_default(backend, monkeypatch, force, b, dtype):
     x = to_backend(rng.standard_normal((n, 7 * b)).astype(np.float32), backend).astype(empty.dtype)
     got = to_numpy(cs.matmul(x, empty, out=poison((n, 5 * b), dtype, backend)).astype("float64"))
     assert np.all(got == 0)
+    # X with its rows reversed (a negative row stride), which a tensor map cannot take:
+    # copied first
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=5, backend=backend)
+    xr = x[::-1]
+    ref = to_numpy(xr).astype(np.float64) @ to_numpy(w.toarray()).astype(np.float64)
+    got = to_numpy(cs.matmul(xr, w).astype("float64"))
+    assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 1e-2
 
 
 # (b, (members per group, m64 tiles, consumer warpgroups, stages, CTAs per SM))

@@ -228,12 +228,15 @@ def sdd_wgmma_config(dtype, b: int, short: bool = False, k: int | None = None,
     """The Hopper wgmma sdd (X.T @ dY with both read as rows), or None where unused;
     ``short``: the tile for short reductions, with the CTAs per SM of a persistent grid;
     ``k``: slices of that depth instead of the tile's; ``wide``: the tile for a wide W;
-    ``tma``: the persistent kernel with TMA copies (one CTA per SM)."""
+    ``tma``: the persistent kernel with TMA copies (as many CTAs per SM as shared memory
+    holds; its tiles are unflipped, 64 deep)."""
     name = dtype_name(dtype)
     if tma:
         t = WGMMA_SDD_TMA.get(b)
         if name not in TC_TAGS or t is None:
             return None
+        if t.flip or t.k != 64:
+            raise ValueError(f"the TMA sdd runs unflipped tiles 64 deep, got {t}")
         expr = (f"sdd_wgmma_tma<{TC_TAGS[name]},{b},{t.group},{t.wg_m},{t.wg_n},"
                 f"{t.stages}>")
         smem = t.stages * (b + t.group * b) * 64 * 2 + 1024

@@ -46,6 +46,15 @@ def _held(arr):
     return arr
 
 
+def _map_rows(rows: int, cols: int, row_bytes: int, it: int) -> int | None:
+    """The row stride a TMA map over ``rows`` rows of ``cols`` elements takes: the array's
+    own where its rows ascend without overlapping, any whole number of 16-byte units for a
+    single row, None where the rows are reversed or overlap (the caller copies them)."""
+    if rows <= 1:
+        return max(16, -(-cols * it // 16) * 16)
+    return row_bytes if row_bytes >= cols * it else None
+
+
 def _aligned_target(data, beta: float):
     """``data``, or where its address is not 16-byte aligned (a view into a larger buffer)
     a stand-in that is, for kernels that store 16-byte vectors; it holds ``data``'s values
@@ -319,7 +328,11 @@ class _DsdRunner:
                 wdata = self.stand_in
             # The maps of the last call are kept: a loop over the same arrays (or arrays
             # the memory pool puts at the same addresses) sets no new map.
-            xkey = (x.data.ptr, x.strides[0])
+            xrow = _map_rows(x.shape[0], x.shape[1], x.strides[0], it)
+            if xrow is None:  # reversed or overlapping rows: a map needs them apart
+                x = _held(x.copy(order="C"))
+                xrow = x.strides[0]
+            xkey = (x.data.ptr, xrow)
             if xkey != self._xkey:
                 L.set_map(0, device.tensor_map(xkey[0], x.shape[1], x.shape[0], xkey[1],
                                                *self.x_box))
@@ -595,15 +608,24 @@ class _SddRunner:
             v[5].value, v[6].value = alpha, beta
         elif self.plan.kernel.tma:
             # X and dY as maps of their rows (ops: addresses and row strides, 16-byte aligned
-            # as every wgmma sdd reads them); kept while a loop passes the same arrays
-            inner = ops[6]
-            xkey, dkey = (ops[0], ops[1], inner), (ops[2], ops[3], inner)
+            # as every wgmma sdd reads them); kept while a loop passes the same arrays.
+            # Reversed or overlapping rows (a negative or zero stride) are copied first.
+            inner, it = ops[6], self.it
+            xrow = _map_rows(inner, self.xcols, ops[1] * it, it)
+            xptr = ops[0]
+            if xrow is None:  # a is x.T: x's rows, copied
+                xc = _held(_cupy().ascontiguousarray(a.T))
+                xptr, xrow = xc.data.ptr, xc.strides[0]
+            drow = _map_rows(inner, self.dcols, ops[3] * it, it)
+            dptr = ops[2]
+            if drow is None:
+                dc = _held(_cupy().ascontiguousarray(b_mat))
+                dptr, drow = dc.data.ptr, dc.strides[0]
+            xkey, dkey = (xptr, xrow, inner), (dptr, drow, inner)
             if xkey != self._maps[0]:
-                self.main.set_map(0, device.tensor_map(ops[0], self.xcols, inner, ops[1] * 2,
-                                                       64, 64))
+                self.main.set_map(0, device.tensor_map(xptr, self.xcols, inner, xrow, 64, 64))
             if dkey != self._maps[1]:
-                self.main.set_map(1, device.tensor_map(ops[2], self.dcols, inner, ops[3] * 2,
-                                                       64, 64))
+                self.main.set_map(1, device.tensor_map(dptr, self.dcols, inner, drow, 64, 64))
             self._maps = (xkey, dkey)
             v[-3].value, v[-2].value, v[-1].value = target.data.ptr, alpha, beta
         else:
