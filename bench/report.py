@@ -234,10 +234,20 @@ def _dense_tally(rows: list[dict]) -> str:
     slow = sorted((r for r in paired if r["paired_ratio"] > 1),
                   key=lambda r: r["paired_ratio"], reverse=True)
     out = [f"Timed apart (each product's own measurement), cubsparse is slower than the dense "
-           f"cuBLAS in **{len(slow_apart)} of {len(apart)}** rows."]
+           f"product (cuBLAS; NumPy on the CPU backend) in **{len(slow_apart)} of "
+           f"{len(apart)}** rows."]
     if paired:
         out.append(f"Timed in alternating rounds with it (`paired_ratio`), in "
                    f"**{len(slow)} of {len(paired)}** rows.")
+    # against densifying W on every call, then the dense product (the `densify` peer,
+    # eager only: CuPy cannot capture cuBLAS), eager time against eager time
+    dens = [(r.get("cubsparse_eager_ms"), (r.get("peers") or {}).get("densify") or {})
+            for r in rows]
+    dens = [(ms, p["eager_ms"]) for ms, p in dens if ms and p.get("eager_ms")]
+    if dens:
+        n_slow = sum(ms > p for ms, p in dens)
+        out.append(f"Against densifying W on every call, then the dense product (the "
+                   f"`densify` peer, eager times), in **{n_slow} of {len(dens)}** rows.")
     if slow:
         out += ["", "Largest paired ratios (cubsparse time / dense time):", "",
                 _md_table(["case", "paired ratio", "apart", "plan"], [

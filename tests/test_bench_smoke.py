@@ -127,6 +127,27 @@ def test_paired_timing_cancels_drift(a_ms):
     assert (p["a_batch"], p["b_batch"]) == (2, 2)
 
 
+def test_report_counts_rows_slower_than_dense_every_way():
+    """The report's dense section: rows slower apart, in alternating rounds (with the
+    worst listed) and against the densify peer, from the rows' own figures."""
+    from bench.report import _dense_tally
+
+    def row(case, speedup, paired, eager, densify):
+        return {"case": case, "op": "xw", "dtype": "float16", "n": 8, "c": 64, "k": 64,
+                "b": 8, "density": 0.5, "density_target": 0.5, "layout": "random",
+                "speedup": speedup, "paired_ratio": paired, "cubsparse_ms": eager,
+                "cubsparse_eager_ms": eager, "cubsparse_plan": "X @ W: dense (scatter)",
+                "peers": {"densify": {"eager_ms": densify}}}
+
+    section = _dense_tally([row("a", 0.9, 1.05, 1.0, 2.0), row("b", 1.2, 0.8, 1.0, 0.5),
+                            row("c", 1.1, None, 1.0, None)])
+    assert "slower than the dense product (cuBLAS; NumPy on the CPU backend) in **1 of 3**" \
+        in section
+    assert "alternating rounds with it (`paired_ratio`), in **1 of 2** rows" in section
+    assert "`densify` peer, eager times), in **1 of 2** rows" in section
+    assert "| 1.050 |" in section  # the worst paired ratio is listed
+
+
 def test_measure_separates_issue_time_from_device_time():
     clock = _QueueClock(device_ms=1.0)
     policy = timing.Policy(repeats=5, min_samples=3, target_ms=10.0, host_burst=4)
