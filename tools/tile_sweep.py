@@ -83,7 +83,15 @@ UNION = {
 # Hopper wgmma sdd: (blocks per CTA, warpgroups along M, along N, stages, flip[, k depth]),
 # tried after the mma.sync tiles; set for long and short reductions alike (--n picks which
 # the plan runs).
-WGMMA_SDD = {
+WGMMA_# Hopper persistent TMA sdd, in WGMMA_SDD_TMA's format (blocks per CTA, warpgroups along M,
+# along N, stages, flip = False), tried after the other wgmma sdd tiles (decision sdd_tma
+# forced on for these; bench/NOTES.md 100 has the b = 64 and 128 results at C = K = 8192).
+WGMMA_SDD_TMA = {
+    64: [(4, 1, 2, 4, False), (4, 1, 2, 3, False), (2, 1, 2, 3, False), (2, 1, 1, 3, False)],
+    128: [(2, 2, 1, 3, False), (2, 2, 1, 4, False), (2, 2, 1, 2, False), (1, 2, 1, 3, False),
+          (1, 2, 1, 2, False)],
+}
+SDD = {
     8: [(16, 1, 4, 32, 4)],
     16: [(16, 2, 1, 4, True), (8, 1, 1, 6, True), (4, 1, 1, 6, True), (8, 2, 1, 6, True),
          (16, 2, 1, 3, True, 32), (8, 1, 1, 3, True, 32), (8, 2, 1, 3, True, 32)],
@@ -112,8 +120,8 @@ SDD = {
 }
 #: The tables a candidate sets (set_tiles keywords); all but dsd and sdd are switched off
 #: for the block size before each candidate.
-TUNED = ("dsd", "sdd", "wgmma", "wgmma_sdd", "wgmma_sdd_short", "wgmma_sdd_wide", "group",
-         "sdd_tile", "wgmma_ws", "wgmma_union", "wgmma_tall")
+TUNED = ("dsd", "sdd", "wgmma", "wgmma_sdd", "wgmma_sdd_short", "wgmma_sdd_wide",
+         "wgmma_sdd_tma", "group", "sdd_tile", "wgmma_ws", "wgmma_union", "wgmma_tall")
 
 
 def _candidates(op, b, args, saved):
@@ -121,6 +129,7 @@ def _candidates(op, b, args, saved):
     (kind, *tile) for the kernel families other than the single-block mma.sync ones."""
     if op == "sdd":
         cands = (SDD.get(b, []) + [("wgmma_sdd", *c) for c in WGMMA_SDD.get(b, [])]
+                 + [("wgmma_sdd_tma", *c) for c in WGMMA_SDD_TMA.get(b, [])]
                  + [("tile", *c) for c in SDD_TILED.get(b, [])])
     else:
         cands = (DSD[b] + [("group", *c) for c in GROUP.get(b, [])]
@@ -158,11 +167,15 @@ def _apply(op, b, cfg, saved):
         configs.set_tiles(wgmma={b: saved["wgmma"][b]}, wgmma_union={b: cfg[1:]})
     elif kind == "wgmma_sdd":
         configs.set_tiles(wgmma_sdd={b: cfg[1:]}, wgmma_sdd_short={b: cfg[1:]})
+    elif kind == "wgmma_sdd_tma":  # the plan's regular wgmma sdd stays as the fallback
+        configs.set_tiles(wgmma_sdd={b: saved["wgmma_sdd"][b]}, wgmma_sdd_tma={b: cfg[1:]})
     else:
         configs.set_tiles(**{op if op == "sdd" else "dsd": {b: cfg}})
     # the union kernel reads W's blocks as stored for X @ W
+    tma = kind == "wgmma_sdd_tma"
     return {"sdd_tiled": kind == "tile", "group": kind == "group", "union": kind == "union",
-            "kn": True if kind == "union" else None, "dense": False}
+            "kn": True if kind == "union" else None, "dense": False,
+            "sdd_tma": tma, "sdd_short": False if tma else None}
 
 
 def main():
