@@ -83,15 +83,7 @@ UNION = {
 # Hopper wgmma sdd: (blocks per CTA, warpgroups along M, along N, stages, flip[, k depth]),
 # tried after the mma.sync tiles; set for long and short reductions alike (--n picks which
 # the plan runs).
-WGMMA_# Hopper persistent TMA sdd, in WGMMA_SDD_TMA's format (blocks per CTA, warpgroups along M,
-# along N, stages, flip = False), tried after the other wgmma sdd tiles (decision sdd_tma
-# forced on for these; bench/NOTES.md 100 has the b = 64 and 128 results at C = K = 8192).
-WGMMA_SDD_TMA = {
-    64: [(4, 1, 2, 4, False), (4, 1, 2, 3, False), (2, 1, 2, 3, False), (2, 1, 1, 3, False)],
-    128: [(2, 2, 1, 3, False), (2, 2, 1, 4, False), (2, 2, 1, 2, False), (1, 2, 1, 3, False),
-          (1, 2, 1, 2, False)],
-}
-SDD = {
+WGMMA_SDD = {
     8: [(16, 1, 4, 32, 4)],
     16: [(16, 2, 1, 4, True), (8, 1, 1, 6, True), (4, 1, 1, 6, True), (8, 2, 1, 6, True),
          (16, 2, 1, 3, True, 32), (8, 1, 1, 3, True, 32), (8, 2, 1, 3, True, 32)],
@@ -107,6 +99,14 @@ SDD = {
           (1, 1, 1, 3, False), (1, 1, 1, 4, False), (2, 1, 2, 4, False), (2, 2, 1, 4, False),
           (2, 2, 1, 3, False),
           (1, 2, 1, 3, False, 32), (1, 1, 1, 3, False, 32), (1, 2, 1, 4, False, 32)],
+}
+# Hopper persistent TMA sdd, in WGMMA_SDD_TMA's format (blocks per CTA, warpgroups along M,
+# along N, stages, flip = False), tried after the other wgmma sdd tiles (decision sdd_tma
+# forced on for these; bench/NOTES.md 100 has the b = 64 and 128 results at C = K = 8192).
+WGMMA_SDD_TMA = {
+    64: [(4, 1, 2, 4, False), (4, 1, 2, 3, False), (2, 1, 2, 3, False), (2, 1, 1, 3, False)],
+    128: [(2, 2, 1, 3, False), (2, 2, 1, 4, False), (2, 2, 1, 2, False), (1, 2, 1, 3, False),
+          (1, 2, 1, 2, False)],
 }
 SDD = {
     8: [(16, 1, 4, 32, 4)],
