@@ -240,9 +240,8 @@ def sdd_wgmma_config(dtype, b: int, short: bool = False, k: int | None = None,
         expr = (f"sdd_wgmma_tma<{TC_TAGS[name]},{b},{t.group},{t.wg_m},{t.wg_n},"
                 f"{t.stages}>")
         smem = t.stages * (b + t.group * b) * 64 * 2 + 1024
-        ctas = max(1, (228 << 10) // (smem + 1024))  # per SM, as shared memory allows
-        return _instance(expr, t.wg_m * t.wg_n * 128 + 32, smem, 0, t.group, "sm_90a", ctas,
-                         True)
+        return _instance(expr, t.wg_m * t.wg_n * 128 + 32, smem, 0, t.group, "sm_90a",
+                         _ctas_per_sm(smem), True)
     t = (WGMMA_SDD_SHORT if short else WGMMA_SDD_WIDE if wide else WGMMA_SDD).get(b)
     if name not in TC_TAGS or t is None:
         return None
@@ -250,11 +249,15 @@ def sdd_wgmma_config(dtype, b: int, short: bool = False, k: int | None = None,
     expr = (f"sdd_wgmma<{TC_TAGS[name]},{b},{t.group},{t.wg_m},{t.wg_n},{t.stages},"
             f"{_b(t.flip)},{k}>")
     smem = t.stages * (b + t.group * b) * k * 2 + 1024
-    # CTAs that fit an SM's 228 KiB of shared memory (1 KiB of it reserved per CTA); where
-    # registers allow fewer at once, the grid runs in more than one wave (the measured
-    # tiles were chosen with it so)
-    ctas = max(1, (228 << 10) // (smem + 1024)) if short else 0
-    return _instance(expr, t.wg_m * t.wg_n * 128, smem, 0, t.group, "sm_90a", ctas)
+    return _instance(expr, t.wg_m * t.wg_n * 128, smem, 0, t.group, "sm_90a",
+                     _ctas_per_sm(smem) if short else 0)
+
+
+def _ctas_per_sm(smem: int) -> int:
+    """CTAs of a persistent kernel per SM: as many as fit an SM's 228 KiB of shared memory
+    (1 KiB of it reserved per CTA). Where registers allow fewer at once, the grid runs in
+    more than one wave (the measured tiles were chosen with it so)."""
+    return max(1, (228 << 10) // (smem + 1024))
 
 
 @functools.cache

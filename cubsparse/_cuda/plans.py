@@ -164,14 +164,9 @@ def sdd_short_pays(inner: int) -> bool:
 
 def sdd_wide_pays(structure, b: int) -> bool:
     """W has at least SDD_WIDE_MIN_COLS columns and rows, where the wgmma sdd's wide tile
-    beats one block per CTA."""
+    beats one block per CTA, and the persistent TMA kernel (decision ``sdd_tma``, taken
+    first where configured) beats both."""
     return min(structure.block_shape) * b >= SDD_WIDE_MIN_COLS
-
-
-def sdd_tma_pays(structure, b: int) -> bool:
-    """The persistent TMA sdd beats the cp.async one: where its wide tile pays (a W of at
-    least SDD_WIDE_MIN_COLS columns and rows)."""
-    return sdd_wide_pays(structure, b)
 
 
 def sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:
@@ -453,20 +448,20 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
             tiled = _decide("sdd_tiled", sdd_tiled_pays, structure, name, b,
                             sdd_config(name, b, a_km, b_nk).group)
         cfg = tcfg if tiled else (wcfg or sdd_config(name, b, a_km, b_nk))
-    grid = 0
     if cfg is wcfg and _decide("sdd_short", sdd_short_pays, inner):
         cfg = sdd_wgmma_config(name, b, True, SDD_ONE_SLICE_K if inner <= SDD_ONE_SLICE_K
                                else None) or cfg
-        if cfg.persistent:
-            grid = min(worklists.group_count(structure, cfg.group), persistent_ctas(cfg, sms))
     elif cfg is wcfg:
-        tma = sdd_wgmma_config(name, b, tma=True)
-        wide = sdd_wgmma_config(name, b, wide=True)
-        if tma is not None and _decide("sdd_tma", sdd_tma_pays, structure, b):
-            cfg = tma
-            grid = min(worklists.group_count(structure, cfg.group), persistent_ctas(cfg, sms))
-        elif wide is not None and _decide("sdd_wide", sdd_wide_pays, structure, b):
-            cfg = wide
+        # a longer reduction over a wide W: the TMA kernel, else the wide tile (the same
+        # rule, each its own decision)
+        for decision, kw in (("sdd_tma", {"tma": True}), ("sdd_wide", {"wide": True})):
+            alt = sdd_wgmma_config(name, b, **kw)
+            if alt is not None and _decide(decision, sdd_wide_pays, structure, b):
+                cfg = alt
+                break
+    # a persistent grid: every CTA walks groups
+    grid = (min(worklists.group_count(structure, cfg.group), persistent_ctas(cfg, sms))
+            if cfg.persistent else 0)
     dense, ratio = _dense_choice("sampled", structure, name, b, inner, tf32, dense_bytes_limit)
     if dense:
         return SddPlan(name, b, "dense", gather_config(name, b), False, a_km, b_nk, tf32, ratio)

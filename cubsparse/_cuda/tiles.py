@@ -163,7 +163,7 @@ WGMMA_SDD_SHORT = {8: None, 16: SddWgmmaTile(16, 2, 1, 3, True, 32),
 WGMMA_SDD_WIDE = {8: None, 16: None, 32: None, 64: None,
                   128: SddWgmmaTile(2, 2, 1, 4, False)}
 #: The persistent TMA kernel (sdd_wgmma_tma: copies by one producer lane through the TMA
-#: engine, k = 64) for long reductions over a wide W (plans.sdd_tma_pays). At b = 128 on an
+#: engine, k = 64) for long reductions over a wide W (plans.sdd_wide_pays). At b = 128 on an
 #: H100 (N = C = K = 8192) 1.2-1.4x the wide cp.async tile's speed, with 3 stages ahead of
 #: 4 and 2; at b = 64 no tile of it beat the cp.async kernel's two CTAs per SM.
 WGMMA_SDD_TMA = {8: None, 16: None, 32: None, 64: None,
