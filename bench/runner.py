@@ -386,7 +386,7 @@ class Runner:
                     if ct.shared_dense:
                         r["cached"] = False
                     results[ct.name] = r
-                    if ct.shared_dense and r.get("status") == "ok":
+                    if ct.shared_dense and self.cfg.dense_once and r.get("status") == "ok":
                         self.dense_cache[key] = {k: v for k, v in r.items() if k != "_calls"}
                 del ref
                 results["cubsparse"] = pair_with_dense(results, self.roles, self.cfg.policy)
