@@ -97,7 +97,7 @@ def _stride_grid(items: int) -> int:
     return max(1, min(-(-items // 256), 16384))
 
 
-_KEEP_WORKSPACE = 32 << 20  # bytes of a split product's workspace kept per stream
+_KEEP_WORKSPACE = 64 << 20  # bytes of a split product's workspace kept per stream
 _MAX_RUNNERS = 64  # per matrix; a script that varies its batch size cycles through them
 
 
@@ -110,6 +110,35 @@ def _check_devices(dev: int, what: str, **arrays) -> None:
                 f"{what}: {name} is on CUDA device {arr.data.device_id} but the current "
                 f"device is {dev}; run the call under `with cupy.cuda.Device("
                 f"{arr.data.device_id}):` or move the operands to one device")
+
+
+class _SplitScratch:
+    """A kernel's float32 workspace and int32 counters for work summed in pieces inside one
+    launch (split lists, stream-K runs), per stream. Launches on one stream run in order,
+    so a stream's calls share one workspace (kept where small, else allocated per call)
+    and one set of counters, which each launch leaves at zero."""
+
+    def __init__(self, ws_shape: tuple, n_counts: int):
+        self.ws_shape, self.n_counts = ws_shape, n_counts
+        self._ws, self._counts = {}, {}
+
+    def __call__(self, stream):
+        """(workspace, counters) for a launch on ``stream``."""
+        cupy = _cupy()
+        ws = self._ws.get(stream)
+        if ws is None:
+            ws = cupy.ndarray(self.ws_shape, np.float32)
+            if ws.nbytes <= _KEEP_WORKSPACE:
+                self._ws[stream] = ws
+        counts = self._counts.get(stream)
+        if counts is None:
+            counts = cupy.zeros(self.n_counts, np.int32)
+            # Made inside a capture, its zeroing is only recorded into the graph (each
+            # replay zeroes it): the graph keeps it, and a later call makes its own.
+            if not _current_stream().is_capturing():
+                self._counts[stream] = counts
+        _held((ws, counts))  # kept ones too: their runner may be dropped
+        return ws, counts
 
 
 def _runner(w, key, build):
@@ -252,9 +281,9 @@ class _DsdRunner:
         cfg = p.kernel
         work, blk, gidx, segs = worklists.dsd_tables(s, dev, trans, p.split, cfg.group)
         width = cfg.group * b
-        self.ws_shape = (p.slots, n, width) if p.slots else None
         # split lists: a counter per (list, row tile), indexed by the list's first slot
-        self.n_counts = p.slots * -(-n // cfg.rows_per_cta)
+        self.split = (_SplitScratch((p.slots, n, width), p.slots * -(-n // cfg.rows_per_cta))
+                      if p.slots else None)
         f = "d" if p.dtype == "float64" else "f"  # alpha, beta: float32 but for float64
         if cfg.tma:
             #   xmap wmap rows xcols wrows work nwork blk gidx y ldy alpha beta
@@ -287,8 +316,6 @@ class _DsdRunner:
         if cfg.tma:  # made now, not inside a stream capture
             device.tile_counter(dev, _stream())
         self._xkey, self._wptr, self._ctr_stream = None, None, None  # set by the first call
-        self._ws = {}  # stream -> workspace, where small enough to keep
-        self._counts = {}  # stream -> the split lists' counters (zero between launches)
 
     def _init_dense(self, w, dev):
         s, b = w._structure, w.blocksize
@@ -357,23 +384,8 @@ class _DsdRunner:
         v[i + 1].value = y.strides[0] // it
         v[i + 2].value = alpha
         v[i + 3].value = beta
-        if self.n_counts:
-            # Launches on one stream run in order, so a stream's calls can share one
-            # workspace (kept where small, else allocated per call) and one set of
-            # counters, which each launch leaves at zero.
-            ws = self._ws.get(stream)
-            if ws is None:
-                ws = cupy.ndarray(self.ws_shape, np.float32)
-                if ws.nbytes <= _KEEP_WORKSPACE:
-                    self._ws[stream] = ws
-            counts = self._counts.get(stream)
-            if counts is None:
-                counts = cupy.zeros(self.n_counts, np.int32)
-                # Made inside a capture, its zeroing is only recorded into the graph (each
-                # replay zeroes it): the graph keeps it, and a later call makes its own.
-                if not _current_stream().is_capturing():
-                    self._counts[stream] = counts
-            _held((ws, counts))  # kept ones too: their runner may be dropped
+        if self.split is not None:
+            ws, counts = self.split(stream)
             v[self.i_ws].value = ws.data.ptr
             v[self.i_counts].value = counts.data.ptr
         L(stream)
@@ -573,8 +585,13 @@ class _SddRunner:
             groups = worklists.sdd_groups(s, dev, cfg.group)
             self.dcols = s.block_shape[1] * b
             self.main = Launch(get_kernel(cfg), (p.grid,), (cfg.threads,), cfg.smem,
-                               "ttiipippff", [None, None, inner, self.dcols, groups,
-                                              groups.shape[0], s.indices, None, None, None])
+                               "ttiipippffpp", [None, None, inner, self.dcols, groups,
+                                                groups.shape[0], s.indices, None, None, None,
+                                                0, 0])
+            # stream-K: two slots of a group's float32 sums per CTA (its run's first and
+            # last pieces), a counter per group
+            self.split = (_SplitScratch((2 * p.grid, cfg.group * b * b), groups.shape[0])
+                          if p.stream_k else None)
             self.xcols = s.block_shape[0] * b
             self._maps = (None, None)  # the (address, row stride) of X and dY last mapped
         else:
@@ -627,7 +644,10 @@ class _SddRunner:
             if dkey != self._maps[1]:
                 self.main.set_map(1, device.tensor_map(dptr, self.dcols, inner, drow, 64, 64))
             self._maps = (xkey, dkey)
-            v[-3].value, v[-2].value, v[-1].value = target.data.ptr, alpha, beta
+            v[-5].value, v[-4].value, v[-3].value = target.data.ptr, alpha, beta
+            if self.split is not None:
+                ws, flags = self.split(stream)
+                v[-2].value, v[-1].value = ws.data.ptr, flags.data.ptr
         else:
             v[0].value, v[1].value, v[2].value, v[3].value = ops[:4]
             v[-3].value, v[-2].value, v[-1].value = target.data.ptr, alpha, beta
