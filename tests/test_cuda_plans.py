@@ -239,9 +239,10 @@ def test_stream_k_pays_where_whole_groups_leave_rounds_idle():
     assert not plans.stream_k_pays(0, 132)
 
 
-def test_sdd_plan_cuts_the_tma_kernels_slices_into_equal_runs():
+def test_sdd_plan_cuts_the_tma_kernels_chunks_into_equal_runs():
     """The TMA sdd takes the stream-K instance where whole groups would leave rounds idle:
-    a grid of its CTAs per SM, never more CTAs than slices; forced either way."""
+    STREAM_K_CHUNKS chunks per group (at most one per slice), a grid of its CTAs per SM,
+    never more CTAs than chunks; forced either way."""
     b = 128
     n = plans.SDD_WIDE_MIN_COLS // b
     # the groups of a random layout at d = 0.05 fill one round of the grid in part
@@ -254,22 +255,23 @@ def test_sdd_plan_cuts_the_tma_kernels_slices_into_equal_runs():
     p = plans.plan_sdd(s, "float16", b, 8192, True, False, False, 90, SMS)
     assert p.stream_k
     assert p.kernel == sk
+    assert p.chunks == plans.STREAM_K_CHUNKS
     assert p.grid == SMS * sk.persistent
-    assert "stream-K" in str(p)
+    assert f"{p.chunks} chunks per group" in str(p)
     with plans.override(stream_k=False):
         p = plans.plan_sdd(s, "float16", b, 8192, True, False, False, 90, SMS)
     assert not p.stream_k
+    assert p.chunks == 0
     assert p.kernel.name.endswith(",false>")
     assert p.grid == min(groups, SMS * sk.persistent)
     assert "stream-K" not in str(p)
-    # fewer slices than CTAs: a CTA per slice
+    few = structure(n, n, 0.002, seed=1)
     with plans.override(stream_k=True, sdd_short=False, sdd_tma=True):
-        p = plans.plan_sdd(structure(n, n, 0.002, seed=1), "bfloat16", b, 64, True, False,
-                           False, 90, SMS)
-        assert p.stream_k
-        assert p.grid == worklists.group_count(
-            structure(n, n, 0.002, seed=1), sk.group) < SMS
-        # only the TMA kernel cuts its slices
+        # a reduction of 3 slices: 3 chunks per group, fewer than the CTAs: one each
+        p = plans.plan_sdd(few, "bfloat16", b, 150, True, False, False, 90, SMS)
+        assert p.chunks == 3
+        assert p.grid == 3 * worklists.group_count(few, sk.group) < SMS
+        # only the TMA kernel cuts its groups
         with plans.override(sdd_tma=False):
             assert not plans.plan_sdd(s, "float16", b, 8192, True, False, False, 90,
                                       SMS).stream_k

@@ -199,15 +199,15 @@ def test_tma_sdd_tiles_match_scipy(backend, force, sdd_tma_tile, dtype, n, ctas)
                          ids=lambda t: f"b{t[0]}-{t[1]}")
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize(("shape", "n", "ctas"), [
-    ((1, 1), 4000, 0),    # one group, its 63 slices over 63 CTAs: every piece cut
-    ((3, 11), 4000, 0),   # pieces of 4-5 slices, groups cut across a dozen CTAs
+    ((1, 1), 4000, 0),    # one group of 63 slices, its 8 chunks on 8 CTAs
+    ((3, 11), 4000, 0),   # a CTA per chunk: every group summed from 8 pieces
     ((3, 11), 1000, 7),   # a few CTAs, each several groups, cut at both ends
-    ((4, 4), 300, 5),     # runs shorter than a group and longer than one
+    ((4, 4), 300, 5),     # 5 chunks of one slice; runs longer than a group
 ])
 def test_stream_k_tma_sdd_matches_scipy_and_repeats_bitwise(backend, force, sdd_tma_tile,
                                                             dtype, shape, n, ctas):
-    """The TMA sdd with its slices cut into equal runs: groups summed in pieces by several
-    CTAs match float64, and a second call (whose flags the first left at zero) gives the
+    """The TMA sdd with its groups' chunks cut into equal runs: groups summed in pieces by
+    several CTAs match float64, and a second call (whose flags the first left at zero) gives the
     same bits."""
     b = sdd_tma_tile
     force(stream_k=True, grid_limit=ctas or None, dense=False)

@@ -585,9 +585,9 @@ class _SddRunner:
             groups = worklists.sdd_groups(s, dev, cfg.group)
             self.dcols = s.block_shape[1] * b
             self.main = Launch(get_kernel(cfg), (p.grid,), (cfg.threads,), cfg.smem,
-                               "ttiipippffpp", [None, None, inner, self.dcols, groups,
-                                                groups.shape[0], s.indices, None, None, None,
-                                                0, 0])
+                               "ttiipiippffpp", [None, None, inner, self.dcols, groups,
+                                                 groups.shape[0], p.chunks, s.indices, None,
+                                                 None, None, 0, 0])
             # stream-K: two slots of a group's float32 sums per CTA (its run's first and
             # last pieces), a counter per group
             self.split = (_SplitScratch((2 * p.grid, cfg.group * b * b), groups.shape[0])
