@@ -67,17 +67,9 @@ def _run() -> int:
             # the persistent TMA sdd (where it has a tile: b = 128, half types), one CTA
             # walking every group
             if configs.sdd_wgmma_config(dtype, b, tma=True) is not None:
-                with plans.override(sdd_tma=True, sdd_short=False, grid_limit=1,
-                                    stream_k=False):
+                with plans.override(sdd_tma=True, sdd_short=False, grid_limit=1):
                     results["sdd tma, one CTA"] = (
                         cs.sampled_matmul(x.T, dy, like=W).toarray(), (xh.T @ dyh) * mask)
-                # ... and stream-K: every group cut into pieces summed by the last CTA
-                xs = cp.asarray(rng.standard_normal((500, cb * b))).astype(dtype)
-                dys = cp.asarray(rng.standard_normal((500, kb * b))).astype(dtype)
-                with plans.override(sdd_tma=True, sdd_short=False, stream_k=True):
-                    results["sdd tma, stream-K"] = (
-                        cs.sampled_matmul(xs.T, dys, like=W).toarray(),
-                        (_f64(xs).T @ _f64(dys)) * mask)
             if dtype != "float64":  # split lists: float32 partials, added by the last CTA
                 with plans.override(split=1):
                     results["x@W split"] = (cs.matmul(x, W), xh @ Wd)

@@ -206,10 +206,8 @@ def test_sdd_plan_takes_the_tma_kernel_for_long_reductions_on_a_wide_w():
     assert tma.kernel == "sdd_wgmma_tma"
     big = structure(plans.SDD_WIDE_MIN_COLS // b, plans.SDD_WIDE_MIN_COLS // b, 0.1)
     small = structure(plans.SDD_WIDE_MIN_COLS // b // 2, plans.SDD_WIDE_MIN_COLS // b, 0.1)
-    with plans.override(stream_k=False):
-        p = plans.plan_sdd(big, "float16", b, 4096, True, False, False, 90, SMS)
+    p = plans.plan_sdd(big, "float16", b, 4096, True, False, False, 90, SMS)
     assert p.kernel == tma
-    assert not p.stream_k
     assert p.grid == min(SMS * tma.persistent, worklists.group_count(big, tma.group))
     assert "sdd_wgmma_tma<" in str(p)
     assert "persistent" in str(p)
@@ -221,60 +219,11 @@ def test_sdd_plan_takes_the_tma_kernel_for_long_reductions_on_a_wide_w():
     with plans.override(sdd_tma=False):
         assert not plans.plan_sdd(big, "float16", b, 4096, True, False, False, 90,
                                   SMS).kernel.tma
-    with plans.override(sdd_tma=True, grid_limit=3, stream_k=False):
+    with plans.override(sdd_tma=True, grid_limit=3):
         p = plans.plan_sdd(small, "bfloat16", b, 4096, True, False, False, 90, SMS)
         assert p.kernel == configs.sdd_wgmma_config("bfloat16", b, tma=True)
         assert p.grid == 3
     assert configs.sdd_wgmma_config("float16", 64, tma=True) is None
-
-
-def test_stream_k_pays_where_whole_groups_leave_rounds_idle():
-    """Whole groups on P CTAs run ceil(G / P) rounds of P; stream-K where at least
-    STREAM_K_MIN_IDLE of them would idle."""
-    assert plans.stream_k_pays(100, 132)  # one round, 24 % idle
-    assert plans.stream_k_pays(140, 132)  # two rounds, 47 % idle
-    assert not plans.stream_k_pays(132, 132)
-    assert not plans.stream_k_pays(264, 132)
-    assert not plans.stream_k_pays(1310, 132)  # 10 rounds, 0.8 % idle
-    assert not plans.stream_k_pays(0, 132)
-
-
-def test_sdd_plan_cuts_the_tma_kernels_chunks_into_equal_runs():
-    """The TMA sdd takes the stream-K instance where whole groups would leave rounds idle:
-    STREAM_K_CHUNKS chunks per group (at most one per slice), a grid of its CTAs per SM,
-    never more CTAs than chunks; forced either way."""
-    b = 128
-    n = plans.SDD_WIDE_MIN_COLS // b
-    # the groups of a random layout at d = 0.05 fill one round of the grid in part
-    s = structure(n, n, 0.05)
-    sk = configs.sdd_wgmma_config("float16", b, tma=True, stream_k=True)
-    assert sk.name.endswith(",true>")
-    assert sk != configs.sdd_wgmma_config("float16", b, tma=True)
-    groups = worklists.group_count(s, sk.group)
-    assert plans.stream_k_pays(groups, SMS * sk.persistent), groups
-    p = plans.plan_sdd(s, "float16", b, 8192, True, False, False, 90, SMS)
-    assert p.stream_k
-    assert p.kernel == sk
-    assert p.chunks == plans.STREAM_K_CHUNKS
-    assert p.grid == SMS * sk.persistent
-    assert f"{p.chunks} chunks per group" in str(p)
-    with plans.override(stream_k=False):
-        p = plans.plan_sdd(s, "float16", b, 8192, True, False, False, 90, SMS)
-    assert not p.stream_k
-    assert p.chunks == 0
-    assert p.kernel.name.endswith(",false>")
-    assert p.grid == min(groups, SMS * sk.persistent)
-    assert "stream-K" not in str(p)
-    few = structure(n, n, 0.002, seed=1)
-    with plans.override(stream_k=True, sdd_short=False, sdd_tma=True):
-        # a reduction of 3 slices: 3 chunks per group, fewer than the CTAs: one each
-        p = plans.plan_sdd(few, "bfloat16", b, 150, True, False, False, 90, SMS)
-        assert p.chunks == 3
-        assert p.grid == 3 * worklists.group_count(few, sk.group) < SMS
-        # only the TMA kernel cuts its groups
-        with plans.override(sdd_tma=False):
-            assert not plans.plan_sdd(s, "float16", b, 8192, True, False, False, 90,
-                                      SMS).stream_k
 
 
 @pytest.mark.parametrize("b", [16, 32, 64, 128])

@@ -195,39 +195,6 @@ def test_tma_sdd_tiles_match_scipy(backend, force, sdd_tma_tile, dtype, n, ctas)
     assert "sdd_wgmma_tma<" in plan, plan
 
 
-@pytest.mark.parametrize("sdd_tma_tile", SDD_TMA_TILES[1:2], indirect=True,
-                         ids=lambda t: f"b{t[0]}-{t[1]}")
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize(("shape", "n", "ctas"), [
-    ((1, 1), 4000, 0),    # one group of 63 slices, its 8 chunks on 8 CTAs
-    ((3, 11), 4000, 0),   # a CTA per chunk: every group summed from 8 pieces
-    ((3, 11), 1000, 7),   # a few CTAs, each several groups, cut at both ends
-    ((4, 4), 300, 5),     # 5 chunks of one slice; runs longer than a group
-])
-def test_stream_k_tma_sdd_matches_scipy_and_repeats_bitwise(backend, force, sdd_tma_tile,
-                                                            dtype, shape, n, ctas):
-    """The TMA sdd with its groups' chunks cut into equal runs: groups summed in pieces by
-    several CTAs match float64, and a second call (whose flags the first left at zero) gives the
-    same bits."""
-    b = sdd_tma_tile
-    force(stream_k=True, grid_limit=ctas or None, dense=False)
-    rng = np.random.default_rng(n + ctas)
-    lay = rng.random(shape) < 0.7
-    lay.flat[0] = True
-    check_sampled_matmul(backend, lay, b, dtype, n, rng)
-    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, backend=backend)
-    x = to_backend(rng.standard_normal((n, shape[0] * b)).astype(np.float32), backend)
-    dy = to_backend(rng.standard_normal((n, shape[1] * b)).astype(np.float32), backend)
-    x, dy = x.astype(w.dtype), dy.astype(w.dtype)
-    plan = cs.sampled_matmul_plan(x.T, dy, like=w)
-    assert plan.stream_k, plan
-    assert "sdd_wgmma_tma<" in str(plan), plan
-    first = to_numpy(cs.sampled_matmul(x.T, dy, like=w).data)
-    for _ in range(3):
-        again = to_numpy(cs.sampled_matmul(x.T, dy, like=w).data)
-        assert np.array_equal(first.view(np.uint16), again.view(np.uint16))
-
-
 @pytest.mark.parametrize("kn", [True, False])
 @pytest.mark.parametrize("b", [16, 32, 64, 128])
 def test_wgmma_dsd_reads_w_as_stored_or_transposed(backend, force, kn, b):

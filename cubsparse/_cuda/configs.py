@@ -224,14 +224,12 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
 
 @functools.cache
 def sdd_wgmma_config(dtype, b: int, short: bool = False, k: int | None = None,
-                     wide: bool = False, tma: bool = False,
-                     stream_k: bool = False) -> KernelConfig | None:
+                     wide: bool = False, tma: bool = False) -> KernelConfig | None:
     """The Hopper wgmma sdd (X.T @ dY with both read as rows), or None where unused;
     ``short``: the tile for short reductions, with the CTAs per SM of a persistent grid;
     ``k``: slices of that depth instead of the tile's; ``wide``: the tile for a wide W;
     ``tma``: the persistent kernel with TMA copies (as many CTAs per SM as shared memory
-    holds; its tiles are unflipped, 64 deep), its CTAs taking equal runs of the slices
-    (``stream_k``) or whole groups."""
+    holds; its tiles are unflipped, 64 deep)."""
     name = dtype_name(dtype)
     if tma:
         t = WGMMA_SDD_TMA.get(b)
@@ -240,7 +238,7 @@ def sdd_wgmma_config(dtype, b: int, short: bool = False, k: int | None = None,
         if t.flip or t.k != 64:
             raise ValueError(f"the TMA sdd runs unflipped tiles 64 deep, got {t}")
         expr = (f"sdd_wgmma_tma<{TC_TAGS[name]},{b},{t.group},{t.wg_m},{t.wg_n},"
-                f"{t.stages},{_b(stream_k)}>")
+                f"{t.stages}>")
         smem = t.stages * (b + t.group * b) * 64 * 2 + 1024
         return _instance(expr, t.wg_m * t.wg_n * 128 + 32, smem, 0, t.group, "sm_90a",
                          _ctas_per_sm(smem), True)
@@ -336,7 +334,7 @@ def _family_configs(fam: str, dt: str, b: int) -> list[KernelConfig]:
                     out += [wgmma_config(dt, b, kn, False, True) for kn in (False, True)]
     elif fam == "sdd_sm90" and sdd_wgmma_config(dt, b) is not None:
         out.append(sdd_wgmma_config(dt, b))
-        for kw in ({"wide": True}, {"tma": True}, {"tma": True, "stream_k": True}):
+        for kw in ({"wide": True}, {"tma": True}):
             if sdd_wgmma_config(dt, b, **kw) is not None:
                 out.append(sdd_wgmma_config(dt, b, **kw))
         if sdd_wgmma_config(dt, b, True) is not None:

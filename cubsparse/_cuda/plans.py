@@ -32,7 +32,7 @@ from .configs import (
     sdd_wgmma_config,
     wgmma_config,
 )
-from .tiles import SMALL_ROWS, WGMMA_DSD_KN, WGMMA_DSD_KN_ROWS, WGMMA_DSD_TALL, WGMMA_SDD_TMA
+from .tiles import SMALL_ROWS, WGMMA_DSD_KN, WGMMA_DSD_KN_ROWS, WGMMA_DSD_TALL
 
 # -- rules ---------------------------------------------------------------------------------
 #: Blocks per union entry from which the grouped small-block dsd beats one block per CTA.
@@ -104,15 +104,6 @@ SDD_ONE_SLICE_K = 32
 #: Measured on an H100 at b = 128: 1.12-1.26x faster at C = K = 8192 and 12288 (N = 256 to
 #: 8192, d = 0.05-0.5), 1.6x slower at C = K = 4096 (N = 4096 and 16384).
 SDD_WIDE_MIN_COLS = 8192
-#: The TMA sdd cuts the reduction into equal runs of chunks, one per CTA (stream-K), where
-#: whole groups would leave at least this fraction of its CTA-rounds idle: G groups on P
-#: CTAs run ceil(G / P) rounds of P, of which G fill. A cut group costs its pieces a write
-#: and one read of float32 accumulators.
-STREAM_K_MIN_IDLE = 0.05
-#: Chunks per group (at most one per slice): the depths at which runs start. Few enough
-#: that the X and dY slices at every run's depth stay in L2 together; enough that runs of
-#: whole chunks come out near equal.
-STREAM_K_CHUNKS = 8
 
 
 def split_length(lens: np.ndarray, row_tiles: int, slots: int, shortest: int = 4) -> int:
@@ -178,13 +169,6 @@ def sdd_wide_pays(structure, b: int) -> bool:
     return min(structure.block_shape) * b >= SDD_WIDE_MIN_COLS
 
 
-def stream_k_pays(groups: int, ctas: int) -> bool:
-    """Whole groups on ``ctas`` persistent CTAs would leave STREAM_K_MIN_IDLE of the
-    rounds idle."""
-    rounds = -(-groups // ctas)
-    return rounds > 0 and 1.0 - groups / (rounds * ctas) >= STREAM_K_MIN_IDLE
-
-
 def sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:
     """The tiled sdd beats groups of ``group`` blocks of one block row. Tensor cores: when
     it loads fewer operand columns, (tr + ts) per non-empty tile against 1 + count per
@@ -208,7 +192,7 @@ def sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:
 # -- forced decisions ----------------------------------------------------------------------
 _FORCED: dict = {}
 DECISIONS = ("panel", "union", "group", "tall", "short", "kn", "sdd_tiled", "sdd_short",
-             "sdd_wide", "sdd_tma", "stream_k", "split", "grid_limit", "dense")
+             "sdd_wide", "sdd_tma", "split", "grid_limit", "dense")
 
 
 @contextlib.contextmanager
@@ -231,9 +215,6 @@ def override(**decisions):
     ``sdd_tma`` : bool
         Take (or not) the persistent TMA wgmma sdd for a reduction too long for the short
         tile, wherever one is configured (before the wide tile).
-    ``stream_k`` : bool
-        The TMA wgmma sdd cuts the reduction into one equal run of chunks per CTA, or
-        gives each CTA whole groups.
     ``kn`` : bool
         X @ W on a wgmma kernel reads W's blocks as stored (else a transposed copy).
     ``split`` : int
@@ -332,12 +313,6 @@ class SddPlan:
     tf32: bool
     ratio: float | None
     grid: int = 0  # CTAs of a persistent grid (0: one per tile or group)
-    chunks: int = 0  # stream-K: chunks per group, the grid's CTAs sharing them equally
-
-    @property
-    def stream_k(self) -> bool:
-        """The CTAs take equal runs of the groups' chunks (else whole groups)."""
-        return self.chunks > 0
 
     def __str__(self) -> str:
         head = f"sampled A @ B, {self.dtype}, b = {self.blocksize}: "
@@ -346,9 +321,7 @@ class SddPlan:
                            f"{self.ratio:.2f}x dense)")
         per = (f"{self.kernel.group} block(s) of a block row per "
                + (f"group, grid ({self.grid},) ({self.kernel.persistent}/SM, persistent)"
-                  if self.grid else "CTA")
-               + (f", {self.chunks} chunks per group cut into equal runs (stream-K)"
-                  if self.chunks else ""))
+                  if self.grid else "CTA"))
         return head + (f"{self.kernel.name}, " + ("tiles of the block grid" if self.tiled
                        else per)
                        + f", A as {'[k][m]' if self.a_km else '[m][k]'}"
@@ -486,19 +459,13 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
             if alt is not None and _decide(decision, sdd_wide_pays, structure, b):
                 cfg = alt
                 break
-    # a persistent grid: every CTA walks groups, or (stream-K) one run of their slices
-    grid, chunks = 0, 0
-    if cfg.persistent:
-        groups, ctas = worklists.group_count(structure, cfg.group), persistent_ctas(cfg, sms)
-        if cfg.tma and inner > 0 and _decide("stream_k", stream_k_pays, groups, ctas):
-            cfg = sdd_wgmma_config(name, b, tma=True, stream_k=True)
-            chunks = min(STREAM_K_CHUNKS, -(-inner // WGMMA_SDD_TMA[b].k))
-        # no run without a chunk: every CTA between a cut group's first and last holds one
-        grid = min(groups * chunks, ctas) if chunks else min(groups, ctas)
+    # a persistent grid: every CTA walks groups
+    grid = (min(worklists.group_count(structure, cfg.group), persistent_ctas(cfg, sms))
+            if cfg.persistent else 0)
     dense, ratio = _dense_choice("sampled", structure, name, b, inner, tf32, dense_bytes_limit)
     if dense:
         return SddPlan(name, b, "dense", gather_config(name, b), False, a_km, b_nk, tf32, ratio)
-    return SddPlan(name, b, "sparse", cfg, tiled, a_km, b_nk, tf32, ratio, grid, chunks)
+    return SddPlan(name, b, "sparse", cfg, tiled, a_km, b_nk, tf32, ratio, grid)
 
 
 def _itemsize(name: str) -> int:

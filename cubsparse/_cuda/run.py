@@ -97,7 +97,7 @@ def _stride_grid(items: int) -> int:
     return max(1, min(-(-items // 256), 16384))
 
 
-_KEEP_WORKSPACE = 64 << 20  # bytes of a split product's workspace kept per stream
+_KEEP_WORKSPACE = 32 << 20  # bytes of a split product's workspace kept per stream
 _MAX_RUNNERS = 64  # per matrix; a script that varies its batch size cycles through them
 
 
@@ -114,7 +114,7 @@ def _check_devices(dev: int, what: str, **arrays) -> None:
 
 class _SplitScratch:
     """A kernel's float32 workspace and int32 counters for work summed in pieces inside one
-    launch (split lists, stream-K runs), per stream. Launches on one stream run in order,
+    launch (split lists), per stream. Launches on one stream run in order,
     so a stream's calls share one workspace (kept where small, else allocated per call)
     and one set of counters, which each launch leaves at zero."""
 
@@ -585,13 +585,8 @@ class _SddRunner:
             groups = worklists.sdd_groups(s, dev, cfg.group)
             self.dcols = s.block_shape[1] * b
             self.main = Launch(get_kernel(cfg), (p.grid,), (cfg.threads,), cfg.smem,
-                               "ttiipiippffpp", [None, None, inner, self.dcols, groups,
-                                                 groups.shape[0], p.chunks, s.indices, None,
-                                                 None, None, 0, 0])
-            # stream-K: two slots of a group's float32 sums per CTA (its run's first and
-            # last pieces), a counter per group
-            self.split = (_SplitScratch((2 * p.grid, cfg.group * b * b), groups.shape[0])
-                          if p.stream_k else None)
+                               "ttiipippff", [None, None, inner, self.dcols, groups,
+                                              groups.shape[0], s.indices, None, None, None])
             self.xcols = s.block_shape[0] * b
             self._maps = (None, None)  # the (address, row stride) of X and dY last mapped
         else:
@@ -644,10 +639,7 @@ class _SddRunner:
             if dkey != self._maps[1]:
                 self.main.set_map(1, device.tensor_map(dptr, self.dcols, inner, drow, 64, 64))
             self._maps = (xkey, dkey)
-            v[-5].value, v[-4].value, v[-3].value = target.data.ptr, alpha, beta
-            if self.split is not None:
-                ws, flags = self.split(stream)
-                v[-2].value, v[-1].value = ws.data.ptr, flags.data.ptr
+            v[-3].value, v[-2].value, v[-1].value = target.data.ptr, alpha, beta
         else:
             v[0].value, v[1].value, v[2].value, v[3].value = ops[:4]
             v[-3].value, v[-2].value, v[-1].value = target.data.ptr, alpha, beta

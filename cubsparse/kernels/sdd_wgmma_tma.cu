@@ -10,20 +10,9 @@
 //   warp issues a tensor copy per 64-column panel (B / 64 of X, G * B / 64 of dY per
 //   slice) onto the stage's `full` mbarrier, and the consumer warpgroups only wait for
 //   it: no copy instructions in their issue slots and no barrier across warpgroups.
-// * The CTAs are persistent (a grid of about one per SM), and the producer copies the next
-//   piece of work's first slices while the consumers store a group's blocks. Two ways to
-//   share the work (STREAM_K; stream_k.cuh walks both):
-//   - whole groups (partials unused): CTA i takes groups i, i + grid, ... A grid of G groups
-//     on P CTAs runs ceil(G / P) rounds, and the last one leaves SMs idle: at G = 1.2 P,
-//     40 % of the time.
-//   - stream-K: each group's slices cut into `chunks` chunks at fixed depths, and the
-//     chunks of all groups, in group order, into P runs of equal length (to one chunk),
-//     one per CTA. A group cut by a run's end is summed in pieces: every piece's CTA
-//     writes its float32 accumulators to its slot of `partials` and counts itself on the
-//     group's flag, and the last to arrive adds all the pieces back in piece order and
-//     stores the blocks. The order of the additions is fixed by the cuts, so results
-//     repeat bit for bit on one device; no CTA ever waits for another. That CTA resets
-//     the flag, leaving every flag zero for the next launch.
+// * The CTAs are persistent (a grid of about one per SM): CTA i takes groups i, i + grid,
+//   ..., and the producer copies the next group's first slices while the consumers store
+//   a group's blocks.
 // The maps: `xmap` over X (inner rows of the C = xcols columns), `dmap` over dY (inner rows
 // of its columns), both in boxes of 64 columns by BK rows, 128-byte swizzle: one box is
 // one panel of the MN-major stage tiles (MnTile), so the layouts agree. Rows past `inner`
@@ -33,16 +22,14 @@
 #include "sm90.cuh"
 #include "wgmma.cuh"
 #include "sdd_wgmma.cuh"
-#include "stream_k.cuh"
 
 // WM x WN consumer warpgroups, warpgroup (wm, wn) owning D's m64 tiles wm * MT .. and its
 // NW columns from wn * NW (as in sdd_wgmma); then one producer warp.
-template <class Tag, int B, int G, int WM, int WN, int STAGES, bool STREAM_K>
+template <class Tag, int B, int G, int WM, int WN, int STAGES>
 __global__ void __launch_bounds__(WM * WN * 128 + 32, 1)
     sdd_wgmma_tma(const __grid_constant__ TmaMap xmap, const __grid_constant__ TmaMap dmap,
-                  int inner, int dcols, const int* __restrict__ groups, int n_groups, int chunks,
-                  const int* __restrict__ indices, u16* out, float alpha, float beta,
-                  float* __restrict__ partials, int* __restrict__ flags) {
+                  int inner, int dcols, const int* __restrict__ groups, int n_groups,
+                  const int* __restrict__ indices, u16* out, float alpha, float beta) {
   constexpr int BK = 64, EB = G * B, MT = B / 64 / WM, NW = EB / WN, CONSUMERS = WM * WN * 128;
   typedef MnTile<B, BK> TA;
   typedef MnTile<EB, BK> TB;
@@ -61,13 +48,12 @@ __global__ void __launch_bounds__(WM * WN * 128 + 32, 1)
 
   if (tid >= CONSUMERS) {  // the producer: lane 0 of the last warp
     if (tid != CONSUMERS) return;
-    for (WorkRun<STREAM_K> run(n_groups, ktiles, chunks); run.more(); run.next()) {
-      const int grp = run.grp();
+    for (int grp = blockIdx.x; grp < n_groups; grp += gridDim.x) {
       const int r = groups[3 * grp], p0 = groups[3 * grp + 1], cnt = groups[3 * grp + 2];
       int col[G];  // first column of each member's block in dY; past the count, out of bounds
 #pragma unroll
       for (int g = 0; g < G; ++g) col[g] = g < cnt ? indices[p0 + g] * B : dcols;
-      for (int kt = run.k0(), k1 = run.k1(); kt < k1; ++kt, ++it) {
+      for (int kt = 0; kt < ktiles; ++kt, ++it) {
         const int s = it % STAGES;
         mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // the first round passes at once
         mbar_arrive_expect_tx(&full[s], STAGE_BYTES);
@@ -88,16 +74,11 @@ __global__ void __launch_bounds__(WM * WN * 128 + 32, 1)
 
   const int wm = tid / 128 / WN, wn = tid / 128 % WN;  // consumer warpgroup
   float acc[MT][NW / 2];
-  __shared__ int last_piece;  // the consumers' verdict: this CTA adds the group's pieces
-  for (WorkRun<STREAM_K> run(n_groups, ktiles, chunks); run.more(); run.next()) {
-    consume_tile<STAGES, 1, false>(run.k1() - run.k0(), it, acc, full, empty, tid, [&](int s) {
+  for (int grp = blockIdx.x; grp < n_groups; grp += gridDim.x) {
+    consume_tile<STAGES, 1, false>(ktiles, it, acc, full, empty, tid, [&](int s) {
       const unsigned sA = base + s * STAGE_BYTES;
       sdd_wgmma_slice<Tag, TA, TB, MT, NW, BK>(acc, sA, sA + TA::BYTES, wm, wn);
     });
-    if (!run.whole() &&
-        !run.add_pieces<CONSUMERS>(acc, partials, flags, tid, &last_piece))
-      continue;  // a piece summed by another CTA
-    const int grp = run.grp();
     sdd_wgmma_store<Tag, B, false, MT, NW>(acc, wm, wn, tid, groups[3 * grp + 1],
                                            groups[3 * grp + 2], out, alpha, beta);
   }
