@@ -7,6 +7,9 @@ import contextlib
 
 _DEFAULTS = {"dense_fallback": True, "dense_max_bytes": 1 << 30, "dense_panels": True}
 _OPTIONS = dict(_DEFAULTS)
+#: What of the options a plan depends on, ``(dense_bytes_limit(), dense_panels())``, kept
+#: up to date by :func:`set_options`: part of every cached plan's key, read on every call.
+KEY = (_DEFAULTS["dense_max_bytes"], _DEFAULTS["dense_panels"])
 
 
 def get_options() -> dict:
@@ -58,8 +61,10 @@ def set_options(**options) -> dict:
         v = options["dense_max_bytes"]
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
             raise ValueError(f"dense_max_bytes must be a non-negative int, got {v!r}")
+    global KEY
     old = dict(_OPTIONS)
     _OPTIONS.update(options)
+    KEY = (dense_bytes_limit(), dense_panels())
     return old
 
 

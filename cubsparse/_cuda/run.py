@@ -121,9 +121,17 @@ class _SplitScratch:
     def __init__(self, ws_shape: tuple, n_counts: int):
         self.ws_shape, self.n_counts = ws_shape, n_counts
         self._ws, self._counts = {}, {}
+        self._pairs = {}  # stream -> (ws, counts) where both are kept: one lookup a call
 
     def __call__(self, stream):
         """(workspace, counters) for a launch on ``stream``."""
+        pair = self._pairs.get(stream)
+        if pair is None:
+            pair = self._make(stream)
+        _held(pair)  # kept ones too: their runner may be dropped
+        return pair
+
+    def _make(self, stream):
         cupy = _cupy()
         ws = self._ws.get(stream)
         if ws is None:
@@ -137,7 +145,8 @@ class _SplitScratch:
             # replay zeroes it): the graph keeps it, and a later call makes its own.
             if not _current_stream().is_capturing():
                 self._counts[stream] = counts
-        _held((ws, counts))  # kept ones too: their runner may be dropped
+        if self._ws.get(stream) is ws and self._counts.get(stream) is counts:
+            self._pairs[stream] = (ws, counts)
         return ws, counts
 
 
@@ -159,10 +168,9 @@ def dsd_plan(x_rows: int, w, trans: bool, tf32: bool):
 
 def _key(op: str, dev: int, *call) -> tuple:
     """A runner's key: the op, the device, what of the call shapes the plan, and the
-    tuning generation, the dense path's memory limit, the dense panels' option and the
-    thread."""
-    return (op, dev, *call, GENERATION[0], _options.dense_bytes_limit(),
-            _options.dense_panels(), _get_ident())
+    tuning generation, the options a plan reads and the thread. (The eager paths build
+    the same tuple inline: a call saved is a tenth of a microsecond.)"""
+    return (op, dev, *call, GENERATION[0], _options.KEY, _get_ident())
 
 
 def _dsd_runner(n, w, trans, tf32, dev=None):
@@ -198,12 +206,14 @@ def dsd_eager(x, w, trans: bool, tf32: bool, out=None):
     must run (a first call, another device, the dense path, an unaligned ``x`` or
     ``out``, an ``out`` of another shape or dtype)."""
     dev = _get_device()
-    if x.data.device_id != dev or w._data.data.device_id != dev:
+    xd = x.data
+    if xd.device_id != dev or w._data.data.device_id != dev:
         return None
     runners = w.__dict__.get("_runners")
     if runners is None:
         return None
-    r = runners.get(_key("dsd", dev, x.shape[0], trans, tf32))
+    r = runners.get(("dsd", dev, x.shape[0], trans, tf32, GENERATION[0], _options.KEY,
+                     _get_ident()))
     if r is None or not r.width or not x.shape[0]:
         return None
     if out is not None and (out.data.device_id != dev or out.dtype != w._data.dtype
@@ -216,7 +226,7 @@ def dsd_eager(x, w, trans: bool, tf32: bool, out=None):
         return r.dense(x, w._data, out, 1.0, 0.0)
     it = r.it
     st = x.strides
-    if x.data.ptr & 15 or st[0] & 15 or (st[1] != it and x.shape[1] > 1):
+    if xd.ptr & 15 or st[0] & 15 or (st[1] != it and x.shape[1] > 1):
         return None
     stream = _current_stream().ptr
     if out is None:
@@ -312,10 +322,22 @@ class _DsdRunner:
         self.tcopy = (Launch(get_kernel(transpose_config(b)), (s.nnzb, (b // min(b, 32)) ** 2),
                              (256,), 0, "pp", [None, None])
                       if p.w_copy == "transpose_blocks" and s.nnzb else None)
+        self.w_copy = self.tcopy is not None or p.w_copy == "transpose"
         self.stand_in = _cupy().zeros((1, b, b), dtype) if cfg.tma and s.nnzb == 0 else None
         if cfg.tma:  # made now, not inside a stream capture
             device.tile_counter(dev, _stream())
         self._xkey, self._wptr, self._ctr_stream = None, None, None  # set by the first call
+
+    def _copy_w(self, wdata, stream):
+        """W's blocks transposed, where the kernel reads them so."""
+        cupy = _cupy()
+        if self.tcopy is not None:  # wgmma kernels reading [n][k] blocks: transpose W's
+            t = _held(cupy.ndarray(wdata.shape, wdata.dtype))
+            self.tcopy.v[0].value, self.tcopy.v[1].value = wdata.data.ptr, t.data.ptr
+            self.tcopy(stream)
+            return t
+        # TF32 reads [n][k] blocks too
+        return _held(cupy.ascontiguousarray(wdata.transpose(0, 2, 1)))
 
     def _init_dense(self, w, dev):
         s, b = w._structure, w.blocksize
@@ -339,15 +361,9 @@ class _DsdRunner:
             lambda: _cupy().zeros(self.dense_shape, self.dense_dtype))
 
     def __call__(self, x, wdata, y, alpha, beta, stream):
-        cupy = _cupy()
         it = self.it
-        if self.tcopy is not None:  # wgmma kernels reading [n][k] blocks: transpose W's
-            t = _held(cupy.ndarray(wdata.shape, wdata.dtype))
-            self.tcopy.v[0].value, self.tcopy.v[1].value = wdata.data.ptr, t.data.ptr
-            self.tcopy(stream)
-            wdata = t
-        elif self.plan.w_copy == "transpose":  # TF32 reads [n][k] blocks too
-            wdata = _held(cupy.ascontiguousarray(wdata.transpose(0, 2, 1)))
+        if self.w_copy:
+            wdata = self._copy_w(wdata, stream)
         L = self.main
         v = L.v
         if self.tma:
@@ -545,7 +561,8 @@ def sdd_eager(a, b_mat, like, tf32: bool):
     if runners is None or a.shape[1] == 0 or like._structure.nnzb == 0:
         return None
     ops = sdd_operands(a, b_mat, tf32)
-    r = runners.get(_key("sdd", dev, ops[6], ops[4], ops[5], tf32))
+    r = runners.get(("sdd", dev, ops[6], ops[4], ops[5], tf32, GENERATION[0], _options.KEY,
+                     _get_ident()))
     if r is None:
         return None
     stream = _current_stream().ptr
@@ -607,7 +624,8 @@ class _SddRunner:
         dense = self.plan.path == "dense"
         if dense and _current_stream().is_capturing():  # no cuBLAS in a capture
             return self.sparse(a, b_mat, ops, data, alpha, beta, stream)
-        target = _aligned_target(data, beta) if self.vec_stores else data
+        target = (_aligned_target(data, beta) if self.vec_stores and data.data.ptr & 15
+                  else data)
         v = self.main.v
         if dense:  # the product by cuBLAS, then the gather of W's blocks from it
             a, a_ptr, lda, a_t = blas.operand_or_copy(a)
