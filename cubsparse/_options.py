@@ -9,7 +9,7 @@ _DEFAULTS = {"dense_fallback": True, "dense_max_bytes": 1 << 30, "dense_panels":
 _OPTIONS = dict(_DEFAULTS)
 #: What of the options a plan depends on, ``(dense_bytes_limit(), dense_panels())``, kept
 #: up to date by :func:`set_options`: part of every cached plan's key, read on every call.
-KEY = (_DEFAULTS["dense_max_bytes"], _DEFAULTS["dense_panels"])
+KEY: tuple = ()  # set below, once the functions that make it are defined
 
 
 def get_options() -> dict:
@@ -94,3 +94,6 @@ def dense_bytes_limit() -> int | None:
 def dense_panels() -> bool:
     """Whether small-block products may multiply dense panels."""
     return _OPTIONS["dense_panels"]
+
+
+KEY = (dense_bytes_limit(), dense_panels())

@@ -295,6 +295,24 @@ def test_options_are_checked():
     assert cs.get_options()["dense_max_bytes"] == 1 << 30
 
 
+def test_the_runner_key_follows_the_options():
+    """The options a plan reads are part of every runner's key, as the tuple the eager
+    paths read (_options.KEY), kept in step by set_options."""
+    from cubsparse import _options
+    from cubsparse._cuda import run
+
+    def key():
+        return run._key("dsd", 0, 32, False, False)
+
+    assert _options.KEY == (_options.dense_bytes_limit(), _options.dense_panels())
+    before = key()
+    for change in ({"dense_fallback": False}, {"dense_max_bytes": 5}, {"dense_panels": False}):
+        with cs.options(**change):
+            assert _options.KEY == (_options.dense_bytes_limit(), _options.dense_panels())
+            assert key() != before, change
+        assert key() == before
+
+
 # -- on the device ---------------------------------------------------------------------------
 def _ref(x, w, trans):
     wd = to_numpy(w.toarray()).astype(np.float64)

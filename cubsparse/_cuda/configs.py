@@ -28,6 +28,7 @@ from .tiles import (
     WGMMA_DSD_UNION,
     WGMMA_DSD_WS,
     WGMMA_SDD,
+    WGMMA_SDD_PAIR,
     WGMMA_SDD_SHORT,
     WGMMA_SDD_TMA,
     WGMMA_SDD_WIDE,
@@ -60,6 +61,7 @@ class KernelConfig:
     arch: str | None = None  # a required target such as "sm_90a"; None: the device's own
     persistent: int = 0  # CTAs per SM of a persistent kernel (grid sized to the device)
     tma: bool = False  # takes its operands as TMA tensor maps (dsd_wgmma_tma, sdd_wgmma_tma)
+    block_rows: int = 1  # sdd: block rows per group (2: the paired TMA tile)
 
     @property
     def kernel(self) -> str:
@@ -224,24 +226,27 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
 
 @functools.cache
 def sdd_wgmma_config(dtype, b: int, short: bool = False, k: int | None = None,
-                     wide: bool = False, tma: bool = False) -> KernelConfig | None:
+                     wide: bool = False, tma: bool = False,
+                     pair: bool = False) -> KernelConfig | None:
     """The Hopper wgmma sdd (X.T @ dY with both read as rows), or None where unused;
     ``short``: the tile for short reductions, with the CTAs per SM of a persistent grid;
     ``k``: slices of that depth instead of the tile's; ``wide``: the tile for a wide W;
     ``tma``: the persistent kernel with TMA copies (as many CTAs per SM as shared memory
-    holds; its tiles are unflipped, 64 deep)."""
+    holds; its tiles are unflipped, 64 deep); ``pair``: that kernel's paired tile, two
+    block rows per group."""
     name = dtype_name(dtype)
-    if tma:
-        t = WGMMA_SDD_TMA.get(b)
+    if tma or pair:
+        t = (WGMMA_SDD_PAIR if pair else WGMMA_SDD_TMA).get(b)
         if name not in TC_TAGS or t is None:
             return None
         if t.flip or t.k != 64:
             raise ValueError(f"the TMA sdd runs unflipped tiles 64 deep, got {t}")
+        rows = 2 if pair else 1
         expr = (f"sdd_wgmma_tma<{TC_TAGS[name]},{b},{t.group},{t.wg_m},{t.wg_n},"
-                f"{t.stages}>")
-        smem = t.stages * (b + t.group * b) * 64 * 2 + 1024
+                f"{t.stages},{rows}>")
+        smem = t.stages * (rows * b + t.group * b) * 64 * 2 + 1024
         return _instance(expr, t.wg_m * t.wg_n * 128 + 32, smem, 0, t.group, "sm_90a",
-                         _ctas_per_sm(smem), True)
+                         _ctas_per_sm(smem), True, rows)
     t = (WGMMA_SDD_SHORT if short else WGMMA_SDD_WIDE if wide else WGMMA_SDD).get(b)
     if name not in TC_TAGS or t is None:
         return None
@@ -334,7 +339,7 @@ def _family_configs(fam: str, dt: str, b: int) -> list[KernelConfig]:
                     out += [wgmma_config(dt, b, kn, False, True) for kn in (False, True)]
     elif fam == "sdd_sm90" and sdd_wgmma_config(dt, b) is not None:
         out.append(sdd_wgmma_config(dt, b))
-        for kw in ({"wide": True}, {"tma": True}):
+        for kw in ({"wide": True}, {"tma": True}, {"pair": True}):
             if sdd_wgmma_config(dt, b, **kw) is not None:
                 out.append(sdd_wgmma_config(dt, b, **kw))
         if sdd_wgmma_config(dt, b, True) is not None:

@@ -104,6 +104,11 @@ SDD_ONE_SLICE_K = 32
 #: Measured on an H100 at b = 128: 1.12-1.26x faster at C = K = 8192 and 12288 (N = 256 to
 #: 8192, d = 0.05-0.5), 1.6x slower at C = K = 4096 (N = 4096 and 16384).
 SDD_WIDE_MIN_COLS = 8192
+#: The paired TMA sdd tile (tiles.WGMMA_SDD_PAIR) multiplies both block rows of a pair at
+#: every column either holds, present or not; it is taken where the stored blocks fill at
+#: least this share of those products (worklists.sdd_pair_fill: about 0.5 + d / 3 for
+#: random layouts, 0.8-0.85 for Watts-Strogatz and 0.9-1 for banded ones at d = 0.05-0.5).
+SDD_PAIR_MIN_FILL = 0.7
 
 
 def split_length(lens: np.ndarray, row_tiles: int, slots: int, shortest: int = 4) -> int:
@@ -169,6 +174,12 @@ def sdd_wide_pays(structure, b: int) -> bool:
     return min(structure.block_shape) * b >= SDD_WIDE_MIN_COLS
 
 
+def sdd_pair_pays(structure) -> bool:
+    """Pairs of block rows share enough block columns (SDD_PAIR_MIN_FILL) for the paired
+    tile's products to beat one block row per group."""
+    return worklists.sdd_pair_fill(structure) >= SDD_PAIR_MIN_FILL
+
+
 def sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:
     """The tiled sdd beats groups of ``group`` blocks of one block row. Tensor cores: when
     it loads fewer operand columns, (tr + ts) per non-empty tile against 1 + count per
@@ -192,7 +203,7 @@ def sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:
 # -- forced decisions ----------------------------------------------------------------------
 _FORCED: dict = {}
 DECISIONS = ("panel", "union", "group", "tall", "short", "kn", "sdd_tiled", "sdd_short",
-             "sdd_wide", "sdd_tma", "split", "grid_limit", "dense")
+             "sdd_wide", "sdd_tma", "sdd_pair", "split", "grid_limit", "dense")
 
 
 @contextlib.contextmanager
@@ -215,6 +226,10 @@ def override(**decisions):
     ``sdd_tma`` : bool
         Take (or not) the persistent TMA wgmma sdd for a reduction too long for the short
         tile, wherever one is configured (before the wide tile).
+    ``sdd_pair`` : bool
+        Take (or not) the TMA wgmma sdd's paired tile (two block rows per group) for a
+        reduction too long for the short tile, wherever one is configured (before the
+        other TMA tile and the wide tile).
     ``kn`` : bool
         X @ W on a wgmma kernel reads W's blocks as stored (else a transposed copy).
     ``split`` : int
@@ -319,7 +334,9 @@ class SddPlan:
         if self.path == "dense":
             return head + (f"dense (cuBLAS product, then W's blocks gathered; model: sparse "
                            f"{self.ratio:.2f}x dense)")
-        per = (f"{self.kernel.group} block(s) of a block row per "
+        per = ((f"{self.kernel.group} block columns of a pair of block rows per "
+                if self.kernel.block_rows == 2 else
+                f"{self.kernel.group} block(s) of a block row per ")
                + (f"group, grid ({self.grid},) ({self.kernel.persistent}/SM, persistent)"
                   if self.grid else "CTA"))
         return head + (f"{self.kernel.name}, " + ("tiles of the block grid" if self.tiled
@@ -452,16 +469,21 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
         cfg = sdd_wgmma_config(name, b, True, SDD_ONE_SLICE_K if inner <= SDD_ONE_SLICE_K
                                else None) or cfg
     elif cfg is wcfg:
-        # a longer reduction over a wide W: the TMA kernel, else the wide tile (the same
-        # rule, each its own decision)
-        for decision, kw in (("sdd_tma", {"tma": True}), ("sdd_wide", {"wide": True})):
-            alt = sdd_wgmma_config(name, b, **kw)
-            if alt is not None and _decide(decision, sdd_wide_pays, structure, b):
-                cfg = alt
-                break
+        # a longer reduction: the paired tile where pairs of block rows share their
+        # columns; over a wide W the TMA kernel, else the wide tile (the same rule, each
+        # its own decision)
+        pcfg = sdd_wgmma_config(name, b, pair=True)
+        if pcfg is not None and _decide("sdd_pair", sdd_pair_pays, structure):
+            cfg = pcfg
+        else:
+            for decision, kw in (("sdd_tma", {"tma": True}), ("sdd_wide", {"wide": True})):
+                alt = sdd_wgmma_config(name, b, **kw)
+                if alt is not None and _decide(decision, sdd_wide_pays, structure, b):
+                    cfg = alt
+                    break
     # a persistent grid: every CTA walks groups
-    grid = (min(worklists.group_count(structure, cfg.group), persistent_ctas(cfg, sms))
-            if cfg.persistent else 0)
+    count = worklists.pair_group_count if cfg.block_rows == 2 else worklists.group_count
+    grid = min(count(structure, cfg.group), persistent_ctas(cfg, sms)) if cfg.persistent else 0
     dense, ratio = _dense_choice("sampled", structure, name, b, inner, tf32, dense_bytes_limit)
     if dense:
         return SddPlan(name, b, "dense", gather_config(name, b), False, a_km, b_nk, tf32, ratio)

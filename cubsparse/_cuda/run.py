@@ -599,7 +599,8 @@ class _SddRunner:
                                "plpliiipppff", [None, None, None, None, inner, nbr, nbc, tiles,
                                                 bmap, None, None, None])
         elif cfg.tma:  # persistent: p.grid CTAs, each a run of groups; maps set per call
-            groups = worklists.sdd_groups(s, dev, cfg.group)
+            groups = (worklists.sdd_pair_groups(s, dev, cfg.group) if cfg.block_rows == 2
+                      else worklists.sdd_groups(s, dev, cfg.group))
             self.dcols = s.block_shape[1] * b
             self.main = Launch(get_kernel(cfg), (p.grid,), (cfg.threads,), cfg.smem,
                                "ttiipippff", [None, None, inner, self.dcols, groups,

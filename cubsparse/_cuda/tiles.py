@@ -168,6 +168,13 @@ WGMMA_SDD_WIDE = {8: None, 16: None, 32: None, 64: None,
 #: 4 and 2; at b = 64 no tile of it beat the cp.async kernel's two CTAs per SM.
 WGMMA_SDD_TMA = {8: None, 16: None, 32: None, 64: None,
                  128: SddWgmmaTile(2, 2, 1, 3, False)}
+#: The paired tile of the TMA kernel (b = 64): block rows 2i and 2i + 1 together, D of
+#: 2b = 128 rows by ``group`` x b columns over the union of the two rows' block columns,
+#: so each X and dY slice serves twice the MMAs of a one-row tile (85 flops per L2 byte
+#: at a full tile, against 43 for the cp.async tile's two blocks of one row). Absent
+#: blocks are multiplied and not stored: plans.sdd_pair_pays decides by the layout.
+WGMMA_SDD_PAIR = {8: None, 16: None, 32: None, 64: SddWgmmaTile(4, 2, 1, 3, False),
+                  128: None}
 SDD_TILE = {8: SddTile(16, 16, 64, 2, 4, 3)}
 SDD_TILE_SIMT = {8: SddSimtTile(16, 16, 32, 2), 16: SddSimtTile(8, 8, 32, 2)}
 DSD_SIMT = {8: SimtTile(128, 4, 4, 32, 3), 16: SimtTile(128, 8, 4, 16, 3),
@@ -194,6 +201,7 @@ TABLES = {
     "wgmma_sdd_short": (WGMMA_SDD_SHORT, SddWgmmaTile),
     "wgmma_sdd_wide": (WGMMA_SDD_WIDE, SddWgmmaTile),
     "wgmma_sdd_tma": (WGMMA_SDD_TMA, SddWgmmaTile),
+    "wgmma_sdd_pair": (WGMMA_SDD_PAIR, SddWgmmaTile),
     "sdd_tile": (SDD_TILE, SddTile), "sdd_tile_simt": (SDD_TILE_SIMT, SddSimtTile),
     "simt": (DSD_SIMT, SimtTile), "simt_small": (DSD_SIMT_SMALL, SimtTile),
     "sdd_simt": (SDD_SIMT, SimtTile), "sdd_simt_f64": (SDD_SIMT_F64, SimtTile),

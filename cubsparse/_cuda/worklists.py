@@ -87,6 +87,73 @@ def sdd_groups_host(structure, group: int) -> np.ndarray:
     return structure.cached(("sdd_groups", group), build)
 
 
+def sdd_pair_groups_host(structure, group: int) -> np.ndarray:
+    """(ngroups, 2 + 3 * group) int32 rows for the paired weight gradient, on the host:
+    block rows 2i and 2i + 1 taken together, the union of their block columns in runs of
+    <= ``group``. A row is (first block row, count, the count's block columns, each
+    column's block in the first row, in the second row); -1 marks an absent block, and
+    every slot past the count."""
+
+    def build():
+        indptr = structure.host_indptr.astype(np.int64)
+        indices = structure.host_indices.astype(np.int64)
+        nbr = indptr.shape[0] - 1
+        rows = []
+        for r in range(0, nbr, 2):
+            c0 = indices[indptr[r]:indptr[r + 1]]
+            p0 = np.arange(indptr[r], indptr[r + 1])
+            if r + 1 < nbr:
+                c1 = indices[indptr[r + 1]:indptr[r + 2]]
+                p1 = np.arange(indptr[r + 1], indptr[r + 2])
+            else:
+                c1 = p1 = np.zeros(0, np.int64)
+            cols = np.union1d(c0, c1)
+            ids = np.full((2, cols.shape[0]), -1, np.int64)
+            ids[0, np.searchsorted(cols, c0)] = p0
+            ids[1, np.searchsorted(cols, c1)] = p1
+            for g0 in range(0, cols.shape[0], group):
+                cnt = min(group, cols.shape[0] - g0)
+                row = np.full(2 + 3 * group, -1, np.int64)
+                row[0], row[1] = r, cnt
+                row[2:2 + cnt] = cols[g0:g0 + cnt]
+                row[2 + group:2 + group + cnt] = ids[0, g0:g0 + cnt]
+                row[2 + 2 * group:2 + 2 * group + cnt] = ids[1, g0:g0 + cnt]
+                rows.append(row)
+        return np.asarray(rows, np.int32).reshape(len(rows), 2 + 3 * group)
+
+    return structure.cached(("sdd_pairs", group), build)
+
+
+def sdd_pair_fill(structure) -> float:
+    """The share of the paired weight gradient's products that are stored blocks: W's
+    blocks over twice the columns of every pair of block rows (1 where every pair's rows
+    hold the same columns, 0.5 where no two share one)."""
+
+    def build():
+        indptr = structure.host_indptr.astype(np.int64)
+        indices = structure.host_indices
+        nbr = indptr.shape[0] - 1
+        slots = 0
+        for r in range(0, nbr, 2):
+            slots += 2 * np.union1d(indices[indptr[r]:indptr[r + 1]],
+                                    indices[indptr[min(r + 1, nbr)]:indptr[min(r + 2, nbr)]]
+                                    ).shape[0]
+        return structure.nnzb / slots if slots else 0.0
+
+    return structure.cached(("sdd_pair_fill",), build)
+
+
+def pair_group_count(structure, group: int) -> int:
+    """Rows of :func:`sdd_pair_groups_host`'s table."""
+    return sdd_pair_groups_host(structure, group).shape[0]
+
+
+def sdd_pair_groups(structure, device: int, group: int):
+    """:func:`sdd_pair_groups_host`'s table on ``device``."""
+    return device_tables(structure, device, ("sdd_pairs", group),
+                         lambda: (sdd_pair_groups_host(structure, group),))[0]
+
+
 def group_count(structure, group: int) -> int:
     """Rows of :func:`sdd_groups`' table."""
     return sdd_groups_host(structure, group).shape[0]

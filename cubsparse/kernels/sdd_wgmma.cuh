@@ -20,12 +20,15 @@ __device__ __forceinline__ void sdd_wgmma_slice(float (&acc)[MT][NW / 2], unsign
 }
 
 // The wgmma sdd's epilogue: warpgroup (wm, wn)'s accumulators (MT m64 tiles of NW
-// columns, columns wn * NW..) of group (p0, cnt) stored as the group's blocks, with alpha
-// and beta. Shared by the cp.async kernel (sdd_wgmma) and the TMA one (sdd_wgmma_tma).
-template <class Tag, int B, bool FLIP, int MT, int NW>
-__device__ __forceinline__ void sdd_wgmma_store(const float (&acc)[MT][NW / 2], int wm, int wn,
-                                                int tid, int p0, int cnt, u16* out,
-                                                float alpha, float beta) {
+// columns, columns wn * NW..) stored as the tile's blocks, with alpha and beta. Shared by
+// the cp.async kernel (sdd_wgmma) and the TMA one (sdd_wgmma_tma). `blocks.id(h, g)` is
+// the block that D's rows h * B.. and columns g * B.. hold (unflipped; flipped, D's rows
+// g * B..), stored where `blocks.ok(h, g)`: h is 0 but for the paired tile, whose D stacks
+// two block rows (ROWS = 2).
+template <class Tag, int B, bool FLIP, int MT, int NW, int ROWS = 1, class Blocks>
+__device__ __forceinline__ void sdd_wgmma_store_blocks(const float (&acc)[MT][NW / 2], int wm,
+                                                       int wn, int tid, const Blocks& blocks,
+                                                       u16* out, float alpha, float beta) {
   const int lane = tid & 31, wiw = (tid % 128) / 32;
   // Accumulator layout of m64nN: warp w of the warpgroup holds rows 16w..16w+15; for each
   // 8-column chunk q, registers 4q, 4q+1 are (row lane/4, columns 2*(lane%4) + {0, 1}) and
@@ -47,21 +50,24 @@ __device__ __forceinline__ void sdd_wgmma_store(const float (&acc)[MT][NW / 2], 
         const int cl = wn * NW + q * 8 + (lane & 3) * 2;
         const float v0 = acc[m][4 * q + 2 * h], v1 = acc[m][4 * q + 2 * h + 1];
         if (!FLIP) {
-          // D[row][cl]: row of the block, column cl of the group; four chunks of 8
-          // columns at a time, one 16-byte store per lane (below)
-          const int gg = cl / B;
-          const u16* dst = out + (i64)(p0 + gg) * (B * B) + row * B + cl % B;
+          // D[row][cl]: row of block row h = row / B, column cl of the group; four chunks
+          // of 8 columns at a time, one 16-byte store per lane (below)
+          const int rb = ROWS == 1 ? row : row % B;  // the row within its block
+          const int hb = ROWS == 1 ? 0 : row / B, gg = cl / B;
+          const bool ok = blocks.ok(hb, gg);
+          const int p = blocks.id(hb, gg);
+          const u16* dst = out + (i64)p * (B * B) + rb * B + cl % B;
           if (!VEC_STORE) {
-            if (gg < cnt) store_pair(Tag(), (u16*)dst, v0, v1, alpha, beta);
+            if (ok) store_pair(Tag(), (u16*)dst, v0, v1, alpha, beta);
           } else {
-            words[h][q % 4] = gg < cnt ? pair_value(Tag(), dst, v0, v1, alpha, beta) : 0u;
+            words[h][q % 4] = ok ? pair_value(Tag(), dst, v0, v1, alpha, beta) : 0u;
             if (q % 4 == 3) {
               // lane l of the quad stores chunk q - 3 + l % 4 of this row: whole 64-byte
-              // runs of the block's rows instead of 16-byte pieces
+              // runs of the block's rows instead of 16-byte pieces (the four chunks lie in
+              // one block: p is theirs)
               const uint4 v = quad_transpose(lane, words[h]);
               const int c0 = wn * NW + (q - 3 + (lane & 3)) * 8;
-              if (gg < cnt)
-                *(uint4*)(out + (i64)(p0 + c0 / B) * (B * B) + row * B + c0 % B) = v;
+              if (ok) *(uint4*)(out + (i64)p * (B * B) + rb * B + c0 % B) = v;
             }
           }
         } else if (flip_vec) {
@@ -76,7 +82,8 @@ __device__ __forceinline__ void sdd_wgmma_store(const float (&acc)[MT][NW / 2], 
             const int f = 2 * q + h - 3 + (lane & 3);  // this lane's tile
             const int rb = (wm * MT + m) * 64 + wiw * 16 + (f % 2) * 8, gg = rb / B;
             const int orow = wn * NW + (f / 2) * 8 + (lane >> 2);
-            if (gg < cnt) *(uint4*)(out + (i64)(p0 + gg) * (B * B) + orow * B + rb % B) = v;
+            if (blocks.ok(0, gg))
+              *(uint4*)(out + (i64)blocks.id(0, gg) * (B * B) + orow * B + rb % B) = v;
           }
         } else {
           // D[row][cl] is block (row / B) transposed: store pairs along its rows (beta
@@ -84,10 +91,27 @@ __device__ __forceinline__ void sdd_wgmma_store(const float (&acc)[MT][NW / 2], 
           float s0, s1;
           const bool even = transpose_pair(lane, v0, v1, s0, s1);
           const int re = row - (even ? 0 : 1), gg = re / B;
-          if (gg < cnt)
-            store_pair(Tag(), out + (i64)(p0 + gg) * (B * B) + (cl + (even ? 0 : 1)) * B +
-                                  re % B,
+          if (blocks.ok(0, gg))
+            store_pair(Tag(),
+                       out + (i64)blocks.id(0, gg) * (B * B) + (cl + (even ? 0 : 1)) * B +
+                           re % B,
                        s0, s1, alpha, beta);
         }
       }
+}
+
+// A group of `cnt` consecutive blocks from p0 of one block row.
+struct RunOfBlocks {
+  int p0, cnt;
+  __device__ __forceinline__ bool ok(int, int g) const { return g < cnt; }
+  __device__ __forceinline__ int id(int, int g) const { return p0 + g; }
+};
+
+// The epilogue for such a group.
+template <class Tag, int B, bool FLIP, int MT, int NW>
+__device__ __forceinline__ void sdd_wgmma_store(const float (&acc)[MT][NW / 2], int wm, int wn,
+                                                int tid, int p0, int cnt, u16* out,
+                                                float alpha, float beta) {
+  sdd_wgmma_store_blocks<Tag, B, FLIP, MT, NW>(acc, wm, wn, tid, RunOfBlocks{p0, cnt}, out,
+                                               alpha, beta);
 }

@@ -23,18 +23,48 @@
 #include "wgmma.cuh"
 #include "sdd_wgmma.cuh"
 
+// The group table. ROWS = 1: rows (block row r, first block p0, count), the blocks
+// p0.. of one block row. ROWS = 2 (paired): rows (first block row r, count, G block
+// columns, G blocks of row r, G blocks of row r + 1), -1 for a block not stored; the tile
+// stacks X's columns of block rows r and r + 1 as D's 2B rows, so each dY panel copied
+// serves two blocks where both rows hold that column (worklists.sdd_pair_groups_host).
+template <int G, int ROWS>
+struct SddGroups {
+  static constexpr int WIDTH = ROWS == 1 ? 3 : 2 + 3 * G;
+  const int* row;
+  __device__ __forceinline__ SddGroups(const int* groups, int grp) : row(groups + WIDTH * grp) {}
+  __device__ __forceinline__ int block_row() const { return row[0]; }
+  // Member g's first column in dY, for B-wide blocks; past the count, `none`.
+  __device__ __forceinline__ int column(int g, const int* indices, int B, int none) const {
+    if (ROWS == 1) return g < row[2] ? indices[row[1] + g] * B : none;
+    return g < row[1] ? row[2 + g] * B : none;
+  }
+  // The block of D's rows h * B.. and member g's columns, and whether it is stored (the
+  // blocks of sdd_wgmma_store_blocks).
+  __device__ __forceinline__ bool ok(int h, int g) const {
+    return ROWS == 1 ? g < row[2] : row[2 + (1 + h) * G + g] >= 0;  // -1 past the count
+  }
+  __device__ __forceinline__ int id(int h, int g) const {
+    return ROWS == 1 ? row[1] + g : row[2 + (1 + h) * G + g];
+  }
+};
+
 // WM x WN consumer warpgroups, warpgroup (wm, wn) owning D's m64 tiles wm * MT .. and its
-// NW columns from wn * NW (as in sdd_wgmma); then one producer warp.
-template <class Tag, int B, int G, int WM, int WN, int STAGES>
+// NW columns from wn * NW (as in sdd_wgmma); then one producer warp. D has M = ROWS * B
+// rows and G * B columns.
+template <class Tag, int B, int G, int WM, int WN, int STAGES, int ROWS>
 __global__ void __launch_bounds__(WM * WN * 128 + 32, 1)
     sdd_wgmma_tma(const __grid_constant__ TmaMap xmap, const __grid_constant__ TmaMap dmap,
                   int inner, int dcols, const int* __restrict__ groups, int n_groups,
                   const int* __restrict__ indices, u16* out, float alpha, float beta) {
-  constexpr int BK = 64, EB = G * B, MT = B / 64 / WM, NW = EB / WN, CONSUMERS = WM * WN * 128;
-  typedef MnTile<B, BK> TA;
+  constexpr int BK = 64, M = ROWS * B, EB = G * B, MT = M / 64 / WM, NW = EB / WN;
+  constexpr int CONSUMERS = WM * WN * 128;
+  typedef MnTile<M, BK> TA;
   typedef MnTile<EB, BK> TB;
+  typedef SddGroups<G, ROWS> Groups;
   constexpr int STAGE_BYTES = TA::BYTES + TB::BYTES;
-  static_assert(B % (64 * WM) == 0 && EB % (64 * WN) == 0 && EB <= 256, "bad sdd tile");
+  static_assert(ROWS == 1 || ROWS == 2, "one block row or a pair");
+  static_assert(M % (64 * WM) == 0 && EB % (64 * WN) == 0 && EB <= 256, "bad sdd tile");
   static_assert(TA::PANEL == 64 * 2 * BK && STAGE_BYTES % 1024 == 0,
                 "a TMA box is one 128-byte-swizzled panel");
   extern __shared__ unsigned char smem_raw[];
@@ -49,17 +79,19 @@ __global__ void __launch_bounds__(WM * WN * 128 + 32, 1)
   if (tid >= CONSUMERS) {  // the producer: lane 0 of the last warp
     if (tid != CONSUMERS) return;
     for (int grp = blockIdx.x; grp < n_groups; grp += gridDim.x) {
-      const int r = groups[3 * grp], p0 = groups[3 * grp + 1], cnt = groups[3 * grp + 2];
+      const Groups gr(groups, grp);
+      const int r = gr.block_row();
       int col[G];  // first column of each member's block in dY; past the count, out of bounds
 #pragma unroll
-      for (int g = 0; g < G; ++g) col[g] = g < cnt ? indices[p0 + g] * B : dcols;
+      for (int g = 0; g < G; ++g) col[g] = gr.column(g, indices, B, dcols);
       for (int kt = 0; kt < ktiles; ++kt, ++it) {
         const int s = it % STAGES;
         mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // the first round passes at once
         mbar_arrive_expect_tx(&full[s], STAGE_BYTES);
         const unsigned sA = base + s * STAGE_BYTES, sB = sA + TA::BYTES;
+        // X's columns of block row r (and r + 1): rows past X's columns land as zeros
 #pragma unroll
-        for (int p = 0; p < B / 64; ++p)
+        for (int p = 0; p < M / 64; ++p)
           tma_load_2d(sA + p * TA::PANEL, &xmap, r * B + p * 64, kt * BK, &full[s]);
 #pragma unroll
         for (int g = 0; g < G; ++g)
@@ -79,7 +111,7 @@ __global__ void __launch_bounds__(WM * WN * 128 + 32, 1)
       const unsigned sA = base + s * STAGE_BYTES;
       sdd_wgmma_slice<Tag, TA, TB, MT, NW, BK>(acc, sA, sA + TA::BYTES, wm, wn);
     });
-    sdd_wgmma_store<Tag, B, false, MT, NW>(acc, wm, wn, tid, groups[3 * grp + 1],
-                                           groups[3 * grp + 2], out, alpha, beta);
+    sdd_wgmma_store_blocks<Tag, B, false, MT, NW, ROWS>(acc, wm, wn, tid, Groups(groups, grp),
+                                                        out, alpha, beta);
   }
 }
