@@ -304,11 +304,11 @@ def test_the_runner_key_follows_the_options():
     def key():
         return run._key("dsd", 0, 32, False, False)
 
-    assert _options.KEY == (_options.dense_bytes_limit(), _options.dense_panels())
+    assert (_options.dense_bytes_limit(), _options.dense_panels()) == _options.KEY
     before = key()
     for change in ({"dense_fallback": False}, {"dense_max_bytes": 5}, {"dense_panels": False}):
         with cs.options(**change):
-            assert _options.KEY == (_options.dense_bytes_limit(), _options.dense_panels())
+            assert (_options.dense_bytes_limit(), _options.dense_panels()) == _options.KEY
             assert key() != before, change
         assert key() == before
 

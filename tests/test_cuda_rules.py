@@ -1,7 +1,8 @@
 """Kernel-choice rules of the CUDA backend that need no GPU: the split of long work lists
 at small N (``plans.split_length``), when the tiled weight gradient is taken
-(``plans.sdd_tiled_pays``) and when the persistent dsd takes its tall tiles
-(``plans.tall_pays``)."""
+(``plans.sdd_tiled_pays``), when the persistent dsd takes its tall tiles
+(``plans.tall_pays``) and when the weight gradient pairs block rows
+(``plans.sdd_pair_pays``)."""
 
 from __future__ import annotations
 
@@ -147,3 +148,62 @@ def test_union_needs_more_sharing_at_few_rows():
     lay[:, :] = True  # 16 members per entry: pays at any N
     s = cs.BlockSparseMatrix.from_layout(lay, 16, dtype="float32", backend="cpu")._structure
     assert plans.union_pays(s, False, g, 128)
+
+
+def test_paired_sdd_groups_cover_the_union_of_two_block_rows():
+    """Pairs of block rows (0, 1), (2, 3), ...: the union of their block columns in runs
+    of the group size, each column's block in either row or -1; an odd last row pairs with
+    nothing. Every block appears exactly once."""
+    lay = np.array([[1, 0, 1, 0, 1],
+                    [0, 1, 1, 0, 0],
+                    [0, 0, 0, 0, 0],
+                    [1, 1, 1, 1, 1],
+                    [1, 0, 0, 0, 1]], bool)
+    s = cs.BlockSparseMatrix.from_layout(lay, 8, backend="cpu")._structure
+    t = worklists.sdd_pair_groups_host(s, 2)
+    assert t.shape == (6, 8)
+    # rows (0, 1): columns 0 1 | 2 4; blocks 0 -1 / -1 2 | 1 4... in CSR order
+    assert t[0].tolist() == [0, 2, 0, 1, 0, -1, -1, 3]
+    assert t[1].tolist() == [0, 2, 2, 4, 1, 2, 4, -1]
+    # rows (2, 3): row 2 empty, row 3 full
+    assert t[2].tolist() == [2, 2, 0, 1, -1, -1, 5, 6]
+    assert t[4].tolist() == [2, 1, 4, -1, -1, -1, 9, -1]
+    # row 4 alone
+    assert t[5].tolist() == [4, 2, 0, 4, 10, 11, -1, -1]
+    blocks = np.concatenate([t[:, 4:6].ravel(), t[:, 6:8].ravel()])
+    assert sorted(blocks[blocks >= 0].tolist()) == list(range(s.nnzb))
+    # fill: 12 blocks over twice the 4 + 5 + 2 columns of the pairs
+    assert worklists.sdd_pair_fill(s) == pytest.approx(12 / 22)
+    assert worklists.pair_group_count(s, 2) == 6
+
+
+def test_paired_sdd_follows_the_fill_of_its_pairs():
+    """The paired tile where two block rows share most columns (banded, small-world), not
+    for random layouts; forced either way."""
+    band = cs.BlockSparseMatrix.from_layout(cs.layouts.banded(128, 9), 8,
+                                            backend="cpu")._structure
+    rand = cs.BlockSparseMatrix.from_layout(cs.layouts.random(128, 128, 0.25, seed=3), 8,
+                                            backend="cpu")._structure
+    assert worklists.sdd_pair_fill(band) > plans.SDD_PAIR_MIN_FILL
+    assert worklists.sdd_pair_fill(rand) < plans.SDD_PAIR_MIN_FILL
+    pair = configs.sdd_wgmma_config("float16", 64, pair=True)
+    assert pair.block_rows == 2
+    assert pair.name == "sdd_wgmma_tma<F16,64,4,2,1,3,2>"
+    p = plans.plan_sdd(band, "float16", 64, 4096, True, False, False, 90, SMS)
+    assert p.kernel == pair
+    assert p.grid == min(worklists.pair_group_count(band, pair.group), SMS)
+    assert "pair of block rows" in str(p)
+    assert plans.plan_sdd(rand, "float16", 64, 4096, True, False, False, 90, SMS).kernel != pair
+    with plans.override(sdd_pair=True):
+        assert plans.plan_sdd(rand, "bfloat16", 64, 4096, True, False, False, 90,
+                              SMS).kernel == configs.sdd_wgmma_config("bfloat16", 64, pair=True)
+        # only b = 64 has a paired tile; short reductions and sm_80 keep their kernels
+        assert plans.plan_sdd(band, "float16", 128, 4096, True, False, False, 90,
+                              SMS).kernel.block_rows == 1
+        assert plans.plan_sdd(band, "float16", 64, 32, True, False, False, 90,
+                              SMS).kernel.block_rows == 1
+        assert plans.plan_sdd(band, "float16", 64, 4096, True, False, False, 80,
+                              SMS).kernel.block_rows == 1
+    with plans.override(sdd_pair=False):
+        assert plans.plan_sdd(band, "float16", 64, 4096, True, False, False, 90,
+                              SMS).kernel != pair

@@ -195,6 +195,53 @@ def test_tma_sdd_tiles_match_scipy(backend, force, sdd_tma_tile, dtype, n, ctas)
     assert "sdd_wgmma_tma<" in plan, plan
 
 
+SDD_PAIR_TILES = [
+    (64, (4, 2, 1, 3, False)),  # the table's: a warpgroup per block row, N = 256
+    (64, (2, 2, 1, 2, False)),  # N = 128, two stages
+    (64, (4, 1, 2, 3, False)),  # both block rows in one warpgroup, two along N
+]
+
+
+@pytest.fixture
+def sdd_pair_tile(request, monkeypatch):
+    b, cfg = request.param
+    yield from forced_tile(monkeypatch, b, [(tiles.WGMMA_SDD_PAIR, cfg)], sdd_pair=True,
+                           sdd_short=False, dense=False)
+
+
+@pytest.mark.parametrize("sdd_pair_tile", SDD_PAIR_TILES, indirect=True,
+                         ids=lambda t: f"b{t[0]}-{t[1]}")
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("n", [1, 77, 300])  # rows of the reduction: one, a partial slice, several
+@pytest.mark.parametrize("ctas", [0, 2])  # a CTA per SM (or per group), or two walking all
+def test_paired_tma_sdd_tiles_match_scipy(backend, force, sdd_pair_tile, dtype, n, ctas):
+    """The TMA sdd's paired tile: pairs of block rows sharing some columns, one row of a
+    pair empty, a pair sharing none, a full pair, an odd last row paired with nothing
+    (its X columns past the matrix land as zeros); results repeat bit for bit."""
+    b = sdd_pair_tile
+    if ctas:
+        force(grid_limit=ctas)
+    rng = np.random.default_rng(n * 7 + ctas)
+    lay = rng.random((7, 9)) < 0.5
+    lay[2] = False  # pair (2, 3): one empty row
+    lay[4], lay[5] = np.arange(9) % 2 == 0, np.arange(9) % 2 == 1  # pair (4, 5): disjoint
+    lay[0] = lay[1] = True  # pair (0, 1): full
+    check_sampled_matmul(backend, lay, b, dtype, n, rng)
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=3, backend=backend)
+    x = to_backend(rng.standard_normal((n, 7 * b)).astype(np.float32), backend).astype(w.dtype)
+    dy = to_backend(rng.standard_normal((n, 9 * b)).astype(np.float32), backend).astype(w.dtype)
+    plan = str(cs.sampled_matmul_plan(x.T, dy, like=w))
+    assert "pair of block rows" in plan, plan
+    first = to_numpy(cs.sampled_matmul(x.T, dy, like=w).data)
+    again = to_numpy(cs.sampled_matmul(x.T, dy, like=w).data)
+    assert np.array_equal(first.view(np.uint16), again.view(np.uint16))
+    # reversed rows (copied before the maps are made)
+    mask = np.kron(lay, np.ones((b, b)))
+    got = to_numpy(cs.sampled_matmul(x[::-1].T, dy[::-1], like=w).toarray().astype("float64"))
+    ref = (to_numpy(x[::-1].astype("float64")).T @ to_numpy(dy[::-1].astype("float64"))) * mask
+    assert np.linalg.norm(got - ref) <= 1e-2 * np.linalg.norm(ref)
+
+
 @pytest.mark.parametrize("kn", [True, False])
 @pytest.mark.parametrize("b", [16, 32, 64, 128])
 def test_wgmma_dsd_reads_w_as_stored_or_transposed(backend, force, kn, b):
