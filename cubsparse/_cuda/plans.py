@@ -108,7 +108,7 @@ SDD_WIDE_MIN_COLS = 8192
 #: every column either holds, present or not; it is taken where the stored blocks fill at
 #: least this share of those products (worklists.sdd_pair_fill: about 0.5 + d / 3 for
 #: random layouts, 0.8-0.85 for Watts-Strogatz and 0.9-1 for banded ones at d = 0.05-0.5).
-SDD_PAIR_MIN_FILL = 0.7
+SDD_PAIR_MIN_FILL = 0.55
 
 
 def split_length(lens: np.ndarray, row_tiles: int, slots: int, shortest: int = 4) -> int:
