@@ -191,7 +191,7 @@ def test_sdd_plan_takes_the_wide_tile_for_a_wide_w():
 
 @pytest.fixture
 def no_tma_sdd():
-    with plans.override(sdd_tma=False):
+    with plans.override(sdd_tma=False, sdd_pair=False):
         yield
 
 

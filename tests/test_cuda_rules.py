@@ -151,38 +151,40 @@ def test_union_needs_more_sharing_at_few_rows():
 
 
 def test_paired_sdd_groups_cover_the_union_of_two_block_rows():
-    """Pairs of block rows (0, 1), (2, 3), ...: the union of their block columns in runs
-    of the group size, each column's block in either row or -1; an odd last row pairs with
-    nothing. Every block appears exactly once."""
+    """Block rows paired greedily by the columns they share (ties to the lower rows), a
+    row left over paired with nothing; each pair's union of block columns in runs of the
+    group size, each column's block in either row or -1. Every block appears once."""
     lay = np.array([[1, 0, 1, 0, 1],
                     [0, 1, 1, 0, 0],
                     [0, 0, 0, 0, 0],
                     [1, 1, 1, 1, 1],
                     [1, 0, 0, 0, 1]], bool)
     s = cs.BlockSparseMatrix.from_layout(lay, 8, backend="cpu")._structure
+    # rows 0 and 3 share three columns; then nothing is shared: (1, 2) by row order
+    assert worklists.sdd_row_pairs(s).tolist() == [[0, 3], [1, 2], [4, -1]]
     t = worklists.sdd_pair_groups_host(s, 2)
-    assert t.shape == (6, 8)
-    # rows (0, 1): columns 0 1 | 2 4; blocks 0 -1 / -1 2 | 1 4... in CSR order
-    assert t[0].tolist() == [0, 2, 0, 1, 0, -1, -1, 3]
-    assert t[1].tolist() == [0, 2, 2, 4, 1, 2, 4, -1]
-    # rows (2, 3): row 2 empty, row 3 full
-    assert t[2].tolist() == [2, 2, 0, 1, -1, -1, 5, 6]
-    assert t[4].tolist() == [2, 1, 4, -1, -1, -1, 9, -1]
-    # row 4 alone
-    assert t[5].tolist() == [4, 2, 0, 4, 10, 11, -1, -1]
-    blocks = np.concatenate([t[:, 4:6].ravel(), t[:, 6:8].ravel()])
+    assert t.tolist() == [[0, 3, 2, 0, 1, 0, -1, 5, 6],
+                          [0, 3, 2, 2, 3, 1, -1, 7, 8],
+                          [0, 3, 1, 4, -1, 2, -1, 9, -1],
+                          [1, 2, 2, 1, 2, 3, 4, -1, -1],
+                          [4, -1, 2, 0, 4, 10, 11, -1, -1]]
+    blocks = t[:, 5:9].ravel()
     assert sorted(blocks[blocks >= 0].tolist()) == list(range(s.nnzb))
-    # fill: 12 blocks over twice the 4 + 5 + 2 columns of the pairs
-    assert worklists.sdd_pair_fill(s) == pytest.approx(12 / 22)
-    assert worklists.pair_group_count(s, 2) == 6
+    # fill: 12 blocks over twice the 5 + 2 + 2 columns of the pairs
+    assert worklists.sdd_pair_fill(s) == pytest.approx(12 / 18)
+    assert worklists.pair_group_count(s, 2) == 5
+    # banded: neighbours pair up
+    band = cs.BlockSparseMatrix.from_layout(cs.layouts.banded(6, 3), 8, backend="cpu")
+    pairs = worklists.sdd_row_pairs(band._structure)
+    assert (np.abs(pairs[:, 0] - pairs[:, 1]) == 1).all(), pairs
 
 
 def test_paired_sdd_follows_the_fill_of_its_pairs():
-    """The paired tile where two block rows share enough columns (banded, small-world,
-    dense random layouts), not for sparse random layouts; forced either way."""
+    """The paired tile where two block rows share enough columns (banded, small-world
+    layouts), not where no two rows share one (a permutation); forced either way."""
     band = cs.BlockSparseMatrix.from_layout(cs.layouts.banded(128, 9), 8,
                                             backend="cpu")._structure
-    rand = cs.BlockSparseMatrix.from_layout(cs.layouts.random(128, 128, 0.1, seed=3), 8,
+    rand = cs.BlockSparseMatrix.from_layout(np.eye(128, dtype=bool)[::-1], 8,
                                             backend="cpu")._structure
     assert worklists.sdd_pair_fill(band) > plans.SDD_PAIR_MIN_FILL
     assert worklists.sdd_pair_fill(rand) < plans.SDD_PAIR_MIN_FILL

@@ -602,10 +602,11 @@ class _SddRunner:
             groups = (worklists.sdd_pair_groups(s, dev, cfg.group) if cfg.block_rows == 2
                       else worklists.sdd_groups(s, dev, cfg.group))
             self.dcols = s.block_shape[1] * b
-            self.main = Launch(get_kernel(cfg), (p.grid,), (cfg.threads,), cfg.smem,
-                               "ttiipippff", [None, None, inner, self.dcols, groups,
-                                              groups.shape[0], s.indices, None, None, None])
             self.xcols = s.block_shape[0] * b
+            self.main = Launch(get_kernel(cfg), (p.grid,), (cfg.threads,), cfg.smem,
+                               "ttiiipippff", [None, None, inner, self.xcols, self.dcols,
+                                               groups, groups.shape[0], s.indices, None, None,
+                                               None])
             self._maps = (None, None)  # the (address, row stride) of X and dY last mapped
         else:
             groups = worklists.sdd_groups(s, dev, cfg.group)

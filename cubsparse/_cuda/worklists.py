@@ -87,24 +87,59 @@ def sdd_groups_host(structure, group: int) -> np.ndarray:
     return structure.cached(("sdd_groups", group), build)
 
 
+#: Most block rows whose pairs are matched by shared columns (an overlap matrix of the
+#: rows is built); past it, block rows 2i and 2i + 1 are paired.
+PAIR_MATCH_MAX_ROWS = 4096
+
+
+def sdd_row_pairs(structure) -> np.ndarray:
+    """(npairs, 2) block rows paired for the paired weight gradient, the second -1 where a
+    row is left alone; every block row in exactly one pair. Greedy: the two rows sharing
+    the most block columns first (ties to the lower rows), then the next among the rows
+    left, so a banded layout pairs neighbours and a random one finds the rows that happen
+    to overlap most."""
+
+    def build():
+        indptr = structure.host_indptr.astype(np.int64)
+        nbr = indptr.shape[0] - 1
+        if nbr > PAIR_MATCH_MAX_ROWS:
+            first = np.arange(0, nbr, 2)
+            second = np.where(first + 1 < nbr, first + 1, -1)
+            return np.stack([first, second], axis=1).astype(np.int32)
+        lay = np.zeros((nbr, structure.block_shape[1]), np.float32)
+        lay[np.repeat(np.arange(nbr), np.diff(indptr)), structure.host_indices] = 1.0
+        overlap = lay @ lay.T
+        iu, ju = np.triu_indices(nbr, 1)
+        order = np.lexsort((ju, iu, -overlap[iu, ju]))  # most shared first, then by rows
+        free = np.ones(nbr, bool)
+        pairs = []
+        for i, j in zip(iu[order].tolist(), ju[order].tolist()):
+            if free[i] and free[j]:
+                free[i] = free[j] = False
+                pairs.append((i, j))
+        pairs += [(i, -1) for i in np.flatnonzero(free).tolist()]
+        return np.asarray(sorted(pairs), np.int32).reshape(len(pairs), 2)
+
+    return structure.cached(("sdd_row_pairs",), build)
+
+
 def sdd_pair_groups_host(structure, group: int) -> np.ndarray:
-    """(ngroups, 2 + 3 * group) int32 rows for the paired weight gradient, on the host:
-    block rows 2i and 2i + 1 taken together, the union of their block columns in runs of
-    <= ``group``. A row is (first block row, count, the count's block columns, each
-    column's block in the first row, in the second row); -1 marks an absent block, and
-    every slot past the count."""
+    """(ngroups, 3 + 3 * group) int32 rows for the paired weight gradient, on the host: the
+    block rows of each pair of :func:`sdd_row_pairs` taken together, the union of their
+    block columns in runs of <= ``group``. A row is (first block row, second block row or
+    -1, count, the count's block columns, each column's block in the first row, in the
+    second row); -1 marks an absent block, and every slot past the count."""
 
     def build():
         indptr = structure.host_indptr.astype(np.int64)
         indices = structure.host_indices.astype(np.int64)
-        nbr = indptr.shape[0] - 1
         rows = []
-        for r in range(0, nbr, 2):
-            c0 = indices[indptr[r]:indptr[r + 1]]
-            p0 = np.arange(indptr[r], indptr[r + 1])
-            if r + 1 < nbr:
-                c1 = indices[indptr[r + 1]:indptr[r + 2]]
-                p1 = np.arange(indptr[r + 1], indptr[r + 2])
+        for r0, r1 in sdd_row_pairs(structure).tolist():
+            c0 = indices[indptr[r0]:indptr[r0 + 1]]
+            p0 = np.arange(indptr[r0], indptr[r0 + 1])
+            if r1 >= 0:
+                c1 = indices[indptr[r1]:indptr[r1 + 1]]
+                p1 = np.arange(indptr[r1], indptr[r1 + 1])
             else:
                 c1 = p1 = np.zeros(0, np.int64)
             cols = np.union1d(c0, c1)
@@ -113,31 +148,32 @@ def sdd_pair_groups_host(structure, group: int) -> np.ndarray:
             ids[1, np.searchsorted(cols, c1)] = p1
             for g0 in range(0, cols.shape[0], group):
                 cnt = min(group, cols.shape[0] - g0)
-                row = np.full(2 + 3 * group, -1, np.int64)
-                row[0], row[1] = r, cnt
-                row[2:2 + cnt] = cols[g0:g0 + cnt]
-                row[2 + group:2 + group + cnt] = ids[0, g0:g0 + cnt]
-                row[2 + 2 * group:2 + 2 * group + cnt] = ids[1, g0:g0 + cnt]
+                row = np.full(3 + 3 * group, -1, np.int64)
+                row[0], row[1], row[2] = r0, r1, cnt
+                row[3:3 + cnt] = cols[g0:g0 + cnt]
+                row[3 + group:3 + group + cnt] = ids[0, g0:g0 + cnt]
+                row[3 + 2 * group:3 + 2 * group + cnt] = ids[1, g0:g0 + cnt]
                 rows.append(row)
-        return np.asarray(rows, np.int32).reshape(len(rows), 2 + 3 * group)
+        return np.asarray(rows, np.int32).reshape(len(rows), 3 + 3 * group)
 
     return structure.cached(("sdd_pairs", group), build)
 
 
 def sdd_pair_fill(structure) -> float:
     """The share of the paired weight gradient's products that are stored blocks: W's
-    blocks over twice the columns of every pair of block rows (1 where every pair's rows
-    hold the same columns, 0.5 where no two share one)."""
+    blocks over twice the union of the block columns of every pair of
+    :func:`sdd_row_pairs` (1 where every pair's rows hold the same columns, 0.5 where no
+    two share one)."""
 
     def build():
         indptr = structure.host_indptr.astype(np.int64)
         indices = structure.host_indices
-        nbr = indptr.shape[0] - 1
         slots = 0
-        for r in range(0, nbr, 2):
-            slots += 2 * np.union1d(indices[indptr[r]:indptr[r + 1]],
-                                    indices[indptr[min(r + 1, nbr)]:indptr[min(r + 2, nbr)]]
-                                    ).shape[0]
+        for r0, r1 in sdd_row_pairs(structure).tolist():
+            c = indices[indptr[r0]:indptr[r0 + 1]]
+            if r1 >= 0:
+                c = np.union1d(c, indices[indptr[r1]:indptr[r1 + 1]])
+            slots += 2 * c.shape[0]
         return structure.nnzb / slots if slots else 0.0
 
     return structure.cached(("sdd_pair_fill",), build)

@@ -26,28 +26,30 @@
 #include "sdd_wgmma.cuh"
 
 // The group table. ROWS = 1: rows (block row r, first block p0, count), the blocks
-// p0.. of one block row. ROWS = 2 (paired): rows (first block row r, count, G block
-// columns, G blocks of row r, G blocks of row r + 1), -1 for a block not stored; the tile
-// stacks X's columns of block rows r and r + 1 as D's 2B rows, so each dY panel copied
-// serves two blocks where both rows hold that column (worklists.sdd_pair_groups_host).
+// p0.. of one block row. ROWS = 2 (paired): rows (block row r0, block row r1 or -1,
+// count, G block columns, G blocks of row r0, G blocks of row r1), -1 for a block not
+// stored; the tile stacks X's columns of block rows r0 and r1 as D's 2B rows, so each dY
+// panel copied serves two blocks where both rows hold that column
+// (worklists.sdd_pair_groups_host pairs the rows that share the most columns).
 template <int G, int ROWS>
 struct SddGroups {
-  static constexpr int WIDTH = ROWS == 1 ? 3 : 2 + 3 * G;
+  static constexpr int WIDTH = ROWS == 1 ? 3 : 3 + 3 * G;
   const int* row;
   __device__ __forceinline__ SddGroups(const int* groups, int grp) : row(groups + WIDTH * grp) {}
-  __device__ __forceinline__ int block_row() const { return row[0]; }
+  // The h-th block row (h < ROWS), -1 for none.
+  __device__ __forceinline__ int block_row(int h) const { return row[h]; }
   // Member g's first column in dY, for B-wide blocks; past the count, `none`.
   __device__ __forceinline__ int column(int g, const int* indices, int B, int none) const {
     if (ROWS == 1) return g < row[2] ? indices[row[1] + g] * B : none;
-    return g < row[1] ? row[2 + g] * B : none;
+    return g < row[2] ? row[3 + g] * B : none;
   }
   // The block of D's rows h * B.. and member g's columns, and whether it is stored (the
   // blocks of sdd_wgmma_store_blocks).
   __device__ __forceinline__ bool ok(int h, int g) const {
-    return ROWS == 1 ? g < row[2] : row[2 + (1 + h) * G + g] >= 0;  // -1 past the count
+    return ROWS == 1 ? g < row[2] : row[3 + (1 + h) * G + g] >= 0;  // -1 past the count
   }
   __device__ __forceinline__ int id(int h, int g) const {
-    return ROWS == 1 ? row[1] + g : row[2 + (1 + h) * G + g];
+    return ROWS == 1 ? row[1] + g : row[3 + (1 + h) * G + g];
   }
 };
 
@@ -57,7 +59,7 @@ struct SddGroups {
 template <class Tag, int B, int G, int WM, int WN, int STAGES, int ROWS>
 __global__ void __launch_bounds__(WM * WN * 128 + 32, 1)
     sdd_wgmma_tma(const __grid_constant__ TmaMap xmap, const __grid_constant__ TmaMap dmap,
-                  int inner, int dcols, const int* __restrict__ groups, int n_groups,
+                  int inner, int xcols, int dcols, const int* __restrict__ groups, int n_groups,
                   const int* __restrict__ indices, u16* out, float alpha, float beta) {
   constexpr int BK = 64, M = ROWS * B, EB = G * B, MT = M / 64 / WM, NW = EB / WN;
   constexpr int CONSUMERS = WM * WN * 128;
@@ -82,7 +84,9 @@ __global__ void __launch_bounds__(WM * WN * 128 + 32, 1)
     if (tid != CONSUMERS) return;
     for (int grp = blockIdx.x; grp < n_groups; grp += gridDim.x) {
       const Groups gr(groups, grp);
-      const int r = gr.block_row();
+      int xcol[ROWS];  // first column of each block row in X; a missing row, out of bounds
+#pragma unroll
+      for (int h = 0; h < ROWS; ++h) xcol[h] = gr.block_row(h) >= 0 ? gr.block_row(h) * B : xcols;
       int col[G];  // first column of each member's block in dY; past the count, out of bounds
 #pragma unroll
       for (int g = 0; g < G; ++g) col[g] = gr.column(g, indices, B, dcols);
@@ -91,10 +95,13 @@ __global__ void __launch_bounds__(WM * WN * 128 + 32, 1)
         mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // the first round passes at once
         mbar_arrive_expect_tx(&full[s], STAGE_BYTES);
         const unsigned sA = base + s * STAGE_BYTES, sB = sA + TA::BYTES;
-        // X's columns of block row r (and r + 1): rows past X's columns land as zeros
+        // X's columns of the block row(s): a box wholly past X's columns lands as zeros
 #pragma unroll
-        for (int p = 0; p < M / 64; ++p)
-          tma_load_2d(sA + p * TA::PANEL, &xmap, r * B + p * 64, kt * BK, &full[s]);
+        for (int h = 0; h < ROWS; ++h)
+#pragma unroll
+          for (int p = 0; p < B / 64; ++p)
+            tma_load_2d(sA + (h * (B / 64) + p) * TA::PANEL, &xmap, xcol[h] + p * 64, kt * BK,
+                        &full[s]);
 #pragma unroll
         for (int g = 0; g < G; ++g)
 #pragma unroll
