@@ -179,16 +179,21 @@ def test_paired_sdd_groups_cover_the_union_of_two_block_rows():
     assert (np.abs(pairs[:, 0] - pairs[:, 1]) == 1).all(), pairs
 
 
-def test_paired_sdd_follows_the_fill_of_its_pairs():
-    """The paired tile where two block rows share enough columns (banded, small-world
-    layouts), not where no two rows share one (a permutation); forced either way."""
+def test_paired_sdd_follows_its_predicted_gain():
+    """The paired tile where two block rows share most columns (banded layouts: about
+    twice the one-row tile's speed), not where no two rows share one (a permutation:
+    three quarters of its products wasted, against half of the one-row tile's);
+    forced either way."""
     band = cs.BlockSparseMatrix.from_layout(cs.layouts.banded(128, 9), 8,
                                             backend="cpu")._structure
     rand = cs.BlockSparseMatrix.from_layout(np.eye(128, dtype=bool)[::-1], 8,
                                             backend="cpu")._structure
-    assert worklists.sdd_pair_fill(band) > plans.SDD_PAIR_MIN_FILL
-    assert worklists.sdd_pair_fill(rand) < plans.SDD_PAIR_MIN_FILL
     pair = configs.sdd_wgmma_config("float16", 64, pair=True)
+    one = configs.sdd_wgmma_config("float16", 64)
+    assert 1.5 < plans.sdd_pair_gain(band, pair, one, SMS) <= (
+        plans.SDD_PAIR_SPEED / plans.SDD_ONE_ROW_SPEED)
+    assert plans.sdd_pair_gain(rand, pair, one, SMS) < plans.SDD_PAIR_MIN_GAIN
+    assert worklists.sdd_pair_fill(rand) == 0.5
     assert pair.block_rows == 2
     assert pair.name == "sdd_wgmma_tma<F16,64,4,2,1,3,2>"
     p = plans.plan_sdd(band, "float16", 64, 4096, True, False, False, 90, SMS)

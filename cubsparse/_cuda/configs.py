@@ -246,7 +246,7 @@ def sdd_wgmma_config(dtype, b: int, short: bool = False, k: int | None = None,
                 f"{t.stages},{rows}>")
         smem = t.stages * (rows * b + t.group * b) * 64 * 2 + 1024
         return _instance(expr, t.wg_m * t.wg_n * 128 + 32, smem, 0, t.group, "sm_90a",
-                         _ctas_per_sm(smem), True, rows)
+                         ctas_per_sm(smem), True, rows)
     t = (WGMMA_SDD_SHORT if short else WGMMA_SDD_WIDE if wide else WGMMA_SDD).get(b)
     if name not in TC_TAGS or t is None:
         return None
@@ -255,10 +255,10 @@ def sdd_wgmma_config(dtype, b: int, short: bool = False, k: int | None = None,
             f"{_b(t.flip)},{k}>")
     smem = t.stages * (b + t.group * b) * k * 2 + 1024
     return _instance(expr, t.wg_m * t.wg_n * 128, smem, 0, t.group, "sm_90a",
-                     _ctas_per_sm(smem) if short else 0)
+                     ctas_per_sm(smem) if short else 0)
 
 
-def _ctas_per_sm(smem: int) -> int:
+def ctas_per_sm(smem: int) -> int:
     """CTAs of a persistent kernel per SM: as many as fit an SM's 228 KiB of shared memory
     (1 KiB of it reserved per CTA). Where registers allow fewer at once, the grid runs in
     more than one wave (the measured tiles were chosen with it so)."""

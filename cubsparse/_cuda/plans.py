@@ -21,6 +21,7 @@ from .configs import (
     GENERATION,
     TC_TAGS,
     KernelConfig,
+    ctas_per_sm,
     dsd_config,
     dtype_name,
     gather_config,
@@ -105,13 +106,17 @@ SDD_ONE_SLICE_K = 32
 #: 8192, d = 0.05-0.5), 1.6x slower at C = K = 4096 (N = 4096 and 16384).
 SDD_WIDE_MIN_COLS = 8192
 #: The paired TMA sdd tile (tiles.WGMMA_SDD_PAIR) multiplies both block rows of a pair at
-#: every column either holds, present or not; it is taken where the stored blocks fill at
-#: least this share of those products (worklists.sdd_pair_fill: about 0.5 + d / 3 for
-#: random layouts, 0.8-0.85 for Watts-Strogatz and 0.9-1 for banded ones at d = 0.05-0.5).
-#: Measured on an H100 at N = C = K = 8192, b = 64, fp16, against the one-row tile: from a
-#: fill of 0.55 up 1.24-2.08x (but 1.03x at 0.57 and 1.06x at 0.79, one partial wave), at
-#: 0.51-0.53 0.88-1.01x.
-SDD_PAIR_MIN_FILL = 0.55
+#: every column either holds, present or not, in groups of four columns. Its time against
+#: the one-row tile's is predicted from the share of each tile's products that are stored
+#: blocks (group padding included), the share of its CTA-rounds that are busy, and each
+#: tile's efficiency where all its products are stored (SDD_PAIR_SPEED, SDD_ONE_ROW_SPEED:
+#: H100, N = C = K = 8192, fp16, banded d = 0.5 and random d = 0.5). It is taken where
+#: the prediction is SDD_PAIR_MIN_GAIN faster. Measured against the one-row tile, same
+#: sizes: banded 1.9-2.1x, Watts-Strogatz 1.0-1.8x, Barabasi-Albert and random 0.87-0.92x
+#: at d = 0.05 and 1.13-1.45x from d = 0.1 (rows paired by shared columns).
+SDD_PAIR_SPEED = 0.88
+SDD_ONE_ROW_SPEED = 0.435
+SDD_PAIR_MIN_GAIN = 1.1
 
 
 def split_length(lens: np.ndarray, row_tiles: int, slots: int, shortest: int = 4) -> int:
@@ -177,10 +182,30 @@ def sdd_wide_pays(structure, b: int) -> bool:
     return min(structure.block_shape) * b >= SDD_WIDE_MIN_COLS
 
 
-def sdd_pair_pays(structure) -> bool:
-    """Pairs of block rows share enough block columns (SDD_PAIR_MIN_FILL) for the paired
-    tile's products to beat one block row per group."""
-    return worklists.sdd_pair_fill(structure) >= SDD_PAIR_MIN_FILL
+def _busy_rounds(items: int, slots: int) -> float:
+    """The share of ceil(items / slots) rounds of ``slots`` CTAs that ``items`` fill."""
+    return items / (-(-items // slots) * slots) if items else 0.0
+
+
+def sdd_pair_gain(structure, pair: KernelConfig, one: KernelConfig, sms: int) -> float:
+    """The paired tile ``pair``'s predicted speed over the one-row tile ``one`` (a CTA per
+    group, as many per SM as shared memory holds)."""
+    nnzb = structure.nnzb
+    pairs = worklists.pair_group_count(structure, pair.group)
+    ones = worklists.group_count(structure, one.group)
+    if not nnzb or not pairs or not ones:
+        return 0.0
+    paired = (SDD_PAIR_SPEED * nnzb / (2 * pair.group * pairs)
+              * _busy_rounds(pairs, sms * pair.persistent))
+    single = (SDD_ONE_ROW_SPEED * nnzb / (one.group * ones)
+              * _busy_rounds(ones, sms * ctas_per_sm(one.smem)))
+    return paired / single
+
+
+def sdd_pair_pays(structure, pair: KernelConfig, one: KernelConfig, sms: int) -> bool:
+    """The paired tile is predicted SDD_PAIR_MIN_GAIN faster than one block row per
+    group (:func:`sdd_pair_gain`)."""
+    return sdd_pair_gain(structure, pair, one, sms) >= SDD_PAIR_MIN_GAIN
 
 
 def sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:
@@ -476,7 +501,7 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
         # columns; over a wide W the TMA kernel, else the wide tile (the same rule, each
         # its own decision)
         pcfg = sdd_wgmma_config(name, b, pair=True)
-        if pcfg is not None and _decide("sdd_pair", sdd_pair_pays, structure):
+        if pcfg is not None and _decide("sdd_pair", sdd_pair_pays, structure, pcfg, cfg, sms):
             cfg = pcfg
         else:
             for decision, kw in (("sdd_tma", {"tma": True}), ("sdd_wide", {"wide": True})):

@@ -113,7 +113,7 @@ def sdd_row_pairs(structure) -> np.ndarray:
         order = np.lexsort((ju, iu, -overlap[iu, ju]))  # most shared first, then by rows
         free = np.ones(nbr, bool)
         pairs = []
-        for i, j in zip(iu[order].tolist(), ju[order].tolist()):
+        for i, j in zip(iu[order].tolist(), ju[order].tolist(), strict=True):
             if free[i] and free[j]:
                 free[i] = free[j] = False
                 pairs.append((i, j))
