@@ -4,9 +4,9 @@
 // The tile is sdd_wgmma's unflipped one (sdd_wgmma.cu describes it): a CTA owns a group of
 // G blocks of block row r, D = X_r.T @ [dY_c0 .. dY_c(G-1)] with M = B and N = G * B (up
 // to 256), reduced over every row of X and dY in order inside the CTA (deterministic, no
-// atomics). Or, paired (ROWS = 2, b = 64), block rows r and r + 1 at once: M = 2B over
-// the union of their columns, twice the MMAs for each dY slice copied, the products of
-// absent blocks discarded. What differs from sdd_wgmma is who moves the bytes:
+// atomics). Or, paired (ROWS = 2, b = 64), two block rows at once: M = 2B over the union
+// of their columns, twice the MMAs for each dY slice copied, the products of absent
+// blocks discarded. What differs from sdd_wgmma is who moves the bytes:
 // * In sdd_wgmma every thread issues 16-byte cp.async copies, 12 per slice at b = 128,
 //   then waits at a CTA-wide barrier before the slice's MMAs. Here one lane of a producer
 //   warp issues a tensor copy per 64-column panel (B / 64 of X, G * B / 64 of dY per
