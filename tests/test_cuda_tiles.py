@@ -13,7 +13,7 @@ import pytest
 from conftest import BACKENDS, poison, to_backend, to_numpy
 
 import cubsparse as cs
-from cubsparse._cuda import configs, device, plans, tiles
+from cubsparse._cuda import configs, device, plans, tiles, worklists
 
 pytestmark = pytest.mark.parametrize(
     "backend", [p for p in BACKENDS if p.values == ("cuda",)], indirect=True
@@ -215,17 +215,22 @@ def sdd_pair_tile(request, monkeypatch):
 @pytest.mark.parametrize("n", [1, 77, 300])  # rows of the reduction: one, a partial slice, several
 @pytest.mark.parametrize("ctas", [0, 2])  # a CTA per SM (or per group), or two walking all
 def test_paired_tma_sdd_tiles_match_scipy(backend, force, sdd_pair_tile, dtype, n, ctas):
-    """The TMA sdd's paired tile: pairs of block rows sharing some columns, one row of a
-    pair empty, a pair sharing none, a full pair, an odd last row paired with nothing
-    (its X columns past the matrix land as zeros); results repeat bit for bit."""
+    """The TMA sdd's paired tile: rows sharing some columns, an empty row, two rows with
+    disjoint columns, two full rows (paired together), an odd number of rows (one left
+    alone: its partner's X boxes lie past the matrix and land as zeros); results repeat
+    bit for bit."""
     b = sdd_pair_tile
     if ctas:
         force(grid_limit=ctas)
     rng = np.random.default_rng(n * 7 + ctas)
     lay = rng.random((7, 9)) < 0.5
-    lay[2] = False  # pair (2, 3): one empty row
-    lay[4], lay[5] = np.arange(9) % 2 == 0, np.arange(9) % 2 == 1  # pair (4, 5): disjoint
-    lay[0] = lay[1] = True  # pair (0, 1): full
+    lay[2] = False  # an empty row
+    lay[4], lay[5] = np.arange(9) % 2 == 0, np.arange(9) % 2 == 1  # disjoint columns
+    lay[0] = lay[1] = True  # full rows: the pair sharing most
+    pairs = worklists.sdd_row_pairs(cs.BlockSparseMatrix.from_layout(
+        lay, b, backend="cpu")._structure).tolist()
+    assert [0, 1] in pairs, pairs
+    assert any(r1 < 0 for _, r1 in pairs), pairs
     check_sampled_matmul(backend, lay, b, dtype, n, rng)
     w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=3, backend=backend)
     x = to_backend(rng.standard_normal((n, 7 * b)).astype(np.float32), backend).astype(w.dtype)
