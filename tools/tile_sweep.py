@@ -108,6 +108,11 @@ WGMMA_SDD_TMA = {
     128: [(2, 2, 1, 3, False), (2, 2, 1, 4, False), (2, 2, 1, 2, False), (1, 2, 1, 3, False),
           (1, 2, 1, 2, False)],
 }
+# Its paired tile (two block rows per group, decision sdd_pair forced on for these;
+# bench/NOTES.md 108 has the b = 64 results at C = K = 8192).
+WGMMA_SDD_PAIR = {
+    64: [(4, 2, 1, 3, False), (4, 2, 1, 4, False), (4, 1, 2, 3, False), (2, 2, 1, 3, False)],
+}
 SDD = {
     8: [(16, 1, 4, 32, 4)],
     16: [(16, 1, 4, 32, 4), (16, 1, 4, 32, 3), (16, 1, 4, 16, 4), (8, 1, 4, 32, 3),
@@ -121,7 +126,8 @@ SDD = {
 #: The tables a candidate sets (set_tiles keywords); all but dsd and sdd are switched off
 #: for the block size before each candidate.
 TUNED = ("dsd", "sdd", "wgmma", "wgmma_sdd", "wgmma_sdd_short", "wgmma_sdd_wide",
-         "wgmma_sdd_tma", "group", "sdd_tile", "wgmma_ws", "wgmma_union", "wgmma_tall")
+         "wgmma_sdd_tma", "wgmma_sdd_pair", "group", "sdd_tile", "wgmma_ws", "wgmma_union",
+         "wgmma_tall")
 
 
 def _candidates(op, b, args, saved):
@@ -130,6 +136,7 @@ def _candidates(op, b, args, saved):
     if op == "sdd":
         cands = (SDD.get(b, []) + [("wgmma_sdd", *c) for c in WGMMA_SDD.get(b, [])]
                  + [("wgmma_sdd_tma", *c) for c in WGMMA_SDD_TMA.get(b, [])]
+                 + [("wgmma_sdd_pair", *c) for c in WGMMA_SDD_PAIR.get(b, [])]
                  + [("tile", *c) for c in SDD_TILED.get(b, [])])
     else:
         cands = (DSD[b] + [("group", *c) for c in GROUP.get(b, [])]
@@ -169,13 +176,15 @@ def _apply(op, b, cfg, saved):
         configs.set_tiles(wgmma_sdd={b: cfg[1:]}, wgmma_sdd_short={b: cfg[1:]})
     elif kind == "wgmma_sdd_tma":  # the plan's regular wgmma sdd stays as the fallback
         configs.set_tiles(wgmma_sdd={b: saved["wgmma_sdd"][b]}, wgmma_sdd_tma={b: cfg[1:]})
+    elif kind == "wgmma_sdd_pair":  # likewise
+        configs.set_tiles(wgmma_sdd={b: saved["wgmma_sdd"][b]}, wgmma_sdd_pair={b: cfg[1:]})
     else:
         configs.set_tiles(**{op if op == "sdd" else "dsd": {b: cfg}})
     # the union kernel reads W's blocks as stored for X @ W
-    tma = kind == "wgmma_sdd_tma"
+    tma, pair = kind == "wgmma_sdd_tma", kind == "wgmma_sdd_pair"
     return {"sdd_tiled": kind == "tile", "group": kind == "group", "union": kind == "union",
             "kn": True if kind == "union" else None, "dense": False,
-            "sdd_tma": tma, "sdd_short": False if tma else None}
+            "sdd_tma": tma, "sdd_pair": pair, "sdd_short": False if tma or pair else None}
 
 
 def main():
