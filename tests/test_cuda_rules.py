@@ -190,9 +190,15 @@ def test_paired_sdd_follows_its_predicted_gain():
                                             backend="cpu")._structure
     pair = configs.sdd_wgmma_config("float16", 64, pair=True)
     one = configs.sdd_wgmma_config("float16", 64)
-    assert 1.5 < plans.sdd_pair_gain(band, pair, one, SMS) <= (
+    assert 1.5 < plans.sdd_pair_gain(band, pair, one, SMS, 8192) <= (
         plans.SDD_PAIR_SPEED / plans.SDD_ONE_ROW_SPEED)
-    assert plans.sdd_pair_gain(rand, pair, one, SMS) < plans.SDD_PAIR_MIN_GAIN
+    assert plans.sdd_pair_gain(rand, pair, one, SMS, 8192) < plans.SDD_PAIR_MIN_GAIN
+    # a shorter reduction gains less: the paired tile's stores are not hidden
+    short = plans.sdd_pair_gain(band, pair, one, SMS, 256)
+    assert short < plans.sdd_pair_gain(band, pair, one, SMS, 8192)
+    store = plans.SDD_PAIR_STORE_SLICES
+    assert short == pytest.approx(plans.sdd_pair_gain(band, pair, one, SMS, 8192)
+                                  * 4 / (4 + store) * (128 + store) / 128)
     assert worklists.sdd_pair_fill(rand) == 0.5
     assert pair.block_rows == 2
     assert pair.name == "sdd_wgmma_tma<F16,64,4,2,1,3,2>"

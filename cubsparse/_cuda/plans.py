@@ -117,6 +117,11 @@ SDD_WIDE_MIN_COLS = 8192
 SDD_PAIR_SPEED = 0.88
 SDD_ONE_ROW_SPEED = 0.435
 SDD_PAIR_MIN_GAIN = 1.1
+#: The paired tile's store of a group costs about this many 64-deep slices of its main loop
+#: (one CTA per SM: nothing else runs meanwhile), which the one-row tile's two CTAs per SM
+#: hide. Fitted to N = 256-1024 on the same H100 (banded d = 0.1: 1.26x at N = 256, 1.73x
+#: at 1024; random d = 0.25: 0.90x and 1.05x; Watts-Strogatz d = 0.25, N = 512: 1.22x).
+SDD_PAIR_STORE_SLICES = 2.4
 
 
 def split_length(lens: np.ndarray, row_tiles: int, slots: int, shortest: int = 4) -> int:
@@ -187,9 +192,10 @@ def _busy_rounds(items: int, slots: int) -> float:
     return items / (-(-items // slots) * slots) if items else 0.0
 
 
-def sdd_pair_gain(structure, pair: KernelConfig, one: KernelConfig, sms: int) -> float:
+def sdd_pair_gain(structure, pair: KernelConfig, one: KernelConfig, sms: int,
+                  inner: int) -> float:
     """The paired tile ``pair``'s predicted speed over the one-row tile ``one`` (a CTA per
-    group, as many per SM as shared memory holds)."""
+    group, as many per SM as shared memory holds) for a reduction of ``inner`` rows."""
     nnzb = structure.nnzb
     pairs = worklists.pair_group_count(structure, pair.group)
     ones = worklists.group_count(structure, one.group)
@@ -199,13 +205,15 @@ def sdd_pair_gain(structure, pair: KernelConfig, one: KernelConfig, sms: int) ->
               * _busy_rounds(pairs, sms * pair.persistent))
     single = (SDD_ONE_ROW_SPEED * nnzb / (one.group * ones)
               * _busy_rounds(ones, sms * ctas_per_sm(one.smem)))
-    return paired / single
+    slices = -(-inner // 64)  # the TMA kernel's slices are 64 deep
+    return paired / single * slices / (slices + SDD_PAIR_STORE_SLICES)
 
 
-def sdd_pair_pays(structure, pair: KernelConfig, one: KernelConfig, sms: int) -> bool:
+def sdd_pair_pays(structure, pair: KernelConfig, one: KernelConfig, sms: int,
+                  inner: int) -> bool:
     """The paired tile is predicted SDD_PAIR_MIN_GAIN faster than one block row per
     group (:func:`sdd_pair_gain`)."""
-    return sdd_pair_gain(structure, pair, one, sms) >= SDD_PAIR_MIN_GAIN
+    return sdd_pair_gain(structure, pair, one, sms, inner) >= SDD_PAIR_MIN_GAIN
 
 
 def sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:
@@ -501,7 +509,8 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
         # columns; over a wide W the TMA kernel, else the wide tile (the same rule, each
         # its own decision)
         pcfg = sdd_wgmma_config(name, b, pair=True)
-        if pcfg is not None and _decide("sdd_pair", sdd_pair_pays, structure, pcfg, cfg, sms):
+        if pcfg is not None and _decide("sdd_pair", sdd_pair_pays, structure, pcfg, cfg, sms,
+                                            inner):
             cfg = pcfg
         else:
             for decision, kw in (("sdd_tma", {"tma": True}), ("sdd_wide", {"wide": True})):
