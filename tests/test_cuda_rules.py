@@ -160,19 +160,20 @@ def test_paired_sdd_groups_cover_the_union_of_two_block_rows():
                     [1, 1, 1, 1, 1],
                     [1, 0, 0, 0, 1]], bool)
     s = cs.BlockSparseMatrix.from_layout(lay, 8, backend="cpu")._structure
-    # rows 0 and 3 share three columns; then nothing is shared: (1, 2) by row order
-    assert worklists.sdd_row_pairs(s).tolist() == [[0, 3], [1, 2], [4, -1]]
+    # rows 0 and 3 share three columns; rows 1 and 4 share none (paired in row order);
+    # the empty row 2 has nothing to compute
+    assert worklists.sdd_row_pairs(s).tolist() == [[0, 3], [1, 4]]
     t = worklists.sdd_pair_groups_host(s, 2)
     assert t.tolist() == [[0, 3, 2, 0, 1, 0, -1, 5, 6],
                           [0, 3, 2, 2, 3, 1, -1, 7, 8],
                           [0, 3, 1, 4, -1, 2, -1, 9, -1],
-                          [1, 2, 2, 1, 2, 3, 4, -1, -1],
-                          [4, -1, 2, 0, 4, 10, 11, -1, -1]]
+                          [1, 4, 2, 0, 1, -1, 3, 10, -1],
+                          [1, 4, 2, 2, 4, 4, -1, -1, 11]]
     blocks = t[:, 5:9].ravel()
     assert sorted(blocks[blocks >= 0].tolist()) == list(range(s.nnzb))
-    # fill: 12 blocks over twice the 5 + 2 + 2 columns of the pairs
-    assert worklists.sdd_pair_fill(s) == pytest.approx(12 / 18)
     assert worklists.pair_group_count(s, 2) == 5
+    # an odd number of rows holding blocks: one left alone
+    assert worklists.sdd_row_pairs(_structure(lay[:4])).tolist() == [[0, 3], [1, -1]]
     # banded: neighbours pair up
     band = cs.BlockSparseMatrix.from_layout(cs.layouts.banded(6, 3), 8, backend="cpu")
     pairs = worklists.sdd_row_pairs(band._structure)
@@ -199,7 +200,6 @@ def test_paired_sdd_follows_its_predicted_gain():
     store = plans.SDD_PAIR_STORE_SLICES
     assert short == pytest.approx(plans.sdd_pair_gain(band, pair, one, SMS, 8192)
                                   * 4 / (4 + store) * (128 + store) / 128)
-    assert worklists.sdd_pair_fill(rand) == 0.5
     assert pair.block_rows == 2
     assert pair.name == "sdd_wgmma_tma<F16,64,4,2,1,3,2>"
     p = plans.plan_sdd(band, "float16", 64, 4096, True, False, False, 90, SMS)

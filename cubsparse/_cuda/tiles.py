@@ -168,10 +168,11 @@ WGMMA_SDD_WIDE = {8: None, 16: None, 32: None, 64: None,
 #: 4 and 2; at b = 64 no tile of it beat the cp.async kernel's two CTAs per SM.
 WGMMA_SDD_TMA = {8: None, 16: None, 32: None, 64: None,
                  128: SddWgmmaTile(2, 2, 1, 3, False)}
-#: The paired tile of the TMA kernel (b = 64): block rows 2i and 2i + 1 together, D of
-#: 2b = 128 rows by ``group`` x b columns over the union of the two rows' block columns,
-#: so each X and dY slice serves twice the MMAs of a one-row tile (85 flops per L2 byte
-#: at a full tile, against 43 for the cp.async tile's two blocks of one row). Absent
+#: The paired tile of the TMA kernel (b = 64): two block rows together (paired by the
+#: columns they share), D of 2b = 128 rows by ``group`` x b columns over the union of the
+#: two rows' block columns, so each X and dY slice serves twice the MMAs of a one-row
+#: tile (85 flops per L2 byte at a full tile, against 43 for the cp.async tile's two
+#: blocks of one row). Absent
 #: blocks are multiplied and not stored: plans.sdd_pair_pays decides by the layout. On
 #: an H100 at N = C = K = 8192 (fp16) it ran 1.9-2.1x the one-row tile on banded layouts
 #: and 1.1-1.8x on Watts-Strogatz ones; 4 stages or N = 128 tiles were no faster.

@@ -88,36 +88,47 @@ def sdd_groups_host(structure, group: int) -> np.ndarray:
 
 
 #: Most block rows whose pairs are matched by shared columns (an overlap matrix of the
-#: rows is built); past it, block rows 2i and 2i + 1 are paired.
-PAIR_MATCH_MAX_ROWS = 4096
+#: rows is built, 16 MiB at this size); past it, block rows 2i and 2i + 1 are paired.
+PAIR_MATCH_MAX_ROWS = 2048
 
 
 def sdd_row_pairs(structure) -> np.ndarray:
     """(npairs, 2) block rows paired for the paired weight gradient, the second -1 where a
-    row is left alone; every block row in exactly one pair. Greedy: the two rows sharing
-    the most block columns first (ties to the lower rows), then the next among the rows
-    left, so a banded layout pairs neighbours and a random one finds the rows that happen
-    to overlap most."""
+    row is left alone; every block row holding a block in exactly one pair (an empty row
+    has nothing to compute). Greedy: the two rows sharing the most block columns first
+    (ties to the lower rows), then the next among the rows left; rows that share nothing
+    with any row left pair in row order. A banded layout pairs neighbours and a random one
+    finds the rows that happen to overlap most."""
 
     def build():
         indptr = structure.host_indptr.astype(np.int64)
         nbr = indptr.shape[0] - 1
+        rows = np.flatnonzero(np.diff(indptr) > 0)
         if nbr > PAIR_MATCH_MAX_ROWS:
-            first = np.arange(0, nbr, 2)
-            second = np.where(first + 1 < nbr, first + 1, -1)
-            return np.stack([first, second], axis=1).astype(np.int32)
+            first = rows[0::2]
+            second = np.full(first.shape[0], -1, np.int64)
+            second[:rows[1::2].shape[0]] = rows[1::2]
+            return np.stack([first, second], axis=1).astype(np.int32).reshape(-1, 2)
         lay = np.zeros((nbr, structure.block_shape[1]), np.float32)
         lay[np.repeat(np.arange(nbr), np.diff(indptr)), structure.host_indices] = 1.0
-        overlap = lay @ lay.T
-        iu, ju = np.triu_indices(nbr, 1)
+        overlap = np.triu(lay @ lay.T, 1)
+        iu, ju = np.nonzero(overlap)  # the pairs sharing a column
         order = np.lexsort((ju, iu, -overlap[iu, ju]))  # most shared first, then by rows
-        free = np.ones(nbr, bool)
+        free = np.zeros(nbr, bool)
+        free[rows] = True
+        left = rows.shape[0]
         pairs = []
         for i, j in zip(iu[order].tolist(), ju[order].tolist(), strict=True):
+            if left < 2:
+                break
             if free[i] and free[j]:
                 free[i] = free[j] = False
+                left -= 2
                 pairs.append((i, j))
-        pairs += [(i, -1) for i in np.flatnonzero(free).tolist()]
+        rest = np.flatnonzero(free).tolist()  # in row order, as zero overlaps rank
+        pairs += list(zip(rest[0::2], rest[1::2], strict=False))
+        if len(rest) % 2:
+            pairs.append((rest[-1], -1))
         return np.asarray(sorted(pairs), np.int32).reshape(len(pairs), 2)
 
     return structure.cached(("sdd_row_pairs",), build)
@@ -157,26 +168,6 @@ def sdd_pair_groups_host(structure, group: int) -> np.ndarray:
         return np.asarray(rows, np.int32).reshape(len(rows), 3 + 3 * group)
 
     return structure.cached(("sdd_pairs", group), build)
-
-
-def sdd_pair_fill(structure) -> float:
-    """The share of the paired weight gradient's products that are stored blocks: W's
-    blocks over twice the union of the block columns of every pair of
-    :func:`sdd_row_pairs` (1 where every pair's rows hold the same columns, 0.5 where no
-    two share one)."""
-
-    def build():
-        indptr = structure.host_indptr.astype(np.int64)
-        indices = structure.host_indices
-        slots = 0
-        for r0, r1 in sdd_row_pairs(structure).tolist():
-            c = indices[indptr[r0]:indptr[r0 + 1]]
-            if r1 >= 0:
-                c = np.union1d(c, indices[indptr[r1]:indptr[r1 + 1]])
-            slots += 2 * c.shape[0]
-        return structure.nnzb / slots if slots else 0.0
-
-    return structure.cached(("sdd_pair_fill",), build)
 
 
 def pair_group_count(structure, group: int) -> int:

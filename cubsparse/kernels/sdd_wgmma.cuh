@@ -29,6 +29,7 @@ template <class Tag, int B, bool FLIP, int MT, int NW, int ROWS = 1, class Block
 __device__ __forceinline__ void sdd_wgmma_store_blocks(const float (&acc)[MT][NW / 2], int wm,
                                                        int wn, int tid, const Blocks& blocks,
                                                        u16* out, float alpha, float beta) {
+  static_assert(!FLIP || ROWS == 1, "the flipped epilogue stores one block row");
   const int lane = tid & 31, wiw = (tid % 128) / 32;
   // Accumulator layout of m64nN: warp w of the warpgroup holds rows 16w..16w+15; for each
   // 8-column chunk q, registers 4q, 4q+1 are (row lane/4, columns 2*(lane%4) + {0, 1}) and
