@@ -54,8 +54,7 @@ def eager_matmul(x, w, tf32=None, out=None):
     rows = w._structure.block_shape[0 if base is None else 1] * w._blocksize
     if x.shape[1] != rows:
         return None
-    # _use_tf32, inline: a call saved
-    tf32 = data.dtype.char == "f" and _tf32_env() if tf32 is None else _use_tf32(tf32, data.dtype)
+    tf32 = _use_tf32(tf32, data.dtype)
     if base is None:
         return _CUDA.dsd_eager(x, w, False, tf32, out)
     return _CUDA.dsd_eager(x, base, True, tf32, out)
@@ -74,8 +73,7 @@ def _eager_sampled(a, b, like, tf32):
     bs, bsz = like._structure.block_shape, like._blocksize
     if a.shape[0] != bs[0] * bsz or b.shape[1] != bs[1] * bsz or a.shape[1] != b.shape[0]:
         return None
-    tf32 = data.dtype.char == "f" and _tf32_env() if tf32 is None else _use_tf32(tf32, data.dtype)
-    return _CUDA.sdd_eager(a, b, like, tf32)
+    return _CUDA.sdd_eager(a, b, like, _use_tf32(tf32, data.dtype))
 
 
 def _check_dense(name: str, array, backend: str, dtype, sparse: str = "the sparse operand"):

@@ -121,17 +121,9 @@ class _SplitScratch:
     def __init__(self, ws_shape: tuple, n_counts: int):
         self.ws_shape, self.n_counts = ws_shape, n_counts
         self._ws, self._counts = {}, {}
-        self._pairs = {}  # stream -> (ws, counts) where both are kept: one lookup a call
 
     def __call__(self, stream):
         """(workspace, counters) for a launch on ``stream``."""
-        pair = self._pairs.get(stream)
-        if pair is None:
-            pair = self._make(stream)
-        _held(pair)  # kept ones too: their runner may be dropped
-        return pair
-
-    def _make(self, stream):
         cupy = _cupy()
         ws = self._ws.get(stream)
         if ws is None:
@@ -145,8 +137,7 @@ class _SplitScratch:
             # replay zeroes it): the graph keeps it, and a later call makes its own.
             if not _current_stream().is_capturing():
                 self._counts[stream] = counts
-        if self._ws.get(stream) is ws and self._counts.get(stream) is counts:
-            self._pairs[stream] = (ws, counts)
+        _held((ws, counts))  # kept ones too: their runner may be dropped
         return ws, counts
 
 
@@ -168,8 +159,7 @@ def dsd_plan(x_rows: int, w, trans: bool, tf32: bool):
 
 def _key(op: str, dev: int, *call) -> tuple:
     """A runner's key: the op, the device, what of the call shapes the plan, and the
-    tuning generation, the options a plan reads and the thread. (The eager paths build
-    the same tuple inline: a call saved is a tenth of a microsecond.)"""
+    tuning generation, the options a plan reads and the thread."""
     return (op, dev, *call, GENERATION[0], _options.KEY, _get_ident())
 
 
@@ -212,8 +202,7 @@ def dsd_eager(x, w, trans: bool, tf32: bool, out=None):
     runners = w.__dict__.get("_runners")
     if runners is None:
         return None
-    r = runners.get(("dsd", dev, x.shape[0], trans, tf32, GENERATION[0], _options.KEY,
-                     _get_ident()))
+    r = runners.get(_key("dsd", dev, x.shape[0], trans, tf32))
     if r is None or not r.width or not x.shape[0]:
         return None
     if out is not None and (out.data.device_id != dev or out.dtype != w._data.dtype
@@ -561,8 +550,7 @@ def sdd_eager(a, b_mat, like, tf32: bool):
     if runners is None or a.shape[1] == 0 or like._structure.nnzb == 0:
         return None
     ops = sdd_operands(a, b_mat, tf32)
-    r = runners.get(("sdd", dev, ops[6], ops[4], ops[5], tf32, GENERATION[0], _options.KEY,
-                     _get_ident()))
+    r = runners.get(_key("sdd", dev, ops[6], ops[4], ops[5], tf32))
     if r is None:
         return None
     stream = _current_stream().ptr
@@ -626,8 +614,7 @@ class _SddRunner:
         dense = self.plan.path == "dense"
         if dense and _current_stream().is_capturing():  # no cuBLAS in a capture
             return self.sparse(a, b_mat, ops, data, alpha, beta, stream)
-        target = (_aligned_target(data, beta) if self.vec_stores and data.data.ptr & 15
-                  else data)
+        target = _aligned_target(data, beta) if self.vec_stores else data
         v = self.main.v
         if dense:  # the product by cuBLAS, then the gather of W's blocks from it
             a, a_ptr, lda, a_t = blas.operand_or_copy(a)

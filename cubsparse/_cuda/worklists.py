@@ -144,15 +144,15 @@ def sdd_pair_groups_host(structure, group: int) -> np.ndarray:
     def build():
         indptr = structure.host_indptr.astype(np.int64)
         indices = structure.host_indices.astype(np.int64)
+
+        def blocks(r):  # (columns, blocks) of block row r; none for r = -1
+            if r < 0:
+                return np.zeros(0, np.int64), np.zeros(0, np.int64)
+            return indices[indptr[r]:indptr[r + 1]], np.arange(indptr[r], indptr[r + 1])
+
         rows = []
         for r0, r1 in sdd_row_pairs(structure).tolist():
-            c0 = indices[indptr[r0]:indptr[r0 + 1]]
-            p0 = np.arange(indptr[r0], indptr[r0 + 1])
-            if r1 >= 0:
-                c1 = indices[indptr[r1]:indptr[r1 + 1]]
-                p1 = np.arange(indptr[r1], indptr[r1 + 1])
-            else:
-                c1 = p1 = np.zeros(0, np.int64)
+            (c0, p0), (c1, p1) = blocks(r0), blocks(r1)
             cols = np.union1d(c0, c1)
             ids = np.full((2, cols.shape[0]), -1, np.int64)
             ids[0, np.searchsorted(cols, c0)] = p0
