@@ -115,6 +115,8 @@ def _run() -> int:
                     forms = {"persistent": (1, 2, 4, 1), "tma": (2, 1, 3, 2, 0, True)}
                     if b >= 64:
                         forms["rows-n"] = (1, b // 64, 3, 1, 1, True, 256)
+                        # clusters of two CTAs multicasting W's blocks
+                        forms["cluster"] = (1, b // 64, 3, 1, 1, True, 256, 2)
                     else:  # b = 32's tall tile: 512 rows, X in two TMA boxes
                         forms["tall"] = (4, 2, 3, 1, 0, True)
                     try:

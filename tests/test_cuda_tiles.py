@@ -396,6 +396,12 @@ WS_TILES = [
     (64, (1, 1, 4, 1, 0, True, 256)),
     (64, (1, 1, 3, 2, 1, True, 128)),
     (128, (1, 2, 4, 1, 0, True, 256)),
+    # clusters of two CTAs on neighbouring row tiles, each block copied half by each CTA
+    # and multicast (n = 65: the second CTA's row tile lies past X)
+    (64, (1, 1, 2, 2, 0, True, 256, 2)),
+    (64, (1, 1, 3, 1, 1, True, 128, 2)),
+    (128, (1, 2, 4, 1, 1, True, 256, 2)),
+    (128, (1, 2, 3, 1, 0, True, 128, 2)),
 ]
 
 
@@ -432,16 +438,20 @@ def test_persistent_dsd_tiles_match_scipy(backend, monkeypatch, force, ws_tile, 
 
 @pytest.mark.parametrize("b", [32, 64, 128])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_tall_tiles_taken_by_default(backend, monkeypatch, force, b, dtype):
+@pytest.mark.parametrize("n", [600, 1024])
+def test_tall_tiles_taken_by_default(backend, monkeypatch, force, b, dtype, n):
     """The default choice of the tall persistent tile (a grid of two CTAs makes enough
-    tiles per CTA at n = 600; X's rows as wgmma's N at b = 64, 128): X @ W with W read as
-    stored and transposed, and dY @ W.T, against SciPy, with an empty output block each;
-    then a layout without blocks, whose tensor map points at a stand-in block (zeros over a
+    tiles per CTA at n = 600; X's rows as wgmma's N at b = 64, 128), and of its clusters
+    where the row tiles pair up (n = 1024, b = 64, 128): X @ W with W read as stored and
+    transposed, and dY @ W.T, against SciPy, with an empty output block each; then a
+    layout without blocks, whose tensor map points at a stand-in block (zeros over a
     poisoned output)."""
     force(grid_limit=2)
-    n = 600
     xcfg = configs.wgmma_config(dtype, b, tall=True)
     assert plans.tall_pays(xcfg, n, 5, plans.persistent_ctas(xcfg, device.sm_count(0)))
+    ccfg = configs.wgmma_config(dtype, b, cluster=True)
+    clustered = ccfg is not None and plans.cluster_pays(ccfg, n, 5, 2)
+    assert clustered == (n == 1024 and b >= 64)
     rng = np.random.default_rng(b + 17)
     lay = rng.random((7, 5)) < 0.5
     lay[:, 1] = False   # an empty output block of X @ W
@@ -460,6 +470,7 @@ def test_tall_tiles_taken_by_default(backend, monkeypatch, force, b, dtype):
     ref = to_numpy(xr).astype(np.float64) @ to_numpy(w.toarray()).astype(np.float64)
     got = to_numpy(cs.matmul(xr, w).astype("float64"))
     assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 1e-2
+    assert ("dsd_wgmma_tma_mc" in str(cs.matmul_plan(x, w))) == clustered
 
 
 # (b, (members per group, m64 tiles, consumer warpgroups, stages, CTAs per SM))

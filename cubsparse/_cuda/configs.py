@@ -23,6 +23,7 @@ from .tiles import (
     SDD_TILE_SIMT,
     TABLES,
     WGMMA_DSD,
+    WGMMA_DSD_CLUSTER,
     WGMMA_DSD_PANEL,
     WGMMA_DSD_TALL,
     WGMMA_DSD_UNION,
@@ -62,6 +63,7 @@ class KernelConfig:
     persistent: int = 0  # CTAs per SM of a persistent kernel (grid sized to the device)
     tma: bool = False  # takes its operands as TMA tensor maps (dsd_wgmma_tma, sdd_wgmma_tma)
     block_rows: int = 1  # sdd: block rows per group (2: the paired TMA tile)
+    cluster: int = 1  # CTAs per thread-block cluster (the grid is a multiple)
 
     @property
     def kernel(self) -> str:
@@ -189,13 +191,16 @@ def _union_instance(tag: str, b: int, u, kn: bool, panel: bool) -> KernelConfig:
 
 @functools.cache
 def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
-                 tall: bool = False, panel: bool = False) -> KernelConfig | None:
+                 tall: bool = False, panel: bool = False,
+                 cluster: bool = False) -> KernelConfig | None:
     """The Hopper wgmma dsd, or None where no wgmma kernel serves ``b``.
 
     ``kn``: X @ W with W's blocks read as stored ([k][n]). ``union=False``: the kernel
     used where the union kernel does not pay. ``tall``: the WGMMA_DSD_TALL tile, where
     one is set for ``b``. ``panel``: the union kernel multiplying dense panels
-    (WGMMA_DSD_PANEL, W's blocks read transposed), or None where none is set."""
+    (WGMMA_DSD_PANEL, W's blocks read transposed), or None where none is set.
+    ``cluster``: the WGMMA_DSD_CLUSTER tile (the kernel ``dsd_wgmma_tma_mc``), or None
+    where none is set."""
     name = dtype_name(dtype)
     if panel:
         u = WGMMA_DSD_PANEL.get(b)
@@ -207,16 +212,24 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
     u = WGMMA_DSD_UNION.get(b) if union else None
     if u is not None:
         return _union_instance(tag, b, u, kn, False)
-    p = (tall and WGMMA_DSD_TALL.get(b)) or WGMMA_DSD_WS.get(b)
+    if cluster:
+        p = WGMMA_DSD_CLUSTER.get(b)
+        if p is None:
+            return None
+    else:
+        p = (tall and WGMMA_DSD_TALL.get(b)) or WGMMA_DSD_WS.get(b)
     if p is not None:
         rows = (p.tma and p.rows) or 64 * p.m_tiles * p.warpgroups
         expr = (f"{tag},{b},{p.m_tiles},{p.warpgroups},{p.stages},{_b(kn)},{p.ctas_per_sm},"
                 f"{p.inflight}")
-        expr = (f"dsd_wgmma_tma<{expr},{p.rows if p.tma else 0}>" if p.tma
+        mc = "_mc" if p.cluster > 1 else ""  # the clustered entry point of the same file
+        expr = (f"dsd_wgmma_tma{mc}<{expr},{p.rows if p.tma else 0}>" if p.tma
                 else f"dsd_wgmma_ws<{expr}>")
         smem = p.stages * (rows + b) * 128 + 1024  # + slack to align tiles to 1 KiB
         threads = p.warpgroups * 128 + (32 if p.tma else 128)  # a producer warp or warpgroup
-        return _instance(expr, threads, smem, rows, 1, "sm_90a", p.ctas_per_sm, p.tma)
+        family = "dsd_wgmma_tma" if p.tma else "dsd_wgmma_ws"
+        return KernelConfig(family, expr, threads, smem, rows, 1, "sm_90a", p.ctas_per_sm,
+                            p.tma, 1, p.cluster)
     t = WGMMA_DSD[b]
     rows = 64 * t.m_tiles * t.warpgroups
     expr = f"dsd_wgmma_single<{tag},{b},{t.m_tiles},{t.warpgroups},{t.stages},{_b(kn)}>"
@@ -337,6 +350,8 @@ def _family_configs(fam: str, dt: str, b: int) -> list[KernelConfig]:
                 out += [wcfg, transpose_config(b), wgmma_config(dt, b, True, union)]
                 if not union and WGMMA_DSD_TALL.get(b) is not None:
                     out += [wgmma_config(dt, b, kn, False, True) for kn in (False, True)]
+                if not union and WGMMA_DSD_CLUSTER.get(b) is not None:
+                    out += [wgmma_config(dt, b, kn, False, cluster=True) for kn in (False, True)]
     elif fam == "sdd_sm90" and sdd_wgmma_config(dt, b) is not None:
         out.append(sdd_wgmma_config(dt, b))
         for kw in ({"wide": True}, {"tma": True}, {"pair": True}):

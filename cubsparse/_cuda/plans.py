@@ -166,6 +166,14 @@ def tall_pays(cfg: KernelConfig, n: int, n_out: int, ctas: int) -> bool:
     return n >= cfg.rows_per_cta and -(-n // cfg.rows_per_cta) * n_out >= TALL_MIN_WAVES * ctas
 
 
+def cluster_pays(cfg: KernelConfig, n: int, n_out: int, ctas: int) -> bool:
+    """The clustered tall tile (``cfg``) has row tiles for both CTAs of a cluster (an odd
+    last one leaves a CTA without rows) and gives each of ``ctas`` CTAs TALL_MIN_WAVES
+    tiles."""
+    row_tiles = -(-n // cfg.rows_per_cta)
+    return row_tiles >= 2 and row_tiles % 2 == 0 and row_tiles * n_out >= TALL_MIN_WAVES * ctas
+
+
 def short_pays(cfg: KernelConfig, n: int, n_out: int, sms: int) -> bool:
     """The regular tiles of ``cfg`` leave SMs idle: ``n`` rows of X in tiles of
     ``cfg.rows_per_cta`` over ``n_out`` output blocks make fewer than SHORT_FILL x ``sms``
@@ -238,7 +246,8 @@ def sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:
 
 # -- forced decisions ----------------------------------------------------------------------
 _FORCED: dict = {}
-DECISIONS = ("panel", "union", "group", "tall", "short", "kn", "sdd_tiled", "sdd_short",
+DECISIONS = ("panel", "union", "group", "tall", "cluster", "short", "kn", "sdd_tiled",
+             "sdd_short",
              "sdd_wide", "sdd_tma", "sdd_pair", "split", "grid_limit", "dense")
 
 
@@ -253,6 +262,9 @@ def override(**decisions):
         dsd, the grouped mma.sync dsd, the tall persistent
         tiles, the short mma.sync / CUDA-core dsd tiles past SMALL_ROWS rows, the tiled
         small-block sdd, wherever one is configured.
+    ``cluster`` : bool
+        Take (or not) the tall tile in clusters of two CTAs that share W's blocks by
+        multicast, wherever one is configured (after the tall tile was taken).
     ``sdd_short`` : bool
         Run the wgmma sdd's short-reduction tile on a grid sized to the device (each CTA
         walks groups), or its regular tile with a CTA per group.
@@ -382,10 +394,12 @@ class SddPlan:
 
 
 def persistent_ctas(cfg: KernelConfig, sms: int) -> int:
-    """Grid of a persistent kernel: ``cfg.persistent`` CTAs per SM (or the forced cap)."""
+    """Grid of a persistent kernel: ``cfg.persistent`` CTAs per SM (or the forced cap), in
+    whole clusters."""
     ctas = sms * cfg.persistent
     limit = _FORCED.get("grid_limit")
-    return min(ctas, limit) if limit else ctas
+    ctas = min(ctas, limit) if limit else ctas
+    return max(ctas - ctas % cfg.cluster, cfg.cluster)
 
 
 def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: int,
@@ -443,8 +457,9 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
     if not n_slots:  # no list longer than a segment: nothing to add up
         split = 0
     grid = (work.shape[0], row_tiles)
-    if cfg.persistent:  # one 1-D grid walks every (work item, row tile)
-        grid = (min(grid[0] * grid[1], persistent_ctas(cfg, sms)),)
+    if cfg.persistent:  # one 1-D grid walks every (work item, row tile), by clusters
+        c = cfg.cluster
+        grid = (min(grid[0] * -(-grid[1] // c) * c, persistent_ctas(cfg, sms)),)
     # The dense model's ratios are those of the other kernels; the panel kernel's time
     # follows the share of W its panels cover.
     panel_ratio = (worklists.panel_cover(structure, trans, cfg.group) / PANEL_SPEED.get(b, 0.5)
@@ -481,6 +496,10 @@ def _wgmma_choice(structure, name: str, b: int, n: int, n_out: int, trans: bool,
         xcfg = wgmma_config(name, b, not trans, union, True)
         if _decide("tall", tall_pays, xcfg, n, n_out, persistent_ctas(xcfg, sms)):
             wcfg, kn = xcfg, True
+            ccfg = wgmma_config(name, b, not trans, union, cluster=True)
+            if ccfg is not None and _decide("cluster", cluster_pays, ccfg, n, n_out,
+                                            persistent_ctas(ccfg, sms)):
+                wcfg = ccfg
     return wcfg, kn, False
 
 

@@ -306,7 +306,7 @@ class _DsdRunner:
         self.i_y = sig.index("pl" + f + f)
         self.i_ws = self.i_y + 4  # then ws_ld, segs, counts
         self.i_counts = self.i_ws + 3
-        self.tma = cfg.tma
+        self.tma, self.cluster = cfg.tma, cfg.cluster
         self.kn_w = p.reads_w_as_stored and not trans  # W as stored ([k][n]) in X @ W
         self.tcopy = (Launch(get_kernel(transpose_config(b)), (s.nnzb, (b // min(b, 32)) ** 2),
                              (256,), 0, "pp", [None, None])
@@ -373,7 +373,9 @@ class _DsdRunner:
             if wptr != self._wptr:
                 b = self.b
                 ek = min(b, 64)
-                box = (min(b, 64), ek) if self.kn_w else (ek, b)
+                # each CTA of a cluster copies 1 / cluster of a block's rows
+                c = self.cluster
+                box = (min(b, 64), ek // c) if self.kn_w else (ek, b // c)
                 L.set_map(1, device.tensor_map(wptr, b, wdata.shape[0] * b, 2 * b, *box))
                 v[4].value = wdata.shape[0] * b
                 self._wptr = wptr

@@ -52,6 +52,7 @@ class PersistentTile(NamedTuple):
     inflight: int = 1  # slices of wgmmas a consumer keeps running
     tma: bool = False  # copies by the TMA engine (dsd_wgmma_tma), else cp.async
     rows: int = 0  # > 0 (b = 64, 128, TMA): rows of X per tile as wgmma's N
+    cluster: int = 1  # > 1 (TMA, rows > 0): CTAs of a cluster sharing each block by multicast
 
 
 class UnionTile(NamedTuple):
@@ -137,6 +138,11 @@ WGMMA_DSD_WS = {32: PersistentTile(2, 1, 3, 3, 0), 64: PersistentTile(2, 1, 4, 2
 WGMMA_DSD_TALL = {32: PersistentTile(4, 2, 3, 1, 0, True),
                   64: PersistentTile(1, 1, 2, 2, 0, True, 256),
                   128: PersistentTile(1, 2, 4, 1, 1, True, 256)}
+#: The tall tiles in clusters of two CTAs, neighbouring row tiles of one output block
+#: column, which copy half of each W block and multicast it to both: W's bytes from L2
+#: halve. Taken where there are row tiles for both (plans.cluster_pays).
+WGMMA_DSD_CLUSTER = {32: None, 64: PersistentTile(1, 1, 2, 2, 0, True, 256, 2),
+                     128: PersistentTile(1, 2, 4, 1, 1, True, 256, 2)}
 #: Where set, replaces the kernels above when neighbouring output columns share enough
 #: of their lists (plans.union_pays).
 WGMMA_DSD_UNION = {16: UnionTile(16, 2, 2, 4, 1)}
@@ -199,6 +205,7 @@ TABLES = {
     "dsd": (DSD_TC, MmaTile), "dsd_small": (DSD_TC_SMALL, MmaTile), "sdd": (SDD_TC, MmaTile),
     "group": (DSD_GROUP, GroupTile), "wgmma": (WGMMA_DSD, WgmmaTile),
     "wgmma_ws": (WGMMA_DSD_WS, PersistentTile), "wgmma_tall": (WGMMA_DSD_TALL, PersistentTile),
+    "wgmma_cluster": (WGMMA_DSD_CLUSTER, PersistentTile),
     "wgmma_union": (WGMMA_DSD_UNION, UnionTile), "wgmma_panel": (WGMMA_DSD_PANEL, UnionTile),
     "wgmma_sdd": (WGMMA_SDD, SddWgmmaTile),
     "wgmma_sdd_short": (WGMMA_SDD_SHORT, SddWgmmaTile),

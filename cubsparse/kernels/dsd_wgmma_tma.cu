@@ -43,6 +43,10 @@ __device__ __forceinline__ void rows_n_store(const float (&acc)[XN / 2], int wg,
 // reads and the reads before the next write; the slot is still accessed atomically,
 // since compute-sanitizer's racecheck flagged plain stores and loads handed over by
 // mbarrier alone.
+// CLUSTER > 1: the CTAs of a cluster work on one tile together, so rank 0's producer
+// alone takes tiles and writes each into the slot of every CTA; the readers (consumer
+// warps of every CTA, producer warps of the other ranks) all release rank 0's slot.
+template <int CLUSTER>
 struct TileQueue {
   static constexpr int DEPTH = 4;
   unsigned long long full[DEPTH], empty[DEPTH];
@@ -52,11 +56,11 @@ struct TileQueue {
 #pragma unroll
     for (int q = 0; q < DEPTH; ++q) {
       mbar_init(&full[q], 1);
-      mbar_init(&empty[q], consumer_warps);
+      mbar_init(&empty[q], consumer_warps * CLUSTER + CLUSTER - 1);
     }
   }
   // The producer warp's next tile (every lane gets it). Tiles past the first are handed
-  // out once each and every CTA makes one last request that finds none left, so a launch
+  // out once each and every taker makes one last request that finds none left, so a launch
   // makes exactly `ntiles` requests: the one that reads ntiles - 1 is the last and puts
   // the counter back to zero for the next launch on the stream (no memset per call).
   __device__ __forceinline__ int next(int* counter, int ntiles, int lane) const {
@@ -64,23 +68,40 @@ struct TileQueue {
     if (lane == 0) {
       const int c = atomicAdd(counter, 1);
       if (c == ntiles - 1) atomicExch(counter, 0);
-      t = gridDim.x + c;
+      t = gridDim.x / CLUSTER + c;
     }
     return __shfl_sync(0xffffffffu, t, 0);
   }
   __device__ __forceinline__ void publish(int t, unsigned& n) {
     const int q = n % DEPTH;
     mbar_wait(&empty[q], ((n / DEPTH) & 1) ^ 1);  // the first round passes at once
-    atomicExch(&tile[q], t);
-    mbar_arrive(&full[q]);  // releases the write
+    if constexpr (CLUSTER == 1) {
+      atomicExch(&tile[q], t);
+      mbar_arrive(&full[q]);  // releases the write
+    } else {
+#pragma unroll
+      for (int r = 0; r < CLUSTER; ++r) {
+        asm volatile("st.shared::cluster.u32 [%0], %1;\n" ::"r"(peer_smem(&tile[q], r)), "r"(t)
+                     : "memory");
+        mbar_arrive_cluster(&full[q], r);
+      }
+    }
     ++n;
   }
   __device__ __forceinline__ int take(int tid, unsigned& n) {
     const int q = n % DEPTH;
-    mbar_wait(&full[q], (n / DEPTH) & 1);
+    if constexpr (CLUSTER == 1)
+      mbar_wait(&full[q], (n / DEPTH) & 1);
+    else
+      mbar_wait_cluster(&full[q], (n / DEPTH) & 1);
     const int t = atomicAdd(&tile[q], 0);
     __syncwarp();  // every lane has read the slot
-    if ((tid & 31) == 0) mbar_arrive(&empty[q]);
+    if ((tid & 31) == 0) {
+      if constexpr (CLUSTER == 1)
+        mbar_arrive(&empty[q]);
+      else
+        mbar_arrive_cluster(&empty[q], 0);
+    }
     ++n;
     return t;
   }
@@ -105,44 +126,66 @@ struct TileQueue {
 // block for every m64 tile of rows: at b = 128 two m64n128 read 12 KB per 128 tensor
 // cycles, two m64n256 20 KB per 256. The epilogue trades values between lane pairs
 // (transpose_pair) to store pairs of adjacent columns.
-template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int MINB, int INFLIGHT,
-          int XN = 0>
-__global__ void __launch_bounds__(WG * 128 + 32, MINB)
-    dsd_wgmma_tma(const __grid_constant__ TmaMap xmap, const __grid_constant__ TmaMap wmap,
-                  int nrows, int xcols, int wrows, const int4* __restrict__ work, int nwork,
-                  const int* __restrict__ blk, const int* __restrict__ gidx, u16* y, i64 ldy,
-                  float alpha, float beta, float* ws, i64 ws_stride,
-                  const int2* __restrict__ segs, int* counts, int* next_tile) {
+//
+// CLUSTER = 2 (dsd_wgmma_tma_mc, XN > 0): the two CTAs of a cluster take the same list
+// for two neighbouring row tiles, so each slice's block is the same for both: each CTA
+// copies half of its rows and multicasts them to both, halving the bytes of W read from
+// L2 (ncu put these kernels at 85 % of L2 throughput at b = 128, bench/NOTES.md). A stage is
+// refilled only once the consumers of both CTAs have released it. With an odd count of
+// row tiles, the last cluster's second CTA reads X out of bounds (zeros) and stores
+// nothing, but still copies its half of every block.
+template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int INFLIGHT, int XN,
+          int CLUSTER>
+__device__ __forceinline__ void dsd_tma_body(
+    const TmaMap* xmap, const TmaMap* wmap, int nrows, int xcols, int wrows,
+    const int4* __restrict__ work, int nwork, const int* __restrict__ blk,
+    const int* __restrict__ gidx, u16* y, i64 ldy, float alpha, float beta, float* ws,
+    i64 ws_stride, const int2* __restrict__ segs, int* counts, int* next_tile) {
   constexpr int BK = 64, BM = XN ? XN : 64 * MW * WG, CONSUMERS = WG * 128;
   constexpr int EK = B < BK ? B : BK, EPS = BK / EK, SPE = B / EK;  // per entry / slice
   constexpr int SW = 2 * EK, A_TILE = BM * SW, W_TILE = B * SW, XBOX = BM < 256 ? BM : 256;
   constexpr int A_BYTES = EPS * A_TILE, STAGE_BYTES = A_BYTES + EPS * W_TILE;
   constexpr int PANELS = KN ? (B > 64 ? B / 64 : 1) : 1, PANEL_N = B / PANELS;
+  // a block's box per panel: WROWS rows (of k with KN, else of n) of WROW_BYTES, of which
+  // each CTA of a cluster copies WROWS / CLUSTER
+  constexpr int WROWS = KN ? EK : B, WROW_BYTES = KN ? 2 * PANEL_N : SW;
+  constexpr int WPART = WROWS / CLUSTER;
   static_assert(B >= 32 && STAGE_BYTES % 1024 == 0, "stages keep the swizzle atoms aligned");
   static_assert(!XN || (WG == B / 64 && MW == 1 && XN % 64 == 0 && XN <= 256),
                 "XN: one m64 warpgroup per 64 columns of the block, up to 256 rows");
+  static_assert(CLUSTER == 1 || (CLUSTER == 2 && XN > 0 && (WPART * WROW_BYTES) % 1024 == 0),
+                "clusters of two, over whole swizzle atoms of the block");
   extern __shared__ unsigned char smem_raw[];
   const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
   __shared__ unsigned long long full[STAGES], empty[STAGES];
   __shared__ int s_g[LIST_CAP], s_p[LIST_CAP];
-  __shared__ TileQueue tiles;
+  __shared__ TileQueue<CLUSTER> tiles;
   unsigned ntaken = 0;  // tiles through the queue (this thread's count)
   const int tid = threadIdx.x;
+  const int rank = CLUSTER > 1 ? (int)cluster_rank() : 0;
   if (tid == 0) {
     tiles.init(CONSUMERS / 32);
-    tma_ring_init<STAGES>(full, empty, CONSUMERS / 32);
+    tma_ring_init<STAGES>(full, empty, CONSUMERS / 32 * CLUSTER);
   }
-  __syncthreads();  // the only CTA-wide barrier
-  const int ntiles = nwork * ((nrows + BM - 1) / BM);
+  if constexpr (CLUSTER > 1)
+    cluster_sync();  // the peer's barriers are ready before any copy or arrival reaches them
+  else
+    __syncthreads();  // the only CTA-wide barrier
+  const int ntiles = nwork * ((nrows + BM * CLUSTER - 1) / (BM * CLUSTER));
   unsigned it = 0;
 
   if (tid >= CONSUMERS) {  // the producer warp: the list by the warp, copies by lane 0
     const int lane = tid - CONSUMERS;
-    for (int t = blockIdx.x;; t = tiles.next(next_tile, ntiles, lane)) {
-      if (lane == 0) tiles.publish(t, ntaken);
+    // rank 0 takes the cluster's tiles (its first by cluster index); the others read them
+    const int first = CLUSTER == 1 ? (int)blockIdx.x
+                      : rank == 0  ? (int)cluster_id_x()
+                                   : tiles.take(tid, ntaken);
+    for (int t = first;;
+         t = rank == 0 ? tiles.next(next_tile, ntiles, lane) : tiles.take(tid, ntaken)) {
+      if (rank == 0 && lane == 0) tiles.publish(t, ntaken);
       if (t >= ntiles) break;
       const int4 item = work[t % nwork];
-      const int q0 = item.y, len = item.z, row0 = (t / nwork) * BM;
+      const int q0 = item.y, len = item.z, row0 = ((t / nwork) * CLUSTER + rank) * BM;
       __syncwarp();  // lane 0 is done with the previous list
       fill_work_list(s_g, s_p, gidx, blk, q0, len, lane, 32);
       __syncwarp();
@@ -151,7 +194,11 @@ __global__ void __launch_bounds__(WG * 128 + 32, MINB)
       const int ktiles = (len * B + BK - 1) / BK;
       for (int kt = 0; kt < ktiles; ++kt, ++it) {
         const int s = it % STAGES;
-        mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // the first round passes at once
+        const unsigned phase = ((it / STAGES) & 1) ^ 1;  // the first round passes at once
+        if constexpr (CLUSTER > 1)
+          mbar_wait_cluster(&empty[s], phase);
+        else
+          mbar_wait(&empty[s], phase);
         mbar_arrive_expect_tx(&full[s], STAGE_BYTES);
         const unsigned sA = base + s * STAGE_BYTES, sW = sA + A_BYTES;
         const int off = (kt % SPE) * EK;  // k offset inside the entry
@@ -161,64 +208,95 @@ __global__ void __launch_bounds__(WG * 128 + 32, MINB)
           const bool live = e < len;
 #pragma unroll
           for (int h = 0; h < BM / XBOX; ++h)  // a box spans at most 256 rows
-            tma_load_2d(sA + el * A_TILE + h * XBOX * SW, &xmap,
+            tma_load_2d(sA + el * A_TILE + h * XBOX * SW, xmap,
                         live ? list.input(e) * B + off : xcols, row0 + h * XBOX, &full[s]);
           const int wrow = live ? list.block(e) * B : wrows;
 #pragma unroll
           for (int p = 0; p < PANELS; ++p) {
-            if constexpr (KN)  // rows of k, PANEL_N columns of n per panel
-              tma_load_2d(sW + el * W_TILE + p * (W_TILE / PANELS), &wmap, p * PANEL_N,
-                          wrow + off, &full[s]);
-            else  // rows of n, EK columns of k
-              tma_load_2d(sW + el * W_TILE, &wmap, off, wrow, &full[s]);
+            // KN: rows of k, PANEL_N columns of n per panel; else rows of n, EK columns of k
+            const unsigned dst = sW + el * W_TILE + p * (W_TILE / PANELS);
+            const int c0 = KN ? p * PANEL_N : off, c1 = KN ? wrow + off : wrow;
+            if constexpr (CLUSTER == 1)
+              tma_load_2d(dst, wmap, c0, c1, &full[s]);
+            else  // this CTA's part of the rows, into every CTA of the cluster
+              tma_load_2d_multicast(dst + rank * WPART * WROW_BYTES, wmap, c0,
+                                    c1 + rank * WPART, &full[s], (1u << CLUSTER) - 1);
           }
         }
       }
     }
-    return;
+  } else {
+    const int wg = tid / 128;  // consumer warpgroup
+    constexpr int AM = XN ? 1 : MW, AN = XN ? XN / 2 : B / 2;  // accumulator tiles, registers
+    float acc[AM][AN];
+    for (int t = tiles.take(tid, ntaken); t < ntiles; t = tiles.take(tid, ntaken)) {
+      const int4 item = work[t % nwork];
+      const int j = item.x, len = item.z, slot = item.w;
+      const int ktiles = (len * B + BK - 1) / BK;
+      consume_tile<STAGES, INFLIGHT, false, CLUSTER>(ktiles, it, acc, full, empty, tid,
+                                                     [&](int s) {
+        const unsigned sA = base + s * STAGE_BYTES, sW = sA + A_BYTES;
+        if constexpr (XN > 0) {  // A: columns 64 wg.. of the block (M-major as stored if KN)
+#pragma unroll
+          for (int kk = 0; kk < BK / 16; ++kk)
+            Wgmma<Tag, XN, KN ? 1 : 0>::mma(
+                acc[0],
+                KN ? MnTile<B, BK>::desc(sW, wg, kk)
+                   : wgmma_desc_k<128>(sW + wg * 64 * 128 + kk * 32),
+                wgmma_desc_k<128>(sA + kk * 32));
+        } else {
+#pragma unroll
+          for (int el = 0; el < EPS; ++el)
+#pragma unroll
+            for (int kk = 0; kk < EK / 16; ++kk) {  // k16 steps advance 32 bytes in a row
+              // KN: entry el's rows of k follow entry el - 1's in the one N-major panel set
+              const unsigned long long db =
+                  KN ? MnTile<B, BK>::desc(sW, 0, el * (EK / 16) + kk)
+                     : wgmma_desc_k<SW>(sW + el * W_TILE + kk * 32);
+#pragma unroll
+              for (int m = 0; m < AM; ++m)
+                Wgmma<Tag, B, KN ? 2 : 0>::mma(
+                    acc[m],
+                    wgmma_desc_k<SW>(sA + el * A_TILE + (wg * MW + m) * 64 * SW + kk * 32), db);
+            }
+        }
+      });
+      const int row0 = ((t / nwork) * CLUSTER + rank) * BM;
+      if constexpr (XN > 0)
+        rows_n_store<Tag, B, XN>(acc[0], wg, tid, row0, nrows, j, slot, y, ldy, alpha, beta,
+                                 ws, ws_stride);
+      else
+        single_store<Tag, B, MW>(acc, wg, tid, row0, nrows, j, slot, y, ldy, alpha, beta, ws,
+                                 ws_stride);
+      if (slot >= 0 && row0 < nrows)  // (a cluster's row tile past X has no segment count)
+        consumers_split_finish<B, CONSUMERS>(Tag(), ws, ws_stride, segs, counts, slot, row0,
+                                             BM, nrows, tid, y, ldy, j, alpha, beta);
+    }
   }
+  if constexpr (CLUSTER > 1)
+    cluster_sync();  // no CTA leaves while its peer may still copy or arrive into it
+}
 
-  const int wg = tid / 128;  // consumer warpgroup
-  constexpr int AM = XN ? 1 : MW, AN = XN ? XN / 2 : B / 2;  // accumulator tiles, registers
-  float acc[AM][AN];
-  for (int t = tiles.take(tid, ntaken); t < ntiles; t = tiles.take(tid, ntaken)) {
-    const int4 item = work[t % nwork];
-    const int j = item.x, len = item.z, slot = item.w;
-    const int ktiles = (len * B + BK - 1) / BK;
-    consume_tile<STAGES, INFLIGHT, false>(ktiles, it, acc, full, empty, tid, [&](int s) {
-      const unsigned sA = base + s * STAGE_BYTES, sW = sA + A_BYTES;
-      if constexpr (XN > 0) {  // A: columns 64 wg.. of the block (M-major as stored if KN)
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk)
-          Wgmma<Tag, XN, KN ? 1 : 0>::mma(
-              acc[0],
-              KN ? MnTile<B, BK>::desc(sW, wg, kk) : wgmma_desc_k<128>(sW + wg * 64 * 128 + kk * 32),
-              wgmma_desc_k<128>(sA + kk * 32));
-      } else {
-#pragma unroll
-        for (int el = 0; el < EPS; ++el)
-#pragma unroll
-          for (int kk = 0; kk < EK / 16; ++kk) {  // k16 steps advance 32 bytes inside a row
-            // KN: entry el's rows of k follow entry el - 1's in the one N-major panel set
-            const unsigned long long db = KN ? MnTile<B, BK>::desc(sW, 0, el * (EK / 16) + kk)
-                                             : wgmma_desc_k<SW>(sW + el * W_TILE + kk * 32);
-#pragma unroll
-            for (int m = 0; m < AM; ++m)
-              Wgmma<Tag, B, KN ? 2 : 0>::mma(
-                  acc[m], wgmma_desc_k<SW>(sA + el * A_TILE + (wg * MW + m) * 64 * SW + kk * 32),
-                  db);
-          }
-      }
-    });
-    const int row0 = (t / nwork) * BM;
-    if constexpr (XN > 0)
-      rows_n_store<Tag, B, XN>(acc[0], wg, tid, row0, nrows, j, slot, y, ldy, alpha, beta, ws,
-                               ws_stride);
-    else
-      single_store<Tag, B, MW>(acc, wg, tid, row0, nrows, j, slot, y, ldy, alpha, beta, ws,
-                               ws_stride);
-    if (slot >= 0)
-      consumers_split_finish<B, CONSUMERS>(Tag(), ws, ws_stride, segs, counts, slot, row0, BM,
-                                           nrows, tid, y, ldy, j, alpha, beta);
-  }
+#define DSD_TMA_PARAMS                                                                     \
+  const __grid_constant__ TmaMap xmap, const __grid_constant__ TmaMap wmap, int nrows,    \
+      int xcols, int wrows, const int4 *__restrict__ work, int nwork,                      \
+      const int *__restrict__ blk, const int *__restrict__ gidx, u16 *y, i64 ldy,          \
+      float alpha, float beta, float *ws, i64 ws_stride, const int2 *__restrict__ segs,    \
+      int *counts, int *next_tile
+#define DSD_TMA_ARGS                                                                       \
+  &xmap, &wmap, nrows, xcols, wrows, work, nwork, blk, gidx, y, ldy, alpha, beta, ws,      \
+      ws_stride, segs, counts, next_tile
+
+template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int MINB, int INFLIGHT,
+          int XN = 0>
+__global__ void __launch_bounds__(WG * 128 + 32, MINB) dsd_wgmma_tma(DSD_TMA_PARAMS) {
+  dsd_tma_body<Tag, B, MW, WG, STAGES, KN, INFLIGHT, XN, 1>(DSD_TMA_ARGS);
+}
+
+// The same in clusters of two CTAs sharing each block by multicast (grid: an even count).
+template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int MINB, int INFLIGHT,
+          int XN>
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(WG * 128 + 32, MINB)
+    dsd_wgmma_tma_mc(DSD_TMA_PARAMS) {
+  dsd_tma_body<Tag, B, MW, WG, STAGES, KN, INFLIGHT, XN, 2>(DSD_TMA_ARGS);
 }

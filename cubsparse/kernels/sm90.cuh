@@ -116,6 +116,65 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const TmaMap* map, int
       : "memory");
 }
 
+// Thread-block clusters (kernels declared with __cluster_dims__): the CTA's rank in its
+// cluster, the cluster's index and count along x, a barrier over every thread of the
+// cluster (release / acquire at cluster scope), and a peer CTA's copy of a shared-memory
+// address.
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ unsigned cluster_id_x() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ unsigned clusters_x() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%nclusterid.x;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" :::
+               "memory");
+}
+__device__ __forceinline__ unsigned peer_smem(const void* p, unsigned rank) {
+  unsigned r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(smem_addr(p)), "r"(rank));
+  return r;
+}
+// An arrival on the mbarrier at `bar`'s offset in CTA `rank` of the cluster (this CTA's
+// own included), ordering this thread's earlier accesses before it at cluster scope.
+__device__ __forceinline__ void mbar_arrive_cluster(unsigned long long* bar, unsigned rank) {
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(
+                   peer_smem(bar, rank))
+               : "memory");
+}
+// mbar_wait that also acquires what other CTAs of the cluster released into the phase.
+__device__ __forceinline__ void mbar_wait_cluster(unsigned long long* bar, unsigned parity) {
+  unsigned done;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_addr(bar)), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+// tma_load_2d into the same shared-memory offset of every CTA in `mask` (bit r: rank r),
+// each completing the box's bytes on its own mbarrier at `bar`'s offset.
+__device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const TmaMap* map, int c0,
+                                                      int c1, unsigned long long* bar,
+                                                      unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+      "l"(map), "r"(c0), "r"(c1), "r"(smem_addr(bar)), "h"(mask)
+      : "memory");
+}
+
 // Stops the compiler from moving accumulator reads or writes across an asynchronous MMA.
 template <int R>
 __device__ __forceinline__ void keep_in_registers(float (&d)[R]) {
@@ -220,8 +279,9 @@ __device__ __forceinline__ void wgmma_pipeline(int ktiles, float (&acc)[R][C], L
 // `empty` (one arrival per warp) once the group of INFLIGHT slices earlier is done. The
 // accumulators start at zero. CP_ASYNC: the stages were filled by cp.async, whose data
 // needs the async-proxy fence before the tensor cores read it (TMA copies write through
-// that proxy already).
-template <int STAGES, int INFLIGHT, bool CP_ASYNC, int R, int C, class Mma>
+// that proxy already). CLUSTER > 1: every CTA of the cluster writes into this CTA's
+// stages (multicast copies), so a stage is released on the `empty` barrier of each.
+template <int STAGES, int INFLIGHT, bool CP_ASYNC, int CLUSTER = 1, int R, int C, class Mma>
 __device__ __forceinline__ void consume_tile(int ktiles, unsigned& it, float (&acc)[R][C],
                                              unsigned long long* full,
                                              unsigned long long* empty, int tid, Mma mma) {
@@ -229,6 +289,13 @@ __device__ __forceinline__ void consume_tile(int ktiles, unsigned& it, float (&a
   for (int r = 0; r < R; ++r)
 #pragma unroll
     for (int i = 0; i < C; ++i) acc[r][i] = 0.f;
+  auto release = [&](int s) {
+    if constexpr (CLUSTER == 1)
+      mbar_arrive(&empty[s]);
+    else
+#pragma unroll
+      for (int r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(&empty[s], r);
+  };
   for (int kt = 0; kt < ktiles; ++kt, ++it) {
     const int s = it % STAGES;
     mbar_wait(&full[s], (it / STAGES) & 1);
@@ -239,12 +306,12 @@ __device__ __forceinline__ void consume_tile(int ktiles, unsigned& it, float (&a
     wgmma_commit();
     wgmma_wait<INFLIGHT>();  // slice it - INFLIGHT is done: release its stage
     keep_in_registers(acc);
-    if (kt >= INFLIGHT && (tid & 31) == 0) mbar_arrive(&empty[(it - INFLIGHT) % STAGES]);
+    if (kt >= INFLIGHT && (tid & 31) == 0) release((it - INFLIGHT) % STAGES);
   }
   if constexpr (INFLIGHT > 0) {
     wgmma_wait<0>();
     keep_in_registers(acc);
-    if (ktiles > 0 && (tid & 31) == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
+    if (ktiles > 0 && (tid & 31) == 0) release((it - 1) % STAGES);
   }
 }
 
