@@ -74,16 +74,18 @@ struct TileQueue {
   }
   __device__ __forceinline__ void publish(int t, unsigned& n) {
     const int q = n % DEPTH;
-    mbar_wait(&empty[q], ((n / DEPTH) & 1) ^ 1);  // the first round passes at once
+    const unsigned phase = ((n / DEPTH) & 1) ^ 1;  // the first round passes at once
     if constexpr (CLUSTER == 1) {
+      mbar_wait(&empty[q], phase);
       atomicExch(&tile[q], t);
       mbar_arrive(&full[q]);  // releases the write
-    } else {
+    } else {  // every CTA's readers are done with the slot before it is written again
+      mbar_wait_cluster(&empty[q], phase);
 #pragma unroll
       for (int r = 0; r < CLUSTER; ++r) {
         asm volatile("st.shared::cluster.u32 [%0], %1;\n" ::"r"(peer_smem(&tile[q], r)), "r"(t)
                      : "memory");
-        mbar_arrive_cluster(&full[q], r);
+        mbar_arrive_cluster_release(&full[q], r);
       }
     }
     ++n;
@@ -100,7 +102,7 @@ struct TileQueue {
       if constexpr (CLUSTER == 1)
         mbar_arrive(&empty[q]);
       else
-        mbar_arrive_cluster(&empty[q], 0);
+        mbar_arrive_cluster_release(&empty[q], 0);
     }
     ++n;
     return t;
@@ -194,11 +196,7 @@ __device__ __forceinline__ void dsd_tma_body(
       const int ktiles = (len * B + BK - 1) / BK;
       for (int kt = 0; kt < ktiles; ++kt, ++it) {
         const int s = it % STAGES;
-        const unsigned phase = ((it / STAGES) & 1) ^ 1;  // the first round passes at once
-        if constexpr (CLUSTER > 1)
-          mbar_wait_cluster(&empty[s], phase);
-        else
-          mbar_wait(&empty[s], phase);
+        mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // the first round passes at once
         mbar_arrive_expect_tx(&full[s], STAGE_BYTES);
         const unsigned sA = base + s * STAGE_BYTES, sW = sA + A_BYTES;
         const int off = (kt % SPE) * EK;  // k offset inside the entry

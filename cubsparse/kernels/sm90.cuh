@@ -145,8 +145,19 @@ __device__ __forceinline__ unsigned peer_smem(const void* p, unsigned rank) {
   return r;
 }
 // An arrival on the mbarrier at `bar`'s offset in CTA `rank` of the cluster (this CTA's
-// own included), ordering this thread's earlier accesses before it at cluster scope.
+// own included). As a stage's release it needs no ordering at cluster scope: what it
+// orders are this CTA's wgmma reads before a copy into the same stage, which the copy
+// engine makes only after the barrier's phase completes. The release at cluster scope
+// (mbar_arrive_cluster_release) orders this thread's shared-memory writes in other CTAs
+// before the arrival, for a waiter that acquires at cluster scope (mbar_wait_cluster);
+// it costs: with it on every stage's release (and the refill's wait acquiring at cluster
+// scope), the clustered dsd ran at half speed (bench/NOTES.md).
 __device__ __forceinline__ void mbar_arrive_cluster(unsigned long long* bar, unsigned rank) {
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(peer_smem(bar, rank))
+               : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_cluster_release(unsigned long long* bar,
+                                                            unsigned rank) {
   asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(
                    peer_smem(bar, rank))
                : "memory");
