@@ -1,8 +1,8 @@
 """Kernel-choice rules of the CUDA backend that need no GPU: the split of long work lists
 at small N (``plans.split_length``), when the tiled weight gradient is taken
 (``plans.sdd_tiled_pays``), when the persistent dsd takes its tall tiles
-(``plans.tall_pays``) and when the weight gradient pairs block rows
-(``plans.sdd_pair_pays``)."""
+(``plans.tall_pays``) and runs them in clusters (``plans.cluster_pays``), and when the
+weight gradient pairs block rows (``plans.sdd_pair_pays``)."""
 
 from __future__ import annotations
 
@@ -110,6 +110,41 @@ def test_tall_tiles_need_two_per_cta(monkeypatch, b):
     finally:
         monkeypatch.undo()
         configs.set_tiles()
+
+
+@pytest.mark.parametrize("b", [64, 128])
+def test_clusters_need_paired_row_tiles_and_deep_lists(b):
+    """The tall tile runs in clusters of two where its row tiles pair up and the mean list
+    is CLUSTER_MIN_DEPTH deep; the plan of X @ W then names the clustered kernel and an
+    even grid."""
+    cfg = configs.wgmma_config("float16", b, kn=True, union=False, cluster=True)
+    assert cfg.cluster == 2
+    assert cfg.name.startswith("dsd_wgmma_tma_mc<")
+    rows, kb = cfg.rows_per_cta, 8192 // b
+    rng = np.random.default_rng(b)
+
+    def structure(density):
+        return cs.BlockSparseMatrix.from_layout(rng.random((kb, kb)) < density, b,
+                                                backend="cpu")._structure
+
+    deep, shallow = structure(0.5), structure(0.05)
+    ctas = plans.persistent_ctas(cfg, SMS)
+    assert ctas % 2 == 0
+    assert plans.cluster_pays(cfg, deep, False, b, 8192, kb, ctas)
+    assert not plans.cluster_pays(cfg, shallow, False, b, 8192, kb, ctas)
+    # an odd count of row tiles leaves the last cluster's second CTA without rows
+    assert not plans.cluster_pays(cfg, deep, False, b, 3 * rows, kb, ctas)
+    assert not plans.cluster_pays(cfg, deep, False, b, rows, kb, ctas)
+    p = plans.plan_dsd(deep, "float16", b, 8192, False, False, 90, SMS)
+    assert p.kernel == cfg
+    assert p.grid[0] % 2 == 0
+    assert "dsd_wgmma_tma_mc" in str(p)
+    p = plans.plan_dsd(shallow, "float16", b, 8192, False, False, 90, SMS)
+    assert p.kernel.cluster == 1
+    with plans.override(cluster=False):
+        assert plans.plan_dsd(deep, "float16", b, 8192, False, False, 90, SMS).kernel.cluster == 1
+    with plans.override(grid_limit=3):  # whole clusters only
+        assert plans.persistent_ctas(cfg, SMS) == 2
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32"])

@@ -449,18 +449,18 @@ def test_tall_tiles_taken_by_default(backend, monkeypatch, force, b, dtype, n):
     force(grid_limit=2)
     xcfg = configs.wgmma_config(dtype, b, tall=True)
     assert plans.tall_pays(xcfg, n, 5, plans.persistent_ctas(xcfg, device.sm_count(0)))
-    ccfg = configs.wgmma_config(dtype, b, cluster=True)
-    clustered = ccfg is not None and plans.cluster_pays(ccfg, n, 5, 2)
-    assert clustered == (n == 1024 and b >= 64)
     rng = np.random.default_rng(b + 17)
-    lay = rng.random((7, 5)) < 0.5
+    # n = 1024: lists deep enough for clusters (b = 64, 128)
+    lay = rng.random((7 if n == 600 else 4096 // b, 5)) < (0.5 if n == 600 else 0.8)
     lay[:, 1] = False   # an empty output block of X @ W
     lay[4, :] = False   # and of dY @ W.T
     lay[0, 0] = True
     check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: 1, True: 4})
-    empty = cs.BlockSparseMatrix.from_layout(np.zeros((7, 5), bool), b, dtype=dtype,
+    rows = lay.shape[0]
+    empty = cs.BlockSparseMatrix.from_layout(np.zeros((rows, 5), bool), b, dtype=dtype,
                                              backend=backend)
-    x = to_backend(rng.standard_normal((n, 7 * b)).astype(np.float32), backend).astype(empty.dtype)
+    x = to_backend(rng.standard_normal((n, rows * b)).astype(np.float32),
+                   backend).astype(empty.dtype)
     got = to_numpy(cs.matmul(x, empty, out=poison((n, 5 * b), dtype, backend)).astype("float64"))
     assert np.all(got == 0)
     # X with its rows reversed (a negative row stride), which a tensor map cannot take:
@@ -470,6 +470,9 @@ def test_tall_tiles_taken_by_default(backend, monkeypatch, force, b, dtype, n):
     ref = to_numpy(xr).astype(np.float64) @ to_numpy(w.toarray()).astype(np.float64)
     got = to_numpy(cs.matmul(xr, w).astype("float64"))
     assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 1e-2
+    ccfg = configs.wgmma_config(dtype, b, cluster=True)
+    clustered = ccfg is not None and plans.cluster_pays(ccfg, w._structure, False, b, n, 5, 2)
+    assert clustered == (n == 1024 and b >= 64)
     assert ("dsd_wgmma_tma_mc" in str(cs.matmul_plan(x, w))) == clustered
 
 

@@ -59,6 +59,12 @@ PANEL_MIN_WAVES = 2
 PANEL_SPEED = {8: 0.27, 16: 0.42, 32: 0.55}
 #: Tiles per persistent CTA below which the tall tiles are not used.
 TALL_MIN_WAVES = 2
+#: Mean reduction depth (list length x b, rows of W) from which the tall tile runs in
+#: clusters of two CTAs sharing W's blocks by multicast: a cluster's CTAs wait for each
+#: other at every stage, which short lists pay for (N = C = K = 8192, b = 64 and 128, against
+#: the tall tile: 0.85-0.89x at depth 410, 0.92-0.96x at 819, 1.01-1.03x at 2048,
+#: 1.03-1.08x at 4096).
+CLUSTER_MIN_DEPTH = 2048
 #: Fraction of the SMs the regular mma.sync / CUDA-core dsd tiles must fill; with fewer
 #: CTAs the short (SMALL_ROWS) tiles are taken at any number of rows.
 SHORT_FILL = 1.0
@@ -166,12 +172,15 @@ def tall_pays(cfg: KernelConfig, n: int, n_out: int, ctas: int) -> bool:
     return n >= cfg.rows_per_cta and -(-n // cfg.rows_per_cta) * n_out >= TALL_MIN_WAVES * ctas
 
 
-def cluster_pays(cfg: KernelConfig, n: int, n_out: int, ctas: int) -> bool:
+def cluster_pays(cfg: KernelConfig, structure, trans: bool, b: int, n: int, n_out: int,
+                 ctas: int) -> bool:
     """The clustered tall tile (``cfg``) has row tiles for both CTAs of a cluster (an odd
-    last one leaves a CTA without rows) and gives each of ``ctas`` CTAs TALL_MIN_WAVES
-    tiles."""
+    last one leaves a CTA without rows), gives each of ``ctas`` CTAs TALL_MIN_WAVES tiles,
+    and its lists are CLUSTER_MIN_DEPTH deep on average."""
     row_tiles = -(-n // cfg.rows_per_cta)
-    return row_tiles >= 2 and row_tiles % 2 == 0 and row_tiles * n_out >= TALL_MIN_WAVES * ctas
+    lens = worklists.list_lengths(structure, trans, 1)
+    return (row_tiles >= 2 and row_tiles % 2 == 0 and row_tiles * n_out >= TALL_MIN_WAVES * ctas
+            and lens.size > 0 and float(lens.mean()) * b >= CLUSTER_MIN_DEPTH)
 
 
 def short_pays(cfg: KernelConfig, n: int, n_out: int, sms: int) -> bool:
@@ -497,8 +506,8 @@ def _wgmma_choice(structure, name: str, b: int, n: int, n_out: int, trans: bool,
         if _decide("tall", tall_pays, xcfg, n, n_out, persistent_ctas(xcfg, sms)):
             wcfg, kn = xcfg, True
             ccfg = wgmma_config(name, b, not trans, union, cluster=True)
-            if ccfg is not None and _decide("cluster", cluster_pays, ccfg, n, n_out,
-                                            persistent_ctas(ccfg, sms)):
+            if ccfg is not None and _decide("cluster", cluster_pays, ccfg, structure, trans,
+                                            b, n, n_out, persistent_ctas(ccfg, sms)):
                 wcfg = ccfg
     return wcfg, kn, False
 
