@@ -7,41 +7,13 @@
 // columns 64 wg.., columns: XN rows of X) as single_store does. Register pair (4q + 2h,
 // + 1) holds column c = 64 wg + 16 w + lane / 4 + 8 h at X rows 8 q + 2 (lane % 4) + {0, 1},
 // and lanes l, l ^ 4 hold adjacent columns: trading one value (transpose_pair) gives each
-// lane one X row at two adjacent columns, a 4-byte word. Where Y's rows allow 16-byte
-// stores (and beta is 0: nothing to read), the four lanes l, l + 8, l + 16, l + 24, which
-// hold the same row's words of column pairs 0-3 (h = 0, 1) for chunks q and q + 1, trade
-// them (quad_transpose) so that each stores eight adjacent columns: a warp's store writes
-// 16 rows of 32 bytes, whole L2 sectors, where the 4-byte stores wrote 8 rows of 16
-// bytes: L2 bandwidth bounds these kernels, and their stores took up to a fifth of the
-// time at d = 0.05 (bench/NOTES.md).
+// lane one X row at two adjacent columns, a 4-byte store.
 template <class Tag, int B, int XN>
 __device__ __forceinline__ void rows_n_store(const float (&acc)[XN / 2], int wg, int tid,
                                              int row0, int nrows, int j, int slot, u16* y,
                                              i64 ldy, float alpha, float beta, float* ws,
                                              i64 ws_stride) {
   const int lane = tid & 31, wiw = (tid % 128) / 32;
-  const bool wide = slot < 0 && beta == 0.f &&
-                    ((reinterpret_cast<unsigned long long>(y) | (unsigned long long)ldy * 2) & 15) == 0;
-  if (wide) {
-    const int p = lane >> 3;  // member of the lane's group: chunk q + p / 2, columns 8 (p % 2)..
-#pragma unroll
-    for (int q = 0; q < XN / 8; q += 2) {
-      unsigned w[4];
-#pragma unroll
-      for (int c = 0; c < 2; ++c)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          float s0, s1;
-          transpose_pair(lane, acc[4 * (q + c) + 2 * h], acc[4 * (q + c) + 2 * h + 1], s0, s1);
-          w[2 * c + h] = pair_value(Tag(), y, s0, s1, alpha, 0.f);
-        }
-      const uint4 v = quad_transpose<8>(lane, w);
-      const int r = row0 + (q + p / 2) * 8 + (lane & 3) * 2 + ((lane >> 2) & 1);
-      if (r < nrows)
-        *(uint4*)(y + (i64)r * ldy + (i64)j * B + wg * 64 + wiw * 16 + (p & 1) * 8) = v;
-    }
-    return;
-  }
 #pragma unroll
   for (int q = 0; q < XN / 8; ++q)
 #pragma unroll

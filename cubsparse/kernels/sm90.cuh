@@ -350,18 +350,16 @@ __device__ __forceinline__ unsigned movmatrix_trans(unsigned a) {
 // MMA accumulator, its pair of columns 2q, 2q + 1 of 8-column chunk c) and gets back word
 // q of every lane of its quad, in lane order (all eight columns of chunk q), for one
 // 16-byte store where there were four 4-byte ones. Indices are resolved by selects: no
-// dynamically indexed registers. STRIDE > 1: the four lanes are STRIDE apart (lane l is
-// member (l / STRIDE) % 4 of its group).
-template <int STRIDE = 1>
+// dynamically indexed registers.
 __device__ __forceinline__ uint4 quad_transpose(int lane, const unsigned (&w)[4]) {
-  const int q = (lane / STRIDE) & 3;
+  const int q = lane & 3;
   auto word = [&](int c) { return c == 0 ? w[0] : c == 1 ? w[1] : c == 2 ? w[2] : w[3]; };
   unsigned o[4];
   o[0] = o[1] = o[2] = o[3] = word(q);
 #pragma unroll
   for (int r = 1; r < 4; ++r) {
     // lane q ^ r sends its word q, which this lane keeps as word q ^ r of its chunk
-    const unsigned v = __shfl_xor_sync(0xffffffffu, word(q ^ r), r * STRIDE);
+    const unsigned v = __shfl_xor_sync(0xffffffffu, word(q ^ r), r);
 #pragma unroll
     for (int c = 0; c < 4; ++c)
       if (c == (q ^ r)) o[c] = v;
