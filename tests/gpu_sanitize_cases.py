@@ -127,6 +127,11 @@ def _run() -> int:
                                 results[f"dy@W.T {label}"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
                     finally:
                         configs.set_tiles(wgmma_ws=saved, wgmma_tall=saved_tall)
+                # the two-block TMA tile (b = 64), two CTAs walking the tiles
+                if tiles.WGMMA_DSD_PAIR.get(b) is not None:
+                    with plans.override(tall=True, dsd_pair=True, grid_limit=2):
+                        results["x@W pair"] = (cs.matmul(xl, W), xlh @ Wd)
+                        results["dy@W.T pair"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
                 # the panel union dsd (Hopper, b <= 32) whatever the layout, two CTAs,
                 # split lists too
                 if tiles.WGMMA_DSD_PANEL.get(b) is not None:

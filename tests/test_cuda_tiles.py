@@ -436,6 +436,43 @@ def test_persistent_dsd_tiles_match_scipy(backend, monkeypatch, force, ws_tile, 
     check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: 2, True: 3})
 
 
+# the two-block TMA tile (b = 64): (m64 tiles, consumer warpgroups, stages, CTAs per SM,
+# slices in flight, tma, rows, cluster, blocks per tile)
+PAIR_TILES = [(1, 2, 4, 1, 1, True, 256, 1, 2), (1, 2, 3, 1, 0, True, 128, 1, 2)]
+
+
+@pytest.fixture
+def pair_tile(request, monkeypatch):
+    yield from forced_tile(monkeypatch, 64, [(tiles.WGMMA_DSD_PAIR, request.param)],
+                           tall=True, dsd_pair=True, cluster=False, dense=False)
+
+
+@pytest.mark.parametrize("pair_tile", PAIR_TILES, indirect=True, ids=str)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("grid_limit", [None, 3])
+@pytest.mark.parametrize("n", [65, 300])
+def test_paired_dsd_tiles_match_scipy(backend, monkeypatch, force, pair_tile, dtype,
+                                      grid_limit, n):
+    """X @ W (W's blocks read as stored and transposed) and dY @ W.T on the two-block TMA
+    tile: odd counts of output blocks (the last tile's second block lies past the output),
+    an empty and a full output block, entries present in one block of a tile only, a
+    partial last row tile, a grid of three CTAs walking many tiles; alpha and beta (the
+    4-byte epilogue)."""
+    b = pair_tile
+    force(grid_limit=grid_limit)
+    rng = np.random.default_rng(n + 3)
+    lay = rng.random((9, 7)) < 0.5
+    lay[:, 2] = False   # an empty output block column of X @ W
+    lay[:, 4] = True    # a full one
+    lay[3, :] = False   # an empty output block column of dY @ W.T
+    check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: 2, True: 3})
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, backend=backend)
+    x = to_backend(rng.standard_normal((n, 9 * b)).astype(np.float32), backend).astype(w.dtype)
+    plan = cs.matmul_plan(x, w)
+    assert plan.kernel.group == 2
+    assert plan.kernel.name.startswith("dsd_wgmma_tma<")
+
+
 @pytest.mark.parametrize("b", [32, 64, 128])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("n", [600, 1024])

@@ -24,6 +24,7 @@ from .tiles import (
     TABLES,
     WGMMA_DSD,
     WGMMA_DSD_CLUSTER,
+    WGMMA_DSD_PAIR,
     WGMMA_DSD_PANEL,
     WGMMA_DSD_TALL,
     WGMMA_DSD_UNION,
@@ -191,8 +192,8 @@ def _union_instance(tag: str, b: int, u, kn: bool, panel: bool) -> KernelConfig:
 
 @functools.cache
 def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
-                 tall: bool = False, panel: bool = False,
-                 cluster: bool = False) -> KernelConfig | None:
+                 tall: bool = False, panel: bool = False, cluster: bool = False,
+                 pair: bool = False) -> KernelConfig | None:
     """The Hopper wgmma dsd, or None where no wgmma kernel serves ``b``.
 
     ``kn``: X @ W with W's blocks read as stored ([k][n]). ``union=False``: the kernel
@@ -200,7 +201,8 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
     one is set for ``b``. ``panel``: the union kernel multiplying dense panels
     (WGMMA_DSD_PANEL, W's blocks read transposed), or None where none is set.
     ``cluster``: the WGMMA_DSD_CLUSTER tile (the kernel ``dsd_wgmma_tma_mc``), or None
-    where none is set."""
+    where none is set. ``pair``: the WGMMA_DSD_PAIR tile (two output blocks per tile), or
+    None where none is set."""
     name = dtype_name(dtype)
     if panel:
         u = WGMMA_DSD_PANEL.get(b)
@@ -212,8 +214,8 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
     u = WGMMA_DSD_UNION.get(b) if union else None
     if u is not None:
         return _union_instance(tag, b, u, kn, False)
-    if cluster:
-        p = WGMMA_DSD_CLUSTER.get(b)
+    if cluster or pair:
+        p = (WGMMA_DSD_PAIR if pair else WGMMA_DSD_CLUSTER).get(b)
         if p is None:
             return None
     else:
@@ -223,13 +225,14 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
         expr = (f"{tag},{b},{p.m_tiles},{p.warpgroups},{p.stages},{_b(kn)},{p.ctas_per_sm},"
                 f"{p.inflight}")
         mc = "_mc" if p.cluster > 1 else ""  # the clustered entry point of the same file
-        expr = (f"dsd_wgmma_tma{mc}<{expr},{p.rows if p.tma else 0}>" if p.tma
+        cols = f",{p.cols}" if p.cols > 1 else ""
+        expr = (f"dsd_wgmma_tma{mc}<{expr},{p.rows if p.tma else 0}{cols}>" if p.tma
                 else f"dsd_wgmma_ws<{expr}>")
-        smem = p.stages * (rows + b) * 128 + 1024  # + slack to align tiles to 1 KiB
+        smem = p.stages * (rows + b * p.cols) * 128 + 1024  # + slack: tiles on 1 KiB
         threads = p.warpgroups * 128 + (32 if p.tma else 128)  # a producer warp or warpgroup
         family = "dsd_wgmma_tma" if p.tma else "dsd_wgmma_ws"
-        return KernelConfig(family, expr, threads, smem, rows, 1, "sm_90a", p.ctas_per_sm,
-                            p.tma, 1, p.cluster)
+        return KernelConfig(family, expr, threads, smem, rows, p.cols, "sm_90a",
+                            p.ctas_per_sm, p.tma, 1, p.cluster)
     t = WGMMA_DSD[b]
     rows = 64 * t.m_tiles * t.warpgroups
     expr = f"dsd_wgmma_single<{tag},{b},{t.m_tiles},{t.warpgroups},{t.stages},{_b(kn)}>"
@@ -350,8 +353,9 @@ def _family_configs(fam: str, dt: str, b: int) -> list[KernelConfig]:
                 out += [wcfg, transpose_config(b), wgmma_config(dt, b, True, union)]
                 if not union and WGMMA_DSD_TALL.get(b) is not None:
                     out += [wgmma_config(dt, b, kn, False, True) for kn in (False, True)]
-                if not union and WGMMA_DSD_CLUSTER.get(b) is not None:
-                    out += [wgmma_config(dt, b, kn, False, cluster=True) for kn in (False, True)]
+                for kw in ({"cluster": True}, {"pair": True}):
+                    if not union and wgmma_config(dt, b, False, False, **kw) is not None:
+                        out += [wgmma_config(dt, b, kn, False, **kw) for kn in (False, True)]
     elif fam == "sdd_sm90" and sdd_wgmma_config(dt, b) is not None:
         out.append(sdd_wgmma_config(dt, b))
         for kw in ({"wide": True}, {"tma": True}, {"pair": True}):

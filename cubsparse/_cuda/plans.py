@@ -65,6 +65,10 @@ TALL_MIN_WAVES = 2
 #: the tall tile: 0.85-0.89x at depth 410, 0.92-0.96x at 819, 1.01-1.03x at 2048,
 #: 1.03-1.08x at 4096).
 CLUSTER_MIN_DEPTH = 2048
+#: Stored blocks per union-list entry (1-2) from which the two-block dsd tile
+#: (tiles.WGMMA_DSD_PAIR) replaces the tall tile: an entry costs its X slice once for both
+#: blocks, and an absent block costs MMAs on zeros.
+DSD_PAIR_MIN_SHARING = 1.5
 #: Fraction of the SMs the regular mma.sync / CUDA-core dsd tiles must fill; with fewer
 #: CTAs the short (SMALL_ROWS) tiles are taken at any number of rows.
 SHORT_FILL = 1.0
@@ -183,6 +187,16 @@ def cluster_pays(cfg: KernelConfig, structure, trans: bool, b: int, n: int, n_ou
             and lens.size > 0 and float(lens.mean()) * b >= CLUSTER_MIN_DEPTH)
 
 
+def dsd_pair_pays(structure, trans: bool, cfg: KernelConfig, n: int, n_out: int,
+                  ctas: int) -> bool:
+    """The two-block tile ``cfg`` finds DSD_PAIR_MIN_SHARING stored blocks per entry of its
+    union lists, X has a tile of rows, and its tiles give each of ``ctas`` CTAs
+    TALL_MIN_WAVES."""
+    tiles = -(-n_out // cfg.group) * -(-n // cfg.rows_per_cta)
+    return (n >= cfg.rows_per_cta and tiles >= TALL_MIN_WAVES * ctas
+            and worklists.sharing(structure, trans, cfg.group) >= DSD_PAIR_MIN_SHARING)
+
+
 def short_pays(cfg: KernelConfig, n: int, n_out: int, sms: int) -> bool:
     """The regular tiles of ``cfg`` leave SMs idle: ``n`` rows of X in tiles of
     ``cfg.rows_per_cta`` over ``n_out`` output blocks make fewer than SHORT_FILL x ``sms``
@@ -255,7 +269,8 @@ def sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:
 
 # -- forced decisions ----------------------------------------------------------------------
 _FORCED: dict = {}
-DECISIONS = ("panel", "union", "group", "tall", "cluster", "short", "kn", "sdd_tiled",
+DECISIONS = ("panel", "union", "group", "tall", "cluster", "dsd_pair", "short", "kn",
+             "sdd_tiled",
              "sdd_short",
              "sdd_wide", "sdd_tma", "sdd_pair", "split", "grid_limit", "dense")
 
@@ -274,6 +289,9 @@ def override(**decisions):
     ``cluster`` : bool
         Take (or not) the tall tile in clusters of two CTAs that share W's blocks by
         multicast, wherever one is configured (after the tall tile was taken).
+    ``dsd_pair`` : bool
+        Take (or not) the two-block TMA dsd tile, wherever one is configured (after the
+        tall tile was taken, before its clusters).
     ``sdd_short`` : bool
         Run the wgmma sdd's short-reduction tile on a grid sized to the device (each CTA
         walks groups), or its regular tile with a CTA per group.
@@ -445,7 +463,9 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
     # Segments of small blocks are longer: their entries carry fewer bytes.
     row_tiles = -(-n // cfg.rows_per_cta)
     split = 0
-    if name != "float64" and n <= MAX_GRID_Y * cfg.rows_per_cta:
+    # (the two-block TMA tile stores its blocks whole: no split)
+    if name != "float64" and n <= MAX_GRID_Y * cfg.rows_per_cta and not (
+            cfg.tma and cfg.group > 1):
         shortest = max(4, 256 // b) if tc else max(1, 4096 // (b * b))
         slots = max(2, 512 // cfg.threads) * sms
         split = _FORCED.get("split")
@@ -505,9 +525,13 @@ def _wgmma_choice(structure, name: str, b: int, n: int, n_out: int, trans: bool,
         xcfg = wgmma_config(name, b, not trans, union, True)
         if _decide("tall", tall_pays, xcfg, n, n_out, persistent_ctas(xcfg, sms)):
             wcfg, kn = xcfg, True
+            pcfg = wgmma_config(name, b, not trans, union, pair=True)
             ccfg = wgmma_config(name, b, not trans, union, cluster=True)
-            if ccfg is not None and _decide("cluster", cluster_pays, ccfg, structure, trans,
-                                            b, n, n_out, persistent_ctas(ccfg, sms)):
+            if pcfg is not None and _decide("dsd_pair", dsd_pair_pays, structure, trans, pcfg,
+                                            n, n_out, persistent_ctas(pcfg, sms)):
+                wcfg = pcfg
+            elif ccfg is not None and _decide("cluster", cluster_pays, ccfg, structure, trans,
+                                              b, n, n_out, persistent_ctas(ccfg, sms)):
                 wcfg = ccfg
     return wcfg, kn, False
 

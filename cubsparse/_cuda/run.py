@@ -286,11 +286,11 @@ class _DsdRunner:
         f = "d" if p.dtype == "float64" else "f"  # alpha, beta: float32 but for float64
         if cfg.tma:
             #   xmap wmap rows xcols wrows work nwork blk gidx y ldy alpha beta
-            #   ws ws_ld segs counts ctr
-            sig = "ttiiipipppl" + f + f + "plppp"
+            #   ws ws_ld segs counts nout ctr
+            sig = "ttiiipipppl" + f + f + "plppip"
             vals = [None, None, n, w.shape[1] if trans else w.shape[0], None, work,
                     work.shape[0], blk, gidx, None, None, None, None, 0, n * width, segs, 0,
-                    None]
+                    n_out, None]
             self.x_box = (min(b, 64), min(cfg.rows_per_cta, 256))
         else:
             #   x ldx rows [nout] w work [nwork] blk gidx y ldy alpha beta ws ws_ld segs

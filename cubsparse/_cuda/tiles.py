@@ -53,6 +53,7 @@ class PersistentTile(NamedTuple):
     tma: bool = False  # copies by the TMA engine (dsd_wgmma_tma), else cp.async
     rows: int = 0  # > 0 (b = 64, 128, TMA): rows of X per tile as wgmma's N
     cluster: int = 1  # > 1 (TMA, rows > 0): CTAs of a cluster sharing each block by multicast
+    cols: int = 1  # > 1 (TMA, rows > 0, b = 64): output blocks per tile, one warpgroup each
 
 
 class UnionTile(NamedTuple):
@@ -143,6 +144,10 @@ WGMMA_DSD_TALL = {32: PersistentTile(4, 2, 3, 1, 0, True),
 #: halve. Taken where there are row tiles for both (plans.cluster_pays).
 WGMMA_DSD_CLUSTER = {32: None, 64: PersistentTile(1, 1, 2, 2, 0, True, 256, 2),
                      128: PersistentTile(1, 2, 4, 1, 1, True, 256, 2)}
+#: Tiles of two neighbouring output blocks walking the union of their lists (each X slice
+#: read once for both), taken where the two share enough of their lists
+#: (plans.dsd_pair_pays).
+WGMMA_DSD_PAIR = {64: PersistentTile(1, 2, 4, 1, 1, True, 256, 1, 2)}
 #: Where set, replaces the kernels above when neighbouring output columns share enough
 #: of their lists (plans.union_pays).
 WGMMA_DSD_UNION = {16: UnionTile(16, 2, 2, 4, 1)}
@@ -206,6 +211,7 @@ TABLES = {
     "group": (DSD_GROUP, GroupTile), "wgmma": (WGMMA_DSD, WgmmaTile),
     "wgmma_ws": (WGMMA_DSD_WS, PersistentTile), "wgmma_tall": (WGMMA_DSD_TALL, PersistentTile),
     "wgmma_cluster": (WGMMA_DSD_CLUSTER, PersistentTile),
+    "wgmma_pair": (WGMMA_DSD_PAIR, PersistentTile),
     "wgmma_union": (WGMMA_DSD_UNION, UnionTile), "wgmma_panel": (WGMMA_DSD_PANEL, UnionTile),
     "wgmma_sdd": (WGMMA_SDD, SddWgmmaTile),
     "wgmma_sdd_short": (WGMMA_SDD_SHORT, SddWgmmaTile),

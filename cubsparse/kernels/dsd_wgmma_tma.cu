@@ -136,16 +136,25 @@ struct TileQueue {
 // refilled only once the consumers of both CTAs have released it. With an odd count of
 // row tiles, the last cluster's second CTA reads X out of bounds (zeros) and stores
 // nothing, but still copies its half of every block.
+//
+// COLS = 2 (b = 64, XN > 0): a tile of two output blocks (group g: blocks 2g, 2g + 1)
+// walks the union of their lists, consumer warpgroup h owning block 2g + h: each slice
+// of X (one entry, 32 KB) feeds both blocks where both hold the entry's block row, where a
+// single-block tile reads it once per block. The stage holds the two blocks side by side,
+// as b = 128's tile holds its block's two halves, and an absent one lands as zeros from
+// an out-of-bounds box (no bytes read; its MMAs multiply zeros). `nout` bounds the
+// blocks stored.
 template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int INFLIGHT, int XN,
-          int CLUSTER>
+          int CLUSTER, int COLS>
 __device__ __forceinline__ void dsd_tma_body(
     const TmaMap* xmap, const TmaMap* wmap, int nrows, int xcols, int wrows,
     const int4* __restrict__ work, int nwork, const int* __restrict__ blk,
     const int* __restrict__ gidx, u16* y, i64 ldy, float alpha, float beta, float* ws,
-    i64 ws_stride, const int2* __restrict__ segs, int* counts, int* next_tile) {
+    i64 ws_stride, const int2* __restrict__ segs, int* counts, int nout, int* next_tile) {
   constexpr int BK = 64, BM = XN ? XN : 64 * MW * WG, CONSUMERS = WG * 128;
   constexpr int EK = B < BK ? B : BK, EPS = BK / EK, SPE = B / EK;  // per entry / slice
-  constexpr int SW = 2 * EK, A_TILE = BM * SW, W_TILE = B * SW, XBOX = BM < 256 ? BM : 256;
+  constexpr int BT = B * COLS;  // columns of W per stage: the tile's blocks side by side
+  constexpr int SW = 2 * EK, A_TILE = BM * SW, W_TILE = BT * SW, XBOX = BM < 256 ? BM : 256;
   constexpr int A_BYTES = EPS * A_TILE, STAGE_BYTES = A_BYTES + EPS * W_TILE;
   constexpr int PANELS = KN ? (B > 64 ? B / 64 : 1) : 1, PANEL_N = B / PANELS;
   // a block's box per panel: WROWS rows (of k with KN, else of n) of WROW_BYTES, of which
@@ -153,14 +162,16 @@ __device__ __forceinline__ void dsd_tma_body(
   constexpr int WROWS = KN ? EK : B, WROW_BYTES = KN ? 2 * PANEL_N : SW;
   constexpr int WPART = WROWS / CLUSTER;
   static_assert(B >= 32 && STAGE_BYTES % 1024 == 0, "stages keep the swizzle atoms aligned");
-  static_assert(!XN || (WG == B / 64 && MW == 1 && XN % 64 == 0 && XN <= 256),
-                "XN: one m64 warpgroup per 64 columns of the block, up to 256 rows");
+  static_assert(!XN || (WG == BT / 64 && MW == 1 && XN % 64 == 0 && XN <= 256),
+                "XN: one m64 warpgroup per 64 columns of the tile, up to 256 rows");
+  static_assert(COLS == 1 || (COLS == 2 && B == 64 && XN > 0 && CLUSTER == 1),
+                "two-block tiles: b = 64, X's rows as N, no cluster");
   static_assert(CLUSTER == 1 || (CLUSTER == 2 && XN > 0 && (WPART * WROW_BYTES) % 1024 == 0),
                 "clusters of two, over whole swizzle atoms of the block");
   extern __shared__ unsigned char smem_raw[];
   const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
   __shared__ unsigned long long full[STAGES], empty[STAGES];
-  __shared__ int s_g[LIST_CAP], s_p[LIST_CAP];
+  __shared__ int s_g[LIST_CAP], s_p[LIST_CAP * COLS];
   __shared__ TileQueue<CLUSTER> tiles;
   unsigned ntaken = 0;  // tiles through the queue (this thread's count)
   const int tid = threadIdx.x;
@@ -189,10 +200,21 @@ __device__ __forceinline__ void dsd_tma_body(
       const int4 item = work[t % nwork];
       const int q0 = item.y, len = item.z, row0 = ((t / nwork) * CLUSTER + rank) * BM;
       __syncwarp();  // lane 0 is done with the previous list
-      fill_work_list(s_g, s_p, gidx, blk, q0, len, lane, 32);
+      if constexpr (COLS == 1) {
+        fill_work_list(s_g, s_p, gidx, blk, q0, len, lane, 32);
+      } else {  // entry e's blocks at COLS e..
+        for (int i = lane; i < len && i < LIST_CAP; i += 32) {
+          s_g[i] = gidx[q0 + i];
+#pragma unroll
+          for (int h = 0; h < COLS; ++h) s_p[i * COLS + h] = blk[(q0 + i) * COLS + h];
+        }
+      }
       __syncwarp();
       if (lane != 0) continue;
       const WorkList list{s_g, s_p, gidx, blk, q0};
+      auto member_block = [&](int e, int h) {  // COLS > 1: block of member h, or -1
+        return e < LIST_CAP ? s_p[e * COLS + h] : __ldg(blk + (i64)(q0 + e) * COLS + h);
+      };
       const int ktiles = (len * B + BK - 1) / BK;
       for (int kt = 0; kt < ktiles; ++kt, ++it) {
         const int s = it % STAGES;
@@ -208,6 +230,16 @@ __device__ __forceinline__ void dsd_tma_body(
           for (int h = 0; h < BM / XBOX; ++h)  // a box spans at most 256 rows
             tma_load_2d(sA + el * A_TILE + h * XBOX * SW, xmap,
                         live ? list.input(e) * B + off : xcols, row0 + h * XBOX, &full[s]);
+          if constexpr (COLS > 1) {  // member h's block into columns B h.. of the tile
+#pragma unroll
+            for (int h = 0; h < COLS; ++h) {
+              const int bh = live ? member_block(e, h) : -1;
+              const int wrow = bh >= 0 ? bh * B : wrows;
+              tma_load_2d(sW + el * W_TILE + h * B * SW, wmap, KN ? 0 : off,
+                          KN ? wrow + off : wrow, &full[s]);
+            }
+            continue;
+          }
           const int wrow = live ? list.block(e) * B : wrows;
 #pragma unroll
           for (int p = 0; p < PANELS; ++p) {
@@ -239,7 +271,7 @@ __device__ __forceinline__ void dsd_tma_body(
           for (int kk = 0; kk < BK / 16; ++kk)
             Wgmma<Tag, XN, KN ? 1 : 0>::mma(
                 acc[0],
-                KN ? MnTile<B, BK>::desc(sW, wg, kk)
+                KN ? MnTile<BT, BK>::desc(sW, wg, kk)
                    : wgmma_desc_k<128>(sW + wg * 64 * 128 + kk * 32),
                 wgmma_desc_k<128>(sA + kk * 32));
         } else {
@@ -260,7 +292,11 @@ __device__ __forceinline__ void dsd_tma_body(
         }
       });
       const int row0 = ((t / nwork) * CLUSTER + rank) * BM;
-      if constexpr (XN > 0)
+      if constexpr (COLS > 1) {  // warpgroup wg's block, if the layout has it
+        if (j * COLS + wg < nout)
+          rows_n_store<Tag, B, XN>(acc[0], 0, tid, row0, nrows, j * COLS + wg, -1, y, ldy,
+                                   alpha, beta, ws, ws_stride);
+      } else if constexpr (XN > 0)
         rows_n_store<Tag, B, XN>(acc[0], wg, tid, row0, nrows, j, slot, y, ldy, alpha, beta,
                                  ws, ws_stride);
       else
@@ -280,15 +316,15 @@ __device__ __forceinline__ void dsd_tma_body(
       int xcols, int wrows, const int4 *__restrict__ work, int nwork,                      \
       const int *__restrict__ blk, const int *__restrict__ gidx, u16 *y, i64 ldy,          \
       float alpha, float beta, float *ws, i64 ws_stride, const int2 *__restrict__ segs,    \
-      int *counts, int *next_tile
+      int *counts, int nout, int *next_tile
 #define DSD_TMA_ARGS                                                                       \
   &xmap, &wmap, nrows, xcols, wrows, work, nwork, blk, gidx, y, ldy, alpha, beta, ws,      \
-      ws_stride, segs, counts, next_tile
+      ws_stride, segs, counts, nout, next_tile
 
 template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int MINB, int INFLIGHT,
-          int XN = 0>
+          int XN = 0, int COLS = 1>
 __global__ void __launch_bounds__(WG * 128 + 32, MINB) dsd_wgmma_tma(DSD_TMA_PARAMS) {
-  dsd_tma_body<Tag, B, MW, WG, STAGES, KN, INFLIGHT, XN, 1>(DSD_TMA_ARGS);
+  dsd_tma_body<Tag, B, MW, WG, STAGES, KN, INFLIGHT, XN, 1, COLS>(DSD_TMA_ARGS);
 }
 
 // The same in clusters of two CTAs sharing each block by multicast (grid: an even count).
@@ -296,5 +332,5 @@ template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int MINB, int I
           int XN>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(WG * 128 + 32, MINB)
     dsd_wgmma_tma_mc(DSD_TMA_PARAMS) {
-  dsd_tma_body<Tag, B, MW, WG, STAGES, KN, INFLIGHT, XN, 2>(DSD_TMA_ARGS);
+  dsd_tma_body<Tag, B, MW, WG, STAGES, KN, INFLIGHT, XN, 2, 1>(DSD_TMA_ARGS);
 }
