@@ -109,6 +109,36 @@ struct TileQueue {
   }
 };
 
+// consume_tile for a stage that may hold no block for this warpgroup (bit wg of
+// present[stage] clear): its wgmma group (fence, MMAs, commit, wait) is issued whole inside
+// the branch on the bit, since ptxas serializes every wgmma of a group that a branch cuts
+// across (bench/NOTES.md), so each slice's MMAs are waited for before the next (no slice
+// in flight; the other warpgroup's MMAs fill the tensor cores meanwhile).
+template <int STAGES, int C, class Mma>
+__device__ __forceinline__ void consume_present(int ktiles, unsigned& it, float (&acc)[1][C],
+                                                unsigned long long* full,
+                                                unsigned long long* empty, int* present, int wg,
+                                                int tid, Mma mma) {
+#pragma unroll
+  for (int i = 0; i < C; ++i) acc[0][i] = 0.f;
+  for (int kt = 0; kt < ktiles; ++kt, ++it) {
+    const int s = it % STAGES;
+    mbar_wait(&full[s], (it / STAGES) & 1);
+    int bits = 0;
+    if ((tid & 31) == 0) bits = atomicAdd(&present[s], 0);
+    if ((__shfl_sync(0xffffffffu, bits, 0) >> wg) & 1) {
+      keep_in_registers(acc);
+      wgmma_fence();
+      mma(s);
+      wgmma_commit();
+      wgmma_wait<0>();
+      keep_in_registers(acc);
+    }
+    __syncwarp();
+    if ((tid & 31) == 0) mbar_arrive(&empty[s]);
+  }
+}
+
 // dsd_wgmma_ws with its copies made by the TMA engine. The cp.async producer warpgroup
 // spends its issue slots on 16-byte copies, and its stages arrived about 1,400 cycles
 // apart at b = 128 against about 500 cycles of MMAs each (bench/NOTES.md); here one thread of a
@@ -141,9 +171,11 @@ struct TileQueue {
 // walks the union of their lists, consumer warpgroup h owning block 2g + h: each slice
 // of X (one entry, 32 KB) feeds both blocks where both hold the entry's block row, where a
 // single-block tile reads it once per block. The stage holds the two blocks side by side,
-// as b = 128's tile holds its block's two halves, and an absent one lands as zeros from
-// an out-of-bounds box (no bytes read; its MMAs multiply zeros). `nout` bounds the
-// blocks stored.
+// as b = 128's tile holds its block's two halves; an absent one lands as zeros from an
+// out-of-bounds box (no bytes read), and the producer publishes which blocks a stage
+// holds (a bit each, written before its arrival on `full`), so the warpgroup of an
+// absent block skips its MMAs (multiplying the zeros made the tile 0.75-0.92x the
+// single-block one on random layouts, bench/NOTES.md). `nout` bounds the blocks stored.
 template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int INFLIGHT, int XN,
           int CLUSTER, int COLS>
 __device__ __forceinline__ void dsd_tma_body(
@@ -172,6 +204,7 @@ __device__ __forceinline__ void dsd_tma_body(
   const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
   __shared__ unsigned long long full[STAGES], empty[STAGES];
   __shared__ int s_g[LIST_CAP], s_p[LIST_CAP * COLS];
+  __shared__ int present[COLS > 1 ? STAGES : 1];  // COLS > 1: a stage's blocks, a bit each
   __shared__ TileQueue<CLUSTER> tiles;
   unsigned ntaken = 0;  // tiles through the queue (this thread's count)
   const int tid = threadIdx.x;
@@ -219,6 +252,13 @@ __device__ __forceinline__ void dsd_tma_body(
       for (int kt = 0; kt < ktiles; ++kt, ++it) {
         const int s = it % STAGES;
         mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // the first round passes at once
+        if constexpr (COLS > 1) {  // one entry per slice (b = 64)
+          unsigned bits = 0;
+#pragma unroll
+          for (int h = 0; h < COLS; ++h)
+            if (kt < len && member_block(kt, h) >= 0) bits |= 1u << h;
+          atomicExch(&present[s], (int)bits);  // released by the arrival below
+        }
         mbar_arrive_expect_tx(&full[s], STAGE_BYTES);
         const unsigned sA = base + s * STAGE_BYTES, sW = sA + A_BYTES;
         const int off = (kt % SPE) * EK;  // k offset inside the entry
@@ -263,8 +303,7 @@ __device__ __forceinline__ void dsd_tma_body(
       const int4 item = work[t % nwork];
       const int j = item.x, len = item.z, slot = item.w;
       const int ktiles = (len * B + BK - 1) / BK;
-      consume_tile<STAGES, INFLIGHT, false, CLUSTER>(ktiles, it, acc, full, empty, tid,
-                                                     [&](int s) {
+      auto mma = [&](int s) {
         const unsigned sA = base + s * STAGE_BYTES, sW = sA + A_BYTES;
         if constexpr (XN > 0) {  // A: columns 64 wg.. of the block (M-major as stored if KN)
 #pragma unroll
@@ -290,7 +329,11 @@ __device__ __forceinline__ void dsd_tma_body(
                     wgmma_desc_k<SW>(sA + el * A_TILE + (wg * MW + m) * 64 * SW + kk * 32), db);
             }
         }
-      });
+      };
+      if constexpr (COLS > 1)
+        consume_present<STAGES>(ktiles, it, acc, full, empty, present, wg, tid, mma);
+      else
+        consume_tile<STAGES, INFLIGHT, false, CLUSTER>(ktiles, it, acc, full, empty, tid, mma);
       const int row0 = ((t / nwork) * CLUSTER + rank) * BM;
       if constexpr (COLS > 1) {  // warpgroup wg's block, if the layout has it
         if (j * COLS + wg < nout)
