@@ -1,8 +1,9 @@
 """Kernel-choice rules of the CUDA backend that need no GPU: the split of long work lists
 at small N (``plans.split_length``), when the tiled weight gradient is taken
 (``plans.sdd_tiled_pays``), when the persistent dsd takes its tall tiles
-(``plans.tall_pays``) and runs them in clusters (``plans.cluster_pays``), and when the
-weight gradient pairs block rows (``plans.sdd_pair_pays``)."""
+(``plans.tall_pays``), runs them in clusters (``plans.cluster_pays``) or two output blocks
+per tile (``plans.dsd_pair_pays``), and when the weight gradient pairs block rows
+(``plans.sdd_pair_pays``)."""
 
 from __future__ import annotations
 
@@ -145,6 +146,36 @@ def test_clusters_need_paired_row_tiles_and_deep_lists(b):
         assert plans.plan_dsd(deep, "float16", b, 8192, False, False, 90, SMS).kernel.cluster == 1
     with plans.override(grid_limit=3):  # whole clusters only
         assert plans.persistent_ctas(cfg, SMS) == 2
+
+
+def test_two_block_tiles_where_neighbouring_blocks_share_their_lists():
+    """The b = 64 dsd takes its two-block tile where two neighbouring output blocks' lists
+    share enough entries (banded, small-world), not on a random layout, and never split."""
+    cfg = configs.wgmma_config("float16", 64, kn=True, union=False, pair=True)
+    assert cfg.group == 2
+    assert cfg.name.endswith(",256,2>")
+    kb = 128
+    band = np.abs(np.subtract.outer(np.arange(kb), np.arange(kb))) <= 8
+    rnd = np.random.default_rng(3).random((kb, kb)) < band.mean()
+
+    def structure(lay):
+        return cs.BlockSparseMatrix.from_layout(lay, 64, backend="cpu")._structure
+
+    banded, random = structure(band), structure(rnd)
+    ctas = plans.persistent_ctas(cfg, SMS)
+    for trans in (False, True):
+        assert worklists.sharing(banded, trans, 2) >= plans.DSD_PAIR_MIN_SHARING
+        assert plans.dsd_pair_pays(banded, trans, cfg, 8192, kb, ctas)
+        assert not plans.dsd_pair_pays(random, trans, cfg, 8192, kb, ctas)
+        # too few tiles for the grid
+        assert not plans.dsd_pair_pays(banded, trans, cfg, 256, kb, ctas)
+        p = plans.plan_dsd(banded, "float16", 64, 8192, trans, False, 90, SMS)
+        assert p.kernel.group == 2
+        assert p.split == 0
+        assert plans.plan_dsd(random, "float16", 64, 8192, trans, False, 90, SMS).kernel.group == 1
+        with plans.override(dsd_pair=False):
+            p = plans.plan_dsd(banded, "float16", 64, 8192, trans, False, 90, SMS)
+            assert p.kernel.group == 1
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32"])

@@ -473,6 +473,21 @@ def test_paired_dsd_tiles_match_scipy(backend, monkeypatch, force, pair_tile, dt
     assert plan.kernel.name.startswith("dsd_wgmma_tma<")
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_paired_dsd_taken_by_default_on_a_banded_layout(backend, monkeypatch, force, dtype):
+    """The default plan of a banded b = 64 layout (a grid of two CTAs, so the tall tile is
+    taken) is the two-block tile, for X @ W and dY @ W.T, and its results match SciPy."""
+    force(grid_limit=2, dense=False)
+    kb, n, b = 11, 512, 64
+    lay = np.abs(np.subtract.outer(np.arange(kb), np.arange(kb))) <= 2
+    rng = np.random.default_rng(5)
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, backend=backend)
+    x = to_backend(rng.standard_normal((n, kb * b)).astype(np.float32), backend).astype(w.dtype)
+    for op in (w, w.T):
+        assert cs.matmul_plan(x, op).kernel.group == 2
+    check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: None, True: None})
+
+
 @pytest.mark.parametrize("b", [32, 64, 128])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("n", [600, 1024])
