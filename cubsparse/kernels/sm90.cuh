@@ -55,16 +55,18 @@ __device__ __forceinline__ void mbar_init(unsigned long long* bar, unsigned coun
 __device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
 }
+// One try_wait on the phase of parity `parity`, its semantics `sem` ("" or, from other
+// CTAs of a cluster, ".acquire.cluster"), setting `done`.
+#define CUBSPARSE_MBAR_TRY_WAIT(sem, done, bar, parity)                                 \
+  asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity" sem                        \
+               ".shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"            \
+               : "=r"(done)                                                            \
+               : "r"(smem_addr(bar)), "r"(parity)                                      \
+               : "memory")
 __device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned parity) {
   unsigned done;
-  do {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(smem_addr(bar)), "r"(parity)
-        : "memory");
-  } while (!done);
+  do CUBSPARSE_MBAR_TRY_WAIT("", done, bar, parity);
+  while (!done);
 }
 // One arrival on `bar` once all of this thread's earlier cp.async copies have landed (the
 // arrival is counted in the barrier's expected count: .noinc).
@@ -165,14 +167,8 @@ __device__ __forceinline__ void mbar_arrive_cluster_release(unsigned long long* 
 // mbar_wait that also acquires what other CTAs of the cluster released into the phase.
 __device__ __forceinline__ void mbar_wait_cluster(unsigned long long* bar, unsigned parity) {
   unsigned done;
-  do {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(smem_addr(bar)), "r"(parity)
-        : "memory");
-  } while (!done);
+  do CUBSPARSE_MBAR_TRY_WAIT(".acquire.cluster", done, bar, parity);
+  while (!done);
 }
 // tma_load_2d into the same shared-memory offset of every CTA in `mask` (bit r: rank r),
 // each completing the box's bytes on its own mbarrier at `bar`'s offset.
