@@ -127,6 +127,12 @@ def _run() -> int:
                                 results[f"dy@W.T {label}"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
                     finally:
                         configs.set_tiles(wgmma_ws=saved, wgmma_tall=saved_tall)
+                # the clustered tall tile with split lists (a cluster's second CTA past X)
+                if configs.wgmma_config(dtype, b, cluster=True) is not None:
+                    with plans.override(tall=True, cluster=True, dsd_pair=False, split=1,
+                                        grid_limit=2):
+                        results["x@W cluster split"] = (cs.matmul(xl, W), xlh @ Wd)
+                        results["dy@W.T cluster split"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
                 # the two-block TMA tile (b = 64), two CTAs walking the tiles
                 if tiles.WGMMA_DSD_PAIR.get(b) is not None:
                     with plans.override(tall=True, dsd_pair=True, grid_limit=2):

@@ -436,6 +436,26 @@ def test_persistent_dsd_tiles_match_scipy(backend, monkeypatch, force, ws_tile, 
     check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: 2, True: 3})
 
 
+@pytest.mark.parametrize("b", [64, 128])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("n", [65, 300])
+def test_clustered_dsd_split_lists(backend, monkeypatch, force, b, dtype, n):
+    """The clustered tall tile with its lists split (segments added up by the CTA of the
+    last one): at n = 65 the second CTA of each cluster has no rows of X, at n = 300 both
+    have; two CTAs walk every tile."""
+    force(tall=True, cluster=True, dsd_pair=False, split=2, grid_limit=2, dense=False)
+    rng = np.random.default_rng(n + b + 1)
+    lay = rng.random((9, 6)) < 0.5
+    lay[:, 4] = True    # a list of 9 blocks: five segments
+    lay[3, :] = True    # and one of 6 for dY @ W.T
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, backend=backend)
+    x = to_backend(rng.standard_normal((n, 9 * b)).astype(np.float32), backend).astype(w.dtype)
+    plan = cs.matmul_plan(x, w)
+    assert plan.kernel.name.startswith("dsd_wgmma_tma_mc<")
+    assert plan.split == 2
+    check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: None, True: None})
+
+
 # the two-block TMA tile (b = 64): (m64 tiles, consumer warpgroups, stages, CTAs per SM,
 # slices in flight, tma, rows, cluster, blocks per tile)
 PAIR_TILES = [(1, 2, 4, 1, 1, True, 256, 1, 2), (1, 2, 3, 1, 0, True, 128, 1, 2)]
@@ -488,9 +508,8 @@ def test_paired_dsd_taken_by_default_on_a_banded_layout(backend, monkeypatch, fo
     check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: None, True: None})
 
 
-@pytest.mark.parametrize("b", [32, 64, 128])
+@pytest.mark.parametrize(("b", "n"), [(32, 600), (64, 600), (128, 600), (64, 1024), (128, 1024)])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("n", [600, 1024])
 def test_tall_tiles_taken_by_default(backend, monkeypatch, force, b, dtype, n):
     """The default choice of the tall persistent tile (a grid of two CTAs makes enough
     tiles per CTA at n = 600; X's rows as wgmma's N at b = 64, 128), and of its clusters
@@ -524,8 +543,10 @@ def test_tall_tiles_taken_by_default(backend, monkeypatch, force, b, dtype, n):
     assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 1e-2
     ccfg = configs.wgmma_config(dtype, b, cluster=True)
     clustered = ccfg is not None and plans.cluster_pays(ccfg, w._structure, False, b, n, 5, 2)
-    assert clustered == (n == 1024 and b >= 64)
-    assert ("dsd_wgmma_tma_mc" in str(cs.matmul_plan(x, w))) == clustered
+    assert clustered == (n == 1024)
+    kernel = cs.matmul_plan(x, w).kernel
+    assert kernel.name.startswith("dsd_wgmma_tma_mc<" if clustered else "dsd_wgmma_tma<")
+    assert kernel.group == 1
 
 
 # (b, (members per group, m64 tiles, consumer warpgroups, stages, CTAs per SM))

@@ -83,7 +83,10 @@ struct TileQueue {
       mbar_wait_cluster(&empty[q], phase);
 #pragma unroll
       for (int r = 0; r < CLUSTER; ++r) {
-        asm volatile("st.shared::cluster.u32 [%0], %1;\n" ::"r"(peer_smem(&tile[q], r)), "r"(t)
+        int old;  // atomically, as the CTA's own slot (racecheck)
+        asm volatile("atom.relaxed.cluster.shared::cluster.exch.b32 %0, [%1], %2;\n"
+                     : "=r"(old)
+                     : "r"(peer_smem(&tile[q], r)), "r"(t)
                      : "memory");
         mbar_arrive_cluster_release(&full[q], r);
       }
@@ -345,7 +348,8 @@ __device__ __forceinline__ void dsd_tma_body(
       else
         single_store<Tag, B, MW>(acc, wg, tid, row0, nrows, j, slot, y, ldy, alpha, beta, ws,
                                  ws_stride);
-      if (slot >= 0 && row0 < nrows)  // (a cluster's row tile past X has no segment count)
+      // (two-block tiles are never split; a cluster's row tile past X has no segment count)
+      if (COLS == 1 && slot >= 0 && row0 < nrows)
         consumers_split_finish<B, CONSUMERS>(Tag(), ws, ws_stride, segs, counts, slot, row0,
                                              BM, nrows, tid, y, ldy, j, alpha, beta);
     }

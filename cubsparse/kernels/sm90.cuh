@@ -137,9 +137,8 @@ __device__ __forceinline__ unsigned clusters_x() {
   asm volatile("mov.u32 %0, %%nclusterid.x;\n" : "=r"(r));
   return r;
 }
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" :::
-               "memory");
+__device__ __forceinline__ void cluster_sync() {  // (not .aligned: callers may come diverged)
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
 }
 __device__ __forceinline__ unsigned peer_smem(const void* p, unsigned rank) {
   unsigned r;
