@@ -177,8 +177,9 @@ __device__ __forceinline__ void consume_present(int ktiles, unsigned& it, float 
 // as b = 128's tile holds its block's two halves; an absent one lands as zeros from an
 // out-of-bounds box (no bytes read), and the producer publishes which blocks a stage
 // holds (a bit each, written before its arrival on `full`), so the warpgroup of an
-// absent block skips its MMAs (multiplying the zeros made the tile 0.75-0.92x the
-// single-block one on random layouts, bench/NOTES.md). `nout` bounds the blocks stored.
+// absent block skips its MMAs. That warpgroup then idles for the slice, which is why the
+// tile pays only where the two blocks share most entries: on random layouts it ran
+// 0.77-0.92x the single-block tile (bench/NOTES.md 116). `nout` bounds the blocks stored.
 template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int INFLIGHT, int XN,
           int CLUSTER, int COLS>
 __device__ __forceinline__ void dsd_tma_body(
