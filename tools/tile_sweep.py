@@ -60,16 +60,24 @@ WGMMA = {
     128: [(1, 2, 4), (1, 2, 3)],
 }
 # Hopper persistent warp-specialized dsd, in WGMMA_DSD_WS's format (64-row tiles per
-# warpgroup, consumer warpgroups, stages, CTAs per SM[, slices in flight[, tma[, rows]]]),
-# tried after the wgmma tiles (--ws: only these and the current wgmma tile).
+# warpgroup, consumer warpgroups, stages, CTAs per SM[, slices in flight[, tma[, rows[,
+# cluster]]]]), tried after the wgmma tiles (--ws: only these and the current wgmma tile).
 WS = {
     32: [(2, 1, 3, 3, 0), (2, 1, 2, 4, 0), (2, 1, 3, 3), (2, 1, 4, 2, 0), (2, 1, 5, 2, 0),
          (1, 1, 4, 3, 0), (4, 1, 3, 1, 0), (4, 1, 2, 2, 0), (2, 2, 2, 2, 0),
          (4, 1, 2, 2, 0, 1), (4, 2, 3, 1, 0, 1)],  # TMA: 256- and 512-row (tall) tiles
     64: [(2, 1, 4, 2, 0, 1), (2, 1, 4, 2, 0), (2, 1, 2, 4, 0), (2, 1, 3, 2, 0),
-         (1, 1, 2, 2, 0, 1, 256), (1, 1, 4, 2, 0, 1, 128)],  # TMA; X's rows as wgmma's N
+         (1, 1, 2, 2, 0, 1, 256), (1, 1, 4, 2, 0, 1, 128),  # TMA; X's rows as wgmma's N
+         (1, 1, 2, 2, 0, 1, 256, 2)],  # in clusters of two CTAs
     128: [(2, 1, 3, 2, 0, 1), (1, 2, 4, 1, 0), (1, 2, 5, 1, 0), (1, 2, 4, 1, 0, 1),
-          (1, 2, 4, 1, 1, 1, 256), (1, 2, 3, 2, 0, 1, 128)],
+          (1, 2, 4, 1, 1, 1, 256), (1, 2, 3, 2, 0, 1, 128), (1, 2, 4, 1, 1, 1, 256, 2)],
+}
+# The two-block TMA dsd (b = 64), in WGMMA_DSD_PAIR's format (WS's, then blocks per tile),
+# forced on for these (decisions tall and dsd_pair). It pays where neighbouring output
+# blocks share their lists, so sweep it on such a layout (bench/NOTES.md 116-117 has
+# banded and Watts-Strogatz results); the random layout of --density shows its cost.
+PAIR = {
+    64: [(1, 2, 4, 1, 1, 1, 256, 1, 2), (1, 2, 3, 1, 0, 1, 256, 1, 2)],
 }
 # Hopper persistent union dsd: (members per group, m64 tiles, consumer warpgroups, stages,
 # CTAs per SM), W's blocks read as stored for X @ W (--union: only these and the current
@@ -127,7 +135,7 @@ SDD = {
 #: for the block size before each candidate.
 TUNED = ("dsd", "sdd", "wgmma", "wgmma_sdd", "wgmma_sdd_short", "wgmma_sdd_wide",
          "wgmma_sdd_tma", "wgmma_sdd_pair", "group", "sdd_tile", "wgmma_ws", "wgmma_union",
-         "wgmma_tall")
+         "wgmma_tall", "wgmma_cluster", "wgmma_pair")
 
 
 def _candidates(op, b, args, saved):
@@ -142,6 +150,7 @@ def _candidates(op, b, args, saved):
         cands = (DSD[b] + [("group", *c) for c in GROUP.get(b, [])]
                  + [("wgmma", *c) for c in WGMMA.get(b, [])]
                  + [("ws", *c) for c in WS.get(b, [])]
+                 + [("pair", *c) for c in PAIR.get(b, [])]
                  + [("union", *c) for c in UNION.get(b, [])])
     if args.wgmma:
         cands = [c for c in cands if str(c[0]).startswith("wgmma")]
@@ -170,6 +179,9 @@ def _apply(op, b, cfg, saved):
         configs.set_tiles(wgmma={b: cfg[1:]})
     elif kind == "ws":  # the persistent form of the single-block wgmma kernel
         configs.set_tiles(wgmma={b: (1, 2, 4)}, wgmma_ws={b: cfg[1:]})
+    elif kind == "pair":  # taken after the tall tile, which is restored for it
+        configs.set_tiles(wgmma={b: saved["wgmma"][b]}, wgmma_ws={b: saved["wgmma_ws"][b]},
+                          wgmma_tall={b: saved["wgmma_tall"][b]}, wgmma_pair={b: cfg[1:]})
     elif kind == "union":
         configs.set_tiles(wgmma={b: saved["wgmma"][b]}, wgmma_union={b: cfg[1:]})
     elif kind == "wgmma_sdd":
@@ -184,6 +196,7 @@ def _apply(op, b, cfg, saved):
     tma, pair = kind == "wgmma_sdd_tma", kind == "wgmma_sdd_pair"
     return {"sdd_tiled": kind == "tile", "group": kind == "group", "union": kind == "union",
             "kn": True if kind == "union" else None, "dense": False,
+            "tall": True if kind == "pair" else None, "dsd_pair": kind == "pair",
             "sdd_tma": tma, "sdd_pair": pair, "sdd_short": False if tma or pair else None}
 
 
