@@ -165,10 +165,10 @@ def test_two_block_tiles_where_neighbouring_blocks_share_their_lists():
     ctas = plans.persistent_ctas(cfg, SMS)
     for trans in (False, True):
         assert worklists.sharing(banded, trans, 2) >= plans.DSD_PAIR_MIN_SHARING
-        assert plans.dsd_pair_pays(banded, trans, cfg, 8192, kb, ctas)
-        assert not plans.dsd_pair_pays(random, trans, cfg, 8192, kb, ctas)
+        assert plans.dsd_pair_pays(cfg, banded, trans, 8192, kb, ctas)
+        assert not plans.dsd_pair_pays(cfg, random, trans, 8192, kb, ctas)
         # too few tiles for the grid
-        assert not plans.dsd_pair_pays(banded, trans, cfg, 256, kb, ctas)
+        assert not plans.dsd_pair_pays(cfg, banded, trans, 256, kb, ctas)
         p = plans.plan_dsd(banded, "float16", 64, 8192, trans, False, 90, SMS)
         assert p.kernel.group == 2
         assert p.split == 0

@@ -153,18 +153,40 @@ SDD_TMA_TILES = [
 ]
 
 
-@pytest.fixture
-def sdd_tma_tile(request, monkeypatch):
-    b, cfg = request.param
-    yield from forced_tile(monkeypatch, b, [(tiles.WGMMA_SDD_TMA, cfg)], sdd_tma=True,
-                           sdd_short=False, sdd_pair=False)
+def tma_sdd_fixture(table, **decisions):
+    """A fixture forcing the (b, tile) of its parameter into ``table`` of the persistent TMA
+    sdd, with the plan ``decisions`` that take it."""
+
+    @pytest.fixture
+    def fixture(request, monkeypatch):
+        b, cfg = request.param
+        yield from forced_tile(monkeypatch, b, [(table, cfg)], sdd_short=False, **decisions)
+
+    return fixture
 
 
-@pytest.mark.parametrize("sdd_tma_tile", SDD_TMA_TILES, indirect=True,
-                         ids=lambda t: f"b{t[0]}-{t[1]}")
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("n", [1, 77, 300])  # rows of the reduction: one, a partial slice, several
-@pytest.mark.parametrize("ctas", [0, 2])  # a CTA per SM (or per group), or two walking all
+def tma_sdd_cases(fixture, tile_list):
+    """The cases every TMA sdd tile runs: each tile of ``tile_list`` through ``fixture``,
+    both half types, reductions of one row, a partial slice and several slices, a CTA per
+    SM (or per group) or two CTAs walking all groups."""
+    marks = [pytest.mark.parametrize(fixture, tile_list, indirect=True,
+                                     ids=lambda t: f"b{t[0]}-{t[1]}"),
+             pytest.mark.parametrize("dtype", ["float16", "bfloat16"]),
+             pytest.mark.parametrize("n", [1, 77, 300]),
+             pytest.mark.parametrize("ctas", [0, 2])]
+
+    def apply(test):
+        for mark in reversed(marks):
+            test = mark(test)
+        return test
+
+    return apply
+
+
+sdd_tma_tile = tma_sdd_fixture(tiles.WGMMA_SDD_TMA, sdd_tma=True, sdd_pair=False)
+
+
+@tma_sdd_cases("sdd_tma_tile", SDD_TMA_TILES)
 def test_tma_sdd_tiles_match_scipy(backend, force, sdd_tma_tile, dtype, n, ctas):
     """The persistent TMA sdd: groups of every size up to the tile's, a partial last
     group (whose members past its count load out-of-bounds boxes), an empty block row."""
@@ -202,18 +224,10 @@ SDD_PAIR_TILES = [
 ]
 
 
-@pytest.fixture
-def sdd_pair_tile(request, monkeypatch):
-    b, cfg = request.param
-    yield from forced_tile(monkeypatch, b, [(tiles.WGMMA_SDD_PAIR, cfg)], sdd_pair=True,
-                           sdd_short=False, dense=False)
+sdd_pair_tile = tma_sdd_fixture(tiles.WGMMA_SDD_PAIR, sdd_pair=True, dense=False)
 
 
-@pytest.mark.parametrize("sdd_pair_tile", SDD_PAIR_TILES, indirect=True,
-                         ids=lambda t: f"b{t[0]}-{t[1]}")
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("n", [1, 77, 300])  # rows of the reduction: one, a partial slice, several
-@pytest.mark.parametrize("ctas", [0, 2])  # a CTA per SM (or per group), or two walking all
+@tma_sdd_cases("sdd_pair_tile", SDD_PAIR_TILES)
 def test_paired_tma_sdd_tiles_match_scipy(backend, force, sdd_pair_tile, dtype, n, ctas):
     """The TMA sdd's paired tile: rows sharing some columns, an empty row, two rows with
     disjoint columns, two full rows (paired together), an odd number of rows (one left

@@ -220,10 +220,10 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
             return None
     else:
         p = (tall and WGMMA_DSD_TALL.get(b)) or WGMMA_DSD_WS.get(b)
-    if p is not None and (p.cluster > 1 or p.cols > 1) and not (p.tma and p.rows > 0):
-        raise ValueError(f"clusters and two-block tiles need TMA copies and X's rows as N "
-                         f"(tma=True, rows > 0), got {p}")
     if p is not None:
+        if (p.cluster > 1 or p.cols > 1) and not (p.tma and p.rows > 0):
+            raise ValueError(f"clusters and two-block tiles need TMA copies and X's rows as "
+                             f"N (tma=True, rows > 0), got {p}")
         rows = (p.tma and p.rows) or 64 * p.m_tiles * p.warpgroups
         expr = (f"{tag},{b},{p.m_tiles},{p.warpgroups},{p.stages},{_b(kn)},{p.ctas_per_sm},"
                 f"{p.inflight}")

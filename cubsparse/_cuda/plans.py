@@ -187,7 +187,7 @@ def cluster_pays(cfg: KernelConfig, structure, trans: bool, b: int, n: int, n_ou
             and lens.size > 0 and float(lens.mean()) * b >= CLUSTER_MIN_DEPTH)
 
 
-def dsd_pair_pays(structure, trans: bool, cfg: KernelConfig, n: int, n_out: int,
+def dsd_pair_pays(cfg: KernelConfig, structure, trans: bool, n: int, n_out: int,
                   ctas: int) -> bool:
     """The two-block tile ``cfg`` finds DSD_PAIR_MIN_SHARING stored blocks per entry of its
     union lists, X has a tile of rows, and its tiles give each of ``ctas`` CTAs
@@ -270,9 +270,8 @@ def sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:
 # -- forced decisions ----------------------------------------------------------------------
 _FORCED: dict = {}
 DECISIONS = ("panel", "union", "group", "tall", "cluster", "dsd_pair", "short", "kn",
-             "sdd_tiled",
-             "sdd_short",
-             "sdd_wide", "sdd_tma", "sdd_pair", "split", "grid_limit", "dense")
+             "sdd_tiled", "sdd_short", "sdd_wide", "sdd_tma", "sdd_pair", "split",
+             "grid_limit", "dense")
 
 
 @contextlib.contextmanager
@@ -525,14 +524,15 @@ def _wgmma_choice(structure, name: str, b: int, n: int, n_out: int, trans: bool,
         xcfg = wgmma_config(name, b, not trans, union, True)
         if _decide("tall", tall_pays, xcfg, n, n_out, persistent_ctas(xcfg, sms)):
             wcfg, kn = xcfg, True
+            # two blocks per tile, else clusters of two CTAs, where each pays
             pcfg = wgmma_config(name, b, not trans, union, pair=True)
-            ccfg = wgmma_config(name, b, not trans, union, cluster=True)
-            if pcfg is not None and _decide("dsd_pair", dsd_pair_pays, structure, trans, pcfg,
+            if pcfg is not None and _decide("dsd_pair", dsd_pair_pays, pcfg, structure, trans,
                                             n, n_out, persistent_ctas(pcfg, sms)):
-                wcfg = pcfg
-            elif ccfg is not None and _decide("cluster", cluster_pays, ccfg, structure, trans,
-                                              b, n, n_out, persistent_ctas(ccfg, sms)):
-                wcfg = ccfg
+                return pcfg, True, False
+            ccfg = wgmma_config(name, b, not trans, union, cluster=True)
+            if ccfg is not None and _decide("cluster", cluster_pays, ccfg, structure, trans,
+                                            b, n, n_out, persistent_ctas(ccfg, sms)):
+                return ccfg, True, False
     return wcfg, kn, False
 
 

@@ -278,8 +278,6 @@ class _DsdRunner:
             self.sparse = _DsdRunner(w, dev, n, trans, tf32, sparse_only=True)
             return
         cfg = p.kernel
-        if cfg.tma and cfg.group > 1 and p.split:
-            raise ValueError(f"the two-block TMA tile is never split, got split={p.split}")
         work, blk, gidx, segs = worklists.dsd_tables(s, dev, trans, p.split, cfg.group)
         width = cfg.group * b
         # split lists: a counter per (list, row tile), indexed by the list's first slot
