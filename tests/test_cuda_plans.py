@@ -10,7 +10,7 @@ import pytest
 from conftest import BACKENDS, poison, to_backend, to_numpy
 
 import cubsparse as cs
-from cubsparse._cuda import configs, dense_model, plans, worklists
+from cubsparse._cuda import configs, dense_model, plans, tiles, worklists
 
 CUDA = [p for p in BACKENDS if p.values == ("cuda",)]
 SMS = 132  # an H100 / H200
@@ -73,19 +73,21 @@ def test_dense_path_where_the_model_says_so():
 
 
 def test_dsd_plan_takes_dense_panels_where_members_fill_them():
-    """A banded W (neighbouring output blocks share their lists) at N = 8192: the panel
-    union kernel, W's blocks transposed for X @ W; its dense-path ratio follows the share
+    """A banded W (neighbouring output blocks share their lists) at N = 8192: the TMA
+    kernel's dense panels, gathered per call; its dense-path ratio follows the share
     of W its panels cover. A random W at d = 0.05 fills too little of the panels, and at
     128 rows the panels' tiles are too few for the device."""
     band = cs.BlockSparseMatrix.from_layout(cs.layouts.banded(256, 32), 16,
                                             backend="cpu")._structure
     panel = configs.wgmma_config("float16", 16, panel=True)
-    assert ",true," in panel.name  # the PANEL flag
+    assert panel.group == 16
+    assert panel.kernel == "dsd_wgmma_tma"
     for trans in (False, True):
         p = plans.plan_dsd(band, "float16", 16, 8192, trans, False, 90, SMS, 1 << 30)
         assert (p.path, p.kernel, p.panel) == ("sparse", panel, True)
         assert "dense panels of 16 blocks (absent blocks multiplied as zeros" in str(p)
-        assert p.w_copy == (None if trans else "transpose_blocks")
+        assert p.w_copy == "panel_blocks"  # the panels gathered per call, zeros included
+        assert "gathered into the panels per call" in str(p)
         cover = worklists.panel_cover(band, trans, panel.group)
         assert 0 < cover < 0.5
         assert p.ratio == pytest.approx(cover / plans.PANEL_SPEED[16])
@@ -107,6 +109,33 @@ def test_dsd_plan_takes_dense_panels_where_members_fill_them():
     with plans.override(panel=True):
         assert plans.plan_dsd(band, "float16", 16, 8192, False, False, 90, SMS, None,
                               panels=False).kernel != panel
+
+
+def test_panel_config_falls_back_to_the_union_kernel(monkeypatch):
+    """Without a TMA panel tile for the block size, the panels run on the union kernel
+    (its PANEL flag set)."""
+    monkeypatch.setitem(tiles.WGMMA_DSD_PANEL_TMA, 32, None)
+    configs.set_tiles()
+    try:
+        union = configs.wgmma_config("bfloat16", 32, panel=True)
+        assert union.kernel == "dsd_wgmma_union"
+        assert ",true," in union.name
+    finally:
+        monkeypatch.undo()
+        configs.set_tiles()
+    assert configs.wgmma_config("bfloat16", 32, panel=True).kernel == "dsd_wgmma_tma"
+
+
+def test_tma_panel_tiles_are_checked():
+    """A tile of several blocks with X's rows as M must be a panel of b <= 32 on TMA
+    copies, one m64 tile per warpgroup: the config says what it got."""
+    kept = tiles.WGMMA_DSD_PANEL_TMA[32]
+    configs.set_tiles(wgmma_panel_tma={32: kept._replace(m_tiles=2)})
+    try:
+        with pytest.raises(ValueError, match="m_tiles = 1"):
+            configs.wgmma_config("float16", 32, panel=True)
+    finally:
+        configs.set_tiles(wgmma_panel_tma={32: kept})
 
 
 def test_sdd_groups_cover_every_block_once():
@@ -161,6 +190,28 @@ def test_dsd_split_table_gives_each_slot_its_list(split, group):
         assert (rows[:, 3] == s0 + np.arange(rows.shape[0])).all()
         assert (segs[rows[:, 3]] == [s0, rows.shape[0]]).all()
     assert np.array_equal(np.sort(work[work[:, 3] >= 0, 3]), np.arange(n_slots))
+
+
+@pytest.mark.parametrize("pad", [2, 4])
+def test_padded_group_lists_keep_each_entry_at_a_slice_boundary(pad):
+    """The TMA panels' lists: each group's union list in order, then entries of no block
+    and X's block column -1 up to a multiple of ``pad``, every group starting on one."""
+    s = structure(37, 29, 0.2)
+    ptr, blk, gidx = worklists.lists(s, False, 8)
+    pptr, pblk, pgidx = worklists.lists(s, False, 8, pad)
+    assert (pptr % pad == 0).all()
+    assert pptr.shape == ptr.shape
+    pblk = pblk.reshape(-1, 8)
+    for g in range(ptr.shape[0] - 1):
+        n, a, p = ptr[g + 1] - ptr[g], ptr[g], pptr[g]
+        assert pptr[g + 1] - p == -(-n // pad) * pad
+        assert np.array_equal(pgidx[p:p + n], gidx[a:a + n])
+        assert np.array_equal(pblk[p:p + n], blk.reshape(-1, 8)[a:a + n])
+        assert (pgidx[p + n:pptr[g + 1]] == -1).all()
+        assert (pblk[p + n:pptr[g + 1]] == -1).all()
+    work = worklists.dsd_host(s, False, 0, 8, pad)[0]
+    assert (work[:, 1] % pad == 0).all()
+    assert (work[:, 2] % pad == 0).all()
 
 
 @pytest.mark.usefixtures("no_tma_sdd")

@@ -597,7 +597,9 @@ def union_tile(request, monkeypatch):
     kind, b, cfg = request.param
     table = tiles.WGMMA_DSD_UNION if kind == "union" else tiles.WGMMA_DSD_PANEL
     decisions = {"union": True, "panel": False} if kind == "union" else {"panel": True}
-    for forced_b in forced_tile(monkeypatch, b, [(table, cfg)], **decisions):
+    # (the TMA kernel's panels, where set, would replace the union kernel's)
+    for forced_b in forced_tile(monkeypatch, b, [(table, cfg), (tiles.WGMMA_DSD_PANEL_TMA, None)],
+                                **decisions):
         yield kind, forced_b
 
 
@@ -630,6 +632,59 @@ def test_union_dsd_tiles_match_scipy(backend, monkeypatch, force, union_tile, dt
         assert cs.matmul_plan(x, w).kernel == panel
         dy = to_backend(np.zeros((n, lay.shape[1] * b), np.float32), backend).astype(w.dtype)
         assert cs.matmul_plan(dy, w.T).kernel == panel
+    check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: 5, True: 9})
+
+
+# (b, (m64 tiles, consumer warpgroups, stages, CTAs per SM, slices in flight, tma, rows,
+# cluster, blocks per tile)) of the TMA kernel's dense panels; wgmma's N is blocks x b
+PANEL_TMA_TILES = [
+    (8, (1, 2, 4, 1, 1, True, 0, 1, 32)),   # eight entries per slice, 16-byte rows of X
+    (8, (1, 2, 3, 1, 1, True, 0, 2, 16)),   # ... in clusters of two
+    (32, (1, 2, 4, 1, 1, True, 0, 1, 8)),   # N = 256: two entries per slice
+    (32, (1, 1, 3, 1, 0, True, 0, 1, 4)),   # N = 128, one consumer warpgroup, none in flight
+    (16, (1, 2, 4, 1, 1, True, 0, 1, 16)),  # four entries per slice: 68 boxes over 32 lanes
+    (16, (1, 2, 3, 1, 1, True, 0, 1, 8)),
+    (32, (1, 2, 4, 1, 1, True, 0, 2, 8)),   # clusters of two: each CTA copies half the members
+    (16, (1, 2, 4, 1, 1, True, 0, 2, 16)),
+]
+
+
+@pytest.fixture
+def panel_tma_tile(request, monkeypatch):
+    b, cfg = request.param
+    yield from forced_tile(monkeypatch, b, [(tiles.WGMMA_DSD_PANEL_TMA, cfg)], panel=True,
+                           dense=False)
+
+
+@pytest.mark.parametrize("panel_tma_tile", PANEL_TMA_TILES, indirect=True,
+                         ids=lambda t: f"b{t[0]}-{t[1]}")
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("grid_limit", [None, 3])
+@pytest.mark.parametrize("n", [65, 300])
+def test_tma_panel_dsd_tiles_match_scipy(backend, monkeypatch, force, panel_tma_tile, dtype,
+                                         grid_limit, n):
+    """X @ W and dY @ W.T on the TMA kernel's dense panels: absent blocks landing as zeros
+    over stages that held other blocks, union lists of up to 275 entries, a last slice
+    past the list's end, partial last groups (the output past them never written), an
+    empty and a full output block, a partial last row tile (and, in clusters, a second
+    CTA with no rows of X at n = 65), a grid of two or three CTAs walking many tiles;
+    alpha and beta."""
+    b = panel_tma_tile
+    force(grid_limit=grid_limit)
+    rng = np.random.default_rng(n + b + 7)
+    lay = rng.random((275, 37)) < 0.2
+    lay[:, 36] = True   # a full output block of X @ W, in the partial last group
+    lay[270, :] = True  # a full one of dY @ W.T, in its partial last group
+    lay[:, 5] = False   # an empty output block of X @ W
+    lay[9, :] = False   # an empty one of dY @ W.T
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, backend=backend)
+    if device.arch(0) == 90:  # elsewhere the rule's fallback runs
+        panel = configs.wgmma_config(dtype, b, panel=True)
+        assert panel.kernel.startswith("dsd_wgmma_tma")
+        assert panel.group > 1
+        for rows_in, op in ((lay.shape[0], w), (lay.shape[1], w.T)):
+            x = to_backend(np.zeros((n, rows_in * b), np.float32), backend).astype(w.dtype)
+            assert cs.matmul_plan(x, op).kernel == panel
     check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: 5, True: 9})
 
 

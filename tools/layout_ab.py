@@ -4,10 +4,14 @@ against dense cuBLAS (``cupy.matmul`` on the densified W) in the same process:
 dense ms x density / sparse ms. Every variant's result is checked against float32 dense
 math before it is timed; the dense path stays off.
 
-A variant is ``rule`` (the plan's own choice), ``nopanel`` (the panel kernel forbidden)
-or ``panel:G.M.C.S.P[.R]`` (the panel kernel forced with that tile: members, m64 tiles,
-consumer warpgroups, stages, CTAs per SM and, optionally, producer warpgroups, 1 if left
-out; the table's b = 16 tile is ``panel:16.2.2.4.1.2``).
+A variant is ``rule`` (the plan's own choice), ``nopanel`` (panels forbidden),
+``panel:G.M.C.S.P[.R]`` (the union kernel's panels forced with that tile: members, m64
+tiles, consumer warpgroups, stages, CTAs per SM and, optionally, producer warpgroups, 1 if
+left out), ``union`` (the union kernel's panels with the table's tile) or
+``tma:W.S.I.L.G`` (the TMA kernel's panels forced with that tile: consumer warpgroups,
+stages, slices in flight, CTAs per cluster, blocks per panel; the table's b = 32 tile is
+``tma:2.4.1.1.8``). A suffix ``@R`` forces bands of R row tiles in the TMA kernels' tile
+order (``plans.override(band=R)``), e.g. ``rule@4``.
 
     PYTHONPATH=.:tools python3 tools/layout_ab.py --b 8,16,32 --d 0.05,0.25 \\
         --layouts random,ws,banded --variants nopanel,panel:16.2.2.4.1,rule
@@ -32,13 +36,24 @@ def _list(kind):
 
 
 def _variant(name: str, b: int):
-    """(plan decisions, panel tile or None) of a variant for block size ``b``."""
+    """(plan decisions, tile-table entries to set) of a variant for block size ``b``."""
+    if "@" in name:
+        name, band = name.split("@")
+        decisions, entries = _variant(name, b)
+        return {**decisions, "band": int(band)}, entries
     if name == "rule":
-        return {}, None
+        return {}, {}
     if name == "nopanel":
-        return {"panel": False}, None
+        return {"panel": False}, {}
+    if name == "union":
+        return {"panel": True}, {"wgmma_panel_tma": {b: None}}
     if name.startswith("panel:"):
-        return {"panel": True}, tuple(int(v) for v in name[6:].split("."))
+        tile = tuple(int(v) for v in name[6:].split("."))
+        return {"panel": True}, {"wgmma_panel": {b: tile}, "wgmma_panel_tma": {b: None}}
+    if name.startswith("tma:"):
+        wg, st, inflight, cluster, g = (int(v) for v in name[4:].split("."))
+        tile = tiles.PersistentTile(1, wg, st, 1, inflight, True, 0, cluster, g)
+        return {"panel": True}, {"wgmma_panel_tma": {b: tile}}
     raise ValueError(f"unknown variant {name!r}")
 
 
@@ -55,7 +70,8 @@ def main():
     parser.add_argument("--variants", type=_list(str), default=["nopanel", "rule"])
     parser.add_argument("--reps", type=int, default=10)
     args = parser.parse_args()
-    saved = dict(tiles.WGMMA_DSD_PANEL)
+    saved = {"wgmma_panel": dict(tiles.WGMMA_DSD_PANEL),
+             "wgmma_panel_tma": dict(tiles.WGMMA_DSD_PANEL_TMA)}
     name = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
     print(f"GPU: {name}; N = {args.n}, C = K = {args.ck}, {args.dtype}; eager ms back to "
           "back, efficiency against cupy.matmul")
@@ -74,9 +90,8 @@ def main():
         for op in args.ops:
             ms, plan = [], []
             for v in args.variants:
-                decisions, tile = _variant(v, b)
-                if tile is not None:
-                    configs.set_tiles(wgmma_panel={b: tile})
+                decisions, entries = _variant(v, b)
+                configs.set_tiles(**entries)
                 try:
                     with plans.override(dense=False, **decisions):
                         plan.append(str(PLANS[op](w, xs[0], xs[0])))
@@ -87,7 +102,7 @@ def main():
                         ms.append(bench(lambda op=op, w=w, x=xs[0]: OPS[op](w, x, x),
                                         reps=args.reps))
                 finally:
-                    configs.set_tiles(wgmma_panel=saved)
+                    configs.set_tiles(**saved)
             cells = "  ".join(f"{t:8.3f} {dense * dens / t:5.2f}    " for t in ms)
             print(f"{lay_name:>7} {op:>4} {b:3d} {dens:5.3f}  {cells}  {dense:7.3f}", flush=True)
             for v, p in zip(args.variants, plan, strict=True):

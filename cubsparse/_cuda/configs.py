@@ -26,6 +26,7 @@ from .tiles import (
     WGMMA_DSD_CLUSTER,
     WGMMA_DSD_PAIR,
     WGMMA_DSD_PANEL,
+    WGMMA_DSD_PANEL_TMA,
     WGMMA_DSD_TALL,
     WGMMA_DSD_UNION,
     WGMMA_DSD_WS,
@@ -198,32 +199,37 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
 
     ``kn``: X @ W with W's blocks read as stored ([k][n]). ``union=False``: the kernel
     used where the union kernel does not pay. ``tall``: the WGMMA_DSD_TALL tile, where
-    one is set for ``b``. ``panel``: the union kernel multiplying dense panels
-    (WGMMA_DSD_PANEL, W's blocks read transposed), or None where none is set.
+    one is set for ``b``. ``panel``: the kernel multiplying dense panels (W's blocks read
+    transposed): the TMA kernel's (WGMMA_DSD_PANEL_TMA) where one is set for ``b``, else the
+    union kernel's (WGMMA_DSD_PANEL), else None.
     ``cluster``: the WGMMA_DSD_CLUSTER tile (the kernel ``dsd_wgmma_tma_mc``), or None
     where none is set. ``pair``: the WGMMA_DSD_PAIR tile (two output blocks per tile), or
     None where none is set."""
     name = dtype_name(dtype)
-    if panel:
-        u = WGMMA_DSD_PANEL.get(b)
-        return (None if name not in TC_TAGS or u is None
-                else _union_instance(TC_TAGS[name], b, u, False, True))
-    if name not in TC_TAGS or WGMMA_DSD.get(b) is None:
+    if name not in TC_TAGS:
         return None
     tag = TC_TAGS[name]
-    u = WGMMA_DSD_UNION.get(b) if union else None
-    if u is not None:
-        return _union_instance(tag, b, u, kn, False)
-    if cluster or pair:
+    if panel:
+        p, u = WGMMA_DSD_PANEL_TMA.get(b), WGMMA_DSD_PANEL.get(b)
+        if p is None:
+            return None if u is None else _union_instance(tag, b, u, False, True)
+        kn = False
+    elif WGMMA_DSD.get(b) is None:
+        return None
+    elif union and WGMMA_DSD_UNION.get(b) is not None:
+        return _union_instance(tag, b, WGMMA_DSD_UNION[b], kn, False)
+    elif cluster or pair:
         p = (WGMMA_DSD_PAIR if pair else WGMMA_DSD_CLUSTER).get(b)
         if p is None:
             return None
     else:
         p = (tall and WGMMA_DSD_TALL.get(b)) or WGMMA_DSD_WS.get(b)
     if p is not None:
-        if (p.cluster > 1 or p.cols > 1) and not (p.tma and p.rows > 0):
-            raise ValueError(f"clusters and two-block tiles need TMA copies and X's rows as "
-                             f"N (tma=True, rows > 0), got {p}")
+        if (p.cluster > 1 or p.cols > 1) and not (
+                p.tma and (p.rows > 0 or (p.cols > 1 and b <= 32 and p.m_tiles == 1))):
+            raise ValueError(f"clusters and tiles of several blocks need TMA copies and X's rows "
+                             f"as N (tma=True, rows > 0), or panels of b <= 32 (cols > 1, "
+                             f"m_tiles = 1), got {p} at b = {b}")
         rows = (p.tma and p.rows) or 64 * p.m_tiles * p.warpgroups
         expr = (f"{tag},{b},{p.m_tiles},{p.warpgroups},{p.stages},{_b(kn)},{p.ctas_per_sm},"
                 f"{p.inflight}")
@@ -290,6 +296,14 @@ def transpose_config(b: int) -> KernelConfig:
     return _instance(f"transpose_blocks<{b}>", 256, 0, 0, 1, "sm_90a")
 
 
+@functools.cache
+def panel_copy_config(b: int, transpose: bool) -> KernelConfig:
+    """Gathers W's blocks into the TMA panel kernel's dense panels, [n][k], zeros for absent
+    members (transposed for X @ W)."""
+    return KernelConfig("transpose_blocks", f"panel_blocks<{b},{_b(transpose)}>", 256, 0, 0, 1,
+                        "sm_90a")
+
+
 _STORAGE = {"float16": "u16", "bfloat16": "u16", "float32": "float", "float64": "double"}
 _VALUE_TAGS = {**TC_TAGS, "float32": "F32", "float64": "F64"}
 
@@ -348,8 +362,11 @@ def _family_configs(fam: str, dt: str, b: int) -> list[KernelConfig]:
             out += [dsd_config(dt, b, t, False, small) for t in (False, True)]
             out += [dsd_config(dt, b, True, True, small)] if tf32 else []
     elif fam == "dsd_sm90":
-        if wgmma_config(dt, b, panel=True) is not None:
-            out += [wgmma_config(dt, b, panel=True), transpose_config(b)]
+        pcfg = wgmma_config(dt, b, panel=True)
+        if pcfg is not None:
+            out += [pcfg, transpose_config(b)]
+            if pcfg.tma:
+                out += [panel_copy_config(b, t) for t in (False, True)]
         if wgmma_config(dt, b) is not None:
             for union in (True, False):  # the union kernel and its fallback
                 wcfg = wgmma_config(dt, b, union=union)

@@ -57,7 +57,8 @@ class TensorMap:
                  box_outer: int):
         self._buf = ctypes.create_string_buffer(128 + 64)
         self.address = (ctypes.addressof(self._buf) + 63) & ~63  # the driver wants 64 B
-        swizzle = {32: 1, 64: 2, 128: 3}[2 * box_inner]  # CU_TENSOR_MAP_SWIZZLE_32B/64B/128B
+        # CU_TENSOR_MAP_SWIZZLE_NONE (16-byte rows) / 32B / 64B / 128B
+        swizzle = {16: 0, 32: 1, 64: 2, 128: 3}[2 * box_inner]
         u64, u32 = ctypes.c_uint64, ctypes.c_uint32
         res = libcuda().cuTensorMapEncodeTiled(
             ctypes.c_void_p(self.address), 1, 2, ctypes.c_void_p(ptr),  # UINT16, rank 2
@@ -82,10 +83,10 @@ def tensor_map(ptr: int, inner: int, outer: int, row_bytes: int, box_inner: int,
                box_outer: int) -> TensorMap:
     """A TMA map over ``outer`` rows of ``inner`` 16-bit elements at device address ``ptr``,
     rows ``row_bytes`` apart, copied in boxes of ``box_outer`` rows of ``box_inner``
-    elements into shared memory in the swizzle that spans one box row (out-of-bounds
-    elements land as zeros). A map holds only an address and a shape, so it is cached by
-    them: a new array at a reused address (the memory pool's common case) gets the same
-    map without a driver call."""
+    elements into shared memory in the swizzle that spans one box row (none for 16-byte
+    rows; out-of-bounds elements land as zeros). A map holds only an address and a shape,
+    so it is cached by them: a new array at a reused address (the memory pool's common
+    case) gets the same map without a driver call."""
     return TensorMap(ptr, inner, outer, row_bytes, box_inner, box_outer)
 
 

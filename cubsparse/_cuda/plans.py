@@ -54,9 +54,17 @@ PANEL_MIN_FILL = {8: 0.05, 16: 0.2, 32: 0.4}
 PANEL_MIN_WAVES = 2
 #: Its time is predicted (for the dense path's choice) as dense cuBLAS's times the share
 #: of W's block grid its panels cover, over this speed per MMA against cuBLAS's (the same
-#: measurements: 0.20-0.33 at b = 8, 0.31-0.48 at b = 16, 0.37-0.64 at b = 32, lowest where
-#: the panels are few and short).
-PANEL_SPEED = {8: 0.27, 16: 0.42, 32: 0.55}
+#: measurements, on the TMA kernel with bands of 8 row tiles; lowest where the panels are
+#: few and short: 0.22-0.41 at b = 8, 0.33-0.69 at b = 16 and 0.42-0.84 at b = 32).
+PANEL_SPEED = {8: 0.33, 16: 0.5, 32: 0.65}
+#: The persistent TMA dsd kernel takes its tiles row tile by row tile, every work item of
+#: one before the next, so the CTAs running at one time share X's rows. Its dense panels
+#: instead take bands of this many row tiles, group by group within a band, so that the
+#: CTAs also share the panels: at b = 32 on an H100 (N = C = K = 8192, fp16) the panels of
+#: a banded layout at d = 0.5 (70 MB, more than L2 holds) ran 1.6 ms with bands of 1 row
+#: tile and 0.92 ms with 8; bands of 2 / 4 / 8 gave medians of 0.55 / 0.58 / 0.60 of dense
+#: on banded layouts. The tall tiles ran slower in bands (b = 64: 0.50 -> 0.47 with 4).
+DSD_PANEL_BAND = 8
 #: Tiles per persistent CTA below which the tall tiles are not used.
 TALL_MIN_WAVES = 2
 #: Mean reduction depth (list length x b, rows of W) from which the tall tile runs in
@@ -271,7 +279,7 @@ def sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:
 _FORCED: dict = {}
 DECISIONS = ("panel", "union", "group", "tall", "cluster", "dsd_pair", "short", "kn",
              "sdd_tiled", "sdd_short", "sdd_wide", "sdd_tma", "sdd_pair", "split",
-             "grid_limit", "dense")
+             "grid_limit", "band", "dense")
 
 
 @contextlib.contextmanager
@@ -310,6 +318,8 @@ def override(**decisions):
         Longest list per CTA (0: no split).
     ``grid_limit`` : int
         Cap on a persistent kernel's CTAs (they then walk more tiles each).
+    ``band`` : int
+        Row tiles per band of the TMA dsd kernel's tile order (:data:`DSD_PANEL_BAND`).
     ``dense`` : bool
         Take the dense path (where the dtype has one) or never.
 
@@ -360,12 +370,15 @@ class DsdPlan:
     path: str  # "sparse" or "dense"
     kernel: KernelConfig  # the sparse kernel (dense path: the block scatter)
     reads_w_as_stored: bool  # else W's blocks are read transposed ([n][k])
-    w_copy: str | None  # per call: None, "transpose_blocks" (wgmma) or "transpose" (TF32)
+    # per call: None, "transpose_blocks" (wgmma), "transpose" (TF32) or "panel_blocks" (the
+    # TMA kernel's dense panels gathered, zeros for absent members)
+    w_copy: str | None
     split: int  # longest list per CTA, 0: lists whole
     slots: int  # float32 workspace tiles of the split lists
     grid: tuple
     ratio: float | None  # the dense model's sparse / dense time, where it has one
-    panel: bool = False  # the union kernel's dense panels (absent blocks multiplied as zeros)
+    panel: bool = False  # dense panels of a group's blocks (absent ones multiplied as zeros)
+    band: int = 1  # TMA kernels: row tiles per band of the tile order (DSD_PANEL_BAND)
 
     def __str__(self) -> str:
         if self.path == "dense":
@@ -380,7 +393,11 @@ class DsdPlan:
         if self.panel:
             parts.append(f"dense panels of {k.group} blocks (absent blocks multiplied as "
                          "zeros; set_options(dense_panels=False) forbids them)")
-        if self.w_copy:
+        if self.band > 1:
+            parts.append(f"tiles taken in bands of {self.band} row tiles")
+        if self.w_copy == "panel_blocks":
+            parts.append("W's blocks gathered into the panels per call (panel_blocks)")
+        elif self.w_copy:
             parts.append(f"W's blocks transposed per call ({self.w_copy})")
         if self.split:
             parts.append(f"lists split at {self.split} ({self.slots} partial tiles, added "
@@ -453,7 +470,9 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
         small = _decide("short", short_pays, dsd_config(name, b, trans, tf32), n, n_out, sms)
     cfg = wcfg or gcfg or dsd_config(name, b, trans, tf32, small)
     w_copy = None
-    if not trans and (tf32 or (wcfg is not None and not kn)):
+    if panel and wcfg.tma:  # the TMA kernel reads whole panels, zeros included
+        w_copy = "panel_blocks"
+    elif not trans and (tf32 or (wcfg is not None and not kn)):
         # These kernels read W's blocks with k contiguous ([n][k]): TF32 because ldmatrix
         # moves 16-bit elements, the other wgmma kernels for their K-major descriptors.
         w_copy = "transpose_blocks" if wcfg is not None else "transpose"
@@ -497,8 +516,9 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
     if dense:
         return DsdPlan("X @ W.T" if trans else "X @ W", n, name, b, "dense",
                        scatter_config(name, b), kn or trans, None, 0, 0, (), ratio)
+    band = forced("band", DSD_PANEL_BAND if panel else 1) if cfg.tma else 1
     return DsdPlan("X @ W.T" if trans else "X @ W", n, name, b, "sparse", cfg, kn or trans,
-                   w_copy, split, n_slots if split else 0, grid, ratio, panel)
+                   w_copy, split, n_slots if split else 0, grid, ratio, panel, band)
 
 
 def _wgmma_choice(structure, name: str, b: int, n: int, n_out: int, trans: bool, sms: int,

@@ -21,7 +21,13 @@ from .._arrays import DeviceMismatchError
 from .._arrays import may_share_memory as _overlap
 from . import blas, device, worklists
 from .compile import get_kernel
-from .configs import GENERATION, scatter_config, sdd_tile_shape, transpose_config
+from .configs import (
+    GENERATION,
+    panel_copy_config,
+    scatter_config,
+    sdd_tile_shape,
+    transpose_config,
+)
 from .launch import Launch
 from .outputs import Outputs
 from .plans import MAX_GRID_Y, plan_dsd, plan_sdd
@@ -278,7 +284,10 @@ class _DsdRunner:
             self.sparse = _DsdRunner(w, dev, n, trans, tf32, sparse_only=True)
             return
         cfg = p.kernel
-        work, blk, gidx, segs = worklists.dsd_tables(s, dev, trans, p.split, cfg.group)
+        # (the TMA kernel's panels walk lists padded to whole 64-deep slices)
+        panel_tma = p.panel and cfg.tma
+        work, blk, gidx, segs = worklists.dsd_tables(s, dev, trans, p.split, cfg.group,
+                                                     64 // b if panel_tma else 1)
         width = cfg.group * b
         # split lists: a counter per (list, row tile), indexed by the list's first slot
         self.split = (_SplitScratch((p.slots, n, width), p.slots * -(-n // cfg.rows_per_cta))
@@ -286,11 +295,11 @@ class _DsdRunner:
         f = "d" if p.dtype == "float64" else "f"  # alpha, beta: float32 but for float64
         if cfg.tma:
             #   xmap wmap rows xcols wrows work nwork blk gidx y ldy alpha beta
-            #   ws ws_ld segs counts nout ctr
-            sig = "ttiiipipppl" + f + f + "plppip"
+            #   ws ws_ld segs counts nout ctr band
+            sig = "ttiiipipppl" + f + f + "plppipi"
             vals = [None, None, n, w.shape[1] if trans else w.shape[0], None, work,
                     work.shape[0], blk, gidx, None, None, None, None, 0, n * width, segs, 0,
-                    n_out, None]
+                    n_out, None, p.band]
             self.x_box = (min(b, 64), min(cfg.rows_per_cta, 256))
         else:
             #   x ldx rows [nout] w work [nwork] blk gidx y ldy alpha beta ws ws_ld segs
@@ -307,19 +316,35 @@ class _DsdRunner:
         self.i_ws = self.i_y + 4  # then ws_ld, segs, counts
         self.i_counts = self.i_ws + 3
         self.tma, self.cluster = cfg.tma, cfg.cluster
+        self.panel_rows = cfg.group * b if panel_tma else 0  # rows of a slice of panels
         self.kn_w = p.reads_w_as_stored and not trans  # W as stored ([k][n]) in X @ W
         self.tcopy = (Launch(get_kernel(transpose_config(b)), (s.nnzb, (b // min(b, 32)) ** 2),
                              (256,), 0, "pp", [None, None])
                       if p.w_copy == "transpose_blocks" and s.nnzb else None)
-        self.w_copy = self.tcopy is not None or p.w_copy == "transpose"
-        self.stand_in = _cupy().zeros((1, b, b), dtype) if cfg.tma and s.nnzb == 0 else None
+        # the TMA kernel's panels: entry q's blocks (or zeros) gathered at q * group..
+        self.pcopy = (Launch(get_kernel(panel_copy_config(b, not trans)),
+                             (blk.size, (b // min(b, 32)) ** 2), (256,), 0, "pppi",
+                             [None, None, blk, cfg.group])
+                      if p.w_copy == "panel_blocks" and s.nnzb and blk.size else None)
+        self.panel_blocks = blk.size
+        self.w_copy = (self.tcopy is not None or self.pcopy is not None
+                       or p.w_copy == "transpose")
+        # (a box of panels spans a slice of the group's blocks: the stand-in holds one)
+        self.stand_in = (_cupy().zeros((cfg.group * 64 // b if self.panel_rows else 1, b, b),
+                                       dtype) if cfg.tma and s.nnzb == 0 else None)
         if cfg.tma:  # made now, not inside a stream capture
             device.tile_counter(dev, _stream())
         self._xkey, self._wptr, self._ctr_stream = None, None, None  # set by the first call
 
     def _copy_w(self, wdata, stream):
-        """W's blocks transposed, where the kernel reads them so."""
+        """W's blocks transposed, or gathered into panels, where the kernel reads them so."""
         cupy = _cupy()
+        if self.pcopy is not None:
+            v = self.pcopy.v
+            t = _held(cupy.ndarray((self.panel_blocks, self.b, self.b), wdata.dtype))
+            v[0].value, v[1].value = wdata.data.ptr, t.data.ptr
+            self.pcopy(stream)
+            return t
         if self.tcopy is not None:  # wgmma kernels reading [n][k] blocks: transpose W's
             t = _held(cupy.ndarray(wdata.shape, wdata.dtype))
             self.tcopy.v[0].value, self.tcopy.v[1].value = wdata.data.ptr, t.data.ptr
@@ -370,7 +395,13 @@ class _DsdRunner:
                                                *self.x_box))
                 self._xkey = xkey
             wptr = wdata.data.ptr
-            if wptr != self._wptr:
+            if wptr != self._wptr and self.panel_rows:  # slices of panels, rows of 64 k
+                rows = wdata.size // 64
+                L.set_map(1, device.tensor_map(wptr, 64, rows, 128, 64,
+                                               self.panel_rows // self.cluster))
+                v[4].value = rows
+                self._wptr = wptr
+            elif wptr != self._wptr:
                 b = self.b
                 ek = min(b, 64)
                 # each CTA of a cluster copies 1 / cluster of a block's rows
@@ -380,7 +411,7 @@ class _DsdRunner:
                 v[4].value = wdata.shape[0] * b
                 self._wptr = wptr
             if stream != self._ctr_stream:
-                v[-1].value = device.tile_counter(self.dev, stream).data.ptr
+                v[-2].value = device.tile_counter(self.dev, stream).data.ptr
                 self._ctr_stream = stream
         else:
             v[0].value = x.data.ptr

@@ -52,8 +52,10 @@ class PersistentTile(NamedTuple):
     inflight: int = 1  # slices of wgmmas a consumer keeps running
     tma: bool = False  # copies by the TMA engine (dsd_wgmma_tma), else cp.async
     rows: int = 0  # > 0 (b = 64, 128, TMA): rows of X per tile as wgmma's N
-    cluster: int = 1  # > 1 (TMA, rows > 0): CTAs of a cluster sharing each block by multicast
-    cols: int = 1  # > 1 (TMA, rows > 0, b = 64): output blocks per tile, one warpgroup each
+    cluster: int = 1  # > 1 (TMA): CTAs of a cluster sharing each block by multicast
+    # > 1 (TMA): output blocks per tile, at b = 64 (rows > 0) one warpgroup each, at b = 16
+    # and 32 (rows = 0) multiplied as one dense panel
+    cols: int = 1
 
 
 class UnionTile(NamedTuple):
@@ -158,6 +160,16 @@ WGMMA_DSD_UNION = {16: UnionTile(16, 2, 2, 4, 1)}
 #: registers go to the consumers (1.0-1.18x on an H100; no gain at b = 8 and 32).
 WGMMA_DSD_PANEL = {8: UnionTile(32, 2, 2, 3, 1), 16: UnionTile(16, 2, 2, 4, 1, 2),
                    32: UnionTile(8, 2, 2, 4, 1)}
+#: The panels of WGMMA_DSD_PANEL on the TMA kernel (dsd_wgmma_tma with ``cols`` > 1 and
+#: ``rows`` = 0: X's rows as M, a panel of ``cols`` blocks as N, gathered per call): where
+#: set, it replaces the union kernel's panel form for the block size. On an H100
+#: (N = C = K = 8192, fp16, medians over d = 0.05-0.5, tiles in bands of 8 row tiles) it
+#: ran banded layouts at 0.60 of dense at b = 32, 0.41 at b = 16 and 0.26 at b = 8, where
+#: the union kernel ran 0.39, 0.30 and 0.18; clusters of two CTAs sharing the panels by
+#: multicast were no faster once the tiles came in bands, and 3 stages were slower.
+WGMMA_DSD_PANEL_TMA = {8: PersistentTile(1, 2, 4, 1, 1, True, 0, 1, 32),
+                       16: PersistentTile(1, 2, 4, 1, 1, True, 0, 1, 16),
+                       32: PersistentTile(1, 2, 4, 1, 1, True, 0, 1, 8)}
 #: b = 16 and 32 take shallow stages (more CTAs per SM): at C = K >= 8192 their X and dY
 #: slices come from memory, not L2, and want more copies in flight.
 WGMMA_SDD = {8: None, 16: SddWgmmaTile(8, 2, 1, 3, True, 32), 32: SddWgmmaTile(4, 1, 1, 4, True),
@@ -213,6 +225,7 @@ TABLES = {
     "wgmma_cluster": (WGMMA_DSD_CLUSTER, PersistentTile),
     "wgmma_pair": (WGMMA_DSD_PAIR, PersistentTile),
     "wgmma_union": (WGMMA_DSD_UNION, UnionTile), "wgmma_panel": (WGMMA_DSD_PANEL, UnionTile),
+    "wgmma_panel_tma": (WGMMA_DSD_PANEL_TMA, PersistentTile),
     "wgmma_sdd": (WGMMA_SDD, SddWgmmaTile),
     "wgmma_sdd_short": (WGMMA_SDD_SHORT, SddWgmmaTile),
     "wgmma_sdd_wide": (WGMMA_SDD_WIDE, SddWgmmaTile),

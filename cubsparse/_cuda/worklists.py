@@ -18,11 +18,30 @@ def device_tables(structure, device: int, key, build) -> tuple:
     return structure.cached(("cuda", device, *key), upload)
 
 
-def lists(structure, trans: bool, group: int):
-    """(ptr, blk, gidx) per output block (``group`` 1) or per group of output blocks."""
+def lists(structure, trans: bool, group: int, pad: int = 1):
+    """(ptr, blk, gidx) per output block (``group`` 1) or per group of output blocks;
+    ``pad`` > 1 pads every group's list to a multiple of ``pad`` entries with entries that
+    read X's block column -1 (out of bounds for a TMA box: zeros) and no block."""
     if group == 1:
         return structure.work_lists(trans)
-    return structure.grouped_lists(trans, group)
+    if pad == 1:
+        return structure.grouped_lists(trans, group)
+
+    def build():
+        ptr, blk, gidx = structure.grouped_lists(trans, group)
+        lens = np.diff(ptr).astype(np.int64)
+        padded = -(-lens // pad) * pad
+        new_ptr = np.zeros_like(ptr)
+        np.cumsum(padded, out=new_ptr[1:])
+        # entry i of group g moves to new_ptr[g] + i
+        dest = np.repeat(new_ptr[:-1] - ptr[:-1], lens) + np.arange(ptr[-1])
+        new_gidx = np.full(int(new_ptr[-1]), -1, dtype=np.int32)
+        new_gidx[dest] = gidx
+        new_blk = np.full((int(new_ptr[-1]), group), -1, dtype=np.int32)
+        new_blk[dest] = blk.reshape(-1, group)
+        return new_ptr, new_blk.ravel(), new_gidx
+
+    return structure.cached(("grouped_padded", trans, group, pad), build)
 
 
 def list_lengths(structure, trans: bool, group: int) -> np.ndarray:
@@ -30,8 +49,9 @@ def list_lengths(structure, trans: bool, group: int) -> np.ndarray:
                             lambda: np.diff(lists(structure, trans, group)[0]))
 
 
-def dsd_host(structure, trans: bool, split: int = 0, group: int = 1):
-    """(work, blk, gidx, segs, n_slots) on the host, built once per layout, split and group.
+def dsd_host(structure, trans: bool, split: int = 0, group: int = 1, pad: int = 1):
+    """(work, blk, gidx, segs, n_slots) on the host, built once per layout, split, group
+    and list padding (:func:`lists`).
 
     ``work`` rows are (output tile, first list entry, list length, slot), longest first;
     an output tile is one block, or ``group`` adjacent ones. With ``split`` > 0, lists
@@ -42,7 +62,7 @@ def dsd_host(structure, trans: bool, split: int = 0, group: int = 1):
     """
 
     def build():
-        ptr, blk, gidx = lists(structure, trans, group)
+        ptr, blk, gidx = lists(structure, trans, group, pad)
         lens = np.diff(ptr).astype(np.int64)
         nseg = np.ones_like(lens) if split <= 0 else np.maximum(1, -(-lens // split))
         out = np.repeat(np.arange(lens.shape[0]), nseg)
@@ -60,13 +80,14 @@ def dsd_host(structure, trans: bool, split: int = 0, group: int = 1):
                          np.repeat(nseg[split_blocks], nseg[split_blocks])], axis=1)
         return work, blk, gidx, segs.astype(np.int32).reshape(n_slots, 2), n_slots
 
-    return structure.cached(("dsd", trans, split, group), build)
+    return structure.cached(("dsd", trans, split, group, pad), build)
 
 
-def dsd_tables(structure, device: int, trans: bool, split: int = 0, group: int = 1):
+def dsd_tables(structure, device: int, trans: bool, split: int = 0, group: int = 1,
+               pad: int = 1):
     """:func:`dsd_host`'s (work, blk, gidx, segs) on ``device``."""
-    return device_tables(structure, device, ("dsd", trans, split, group),
-                         lambda: dsd_host(structure, trans, split, group)[:4])
+    return device_tables(structure, device, ("dsd", trans, split, group, pad),
+                         lambda: dsd_host(structure, trans, split, group, pad)[:4])
 
 
 def sdd_groups_host(structure, group: int) -> np.ndarray:

@@ -180,13 +180,27 @@ __device__ __forceinline__ void consume_present(int ktiles, unsigned& it, float 
 // absent block skips its MMAs. That warpgroup then idles for the slice, which is why the
 // tile pays only where the two blocks share most entries: on random layouts it ran
 // 0.77-0.92x the single-block tile (bench/NOTES.md 116). `nout` bounds the blocks stored.
+//
+// PANEL (COLS > 1 with X's rows as M: b = 8, 16, 32): a tile of COLS adjacent output blocks
+// multiplies each entry of their union list as one dense K-major panel of BT = COLS * b
+// columns (wgmma's N, at most 256): one X slice feeds every member, and absent blocks
+// cost MMAs on zeros. The group's lists are padded to whole slices (EPS entries), and the
+// panels gathered before the launch (panel_blocks in transpose_blocks.cu) a slice at a
+// time: `wmap` maps rows of 64 k (128 bytes, 128-byte swizzle), slice s's BT rows of n at
+// rows s * BT.., absent members' blocks zero. A slice costs EPS boxes of X and one of
+// panels; a box per member and entry (an absent one out of bounds) ran slower than the
+// union kernel, and so did a box per entry (64-byte rows), bench/NOTES.md. Each consumer
+// warpgroup owns 64 rows of the tile and all of the panel's columns. With CLUSTER = 2 the
+// two CTAs take neighbouring row tiles of one group, each copying half of every slice's
+// rows into both.
 template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int INFLIGHT, int XN,
           int CLUSTER, int COLS>
 __device__ __forceinline__ void dsd_tma_body(
     const TmaMap* xmap, const TmaMap* wmap, int nrows, int xcols, int wrows,
     const int4* __restrict__ work, int nwork, const int* __restrict__ blk,
     const int* __restrict__ gidx, u16* y, i64 ldy, float alpha, float beta, float* ws,
-    i64 ws_stride, const int2* __restrict__ segs, int* counts, int nout, int* next_tile) {
+    i64 ws_stride, const int2* __restrict__ segs, int* counts, int nout, int* next_tile,
+    int band) {
   constexpr int BK = 64, BM = XN ? XN : 64 * MW * WG, CONSUMERS = WG * 128;
   constexpr int EK = B < BK ? B : BK, EPS = BK / EK, SPE = B / EK;  // per entry / slice
   constexpr int BT = B * COLS;  // columns of W per stage: the tile's blocks side by side
@@ -197,18 +211,25 @@ __device__ __forceinline__ void dsd_tma_body(
   // each CTA of a cluster copies WROWS / CLUSTER
   constexpr int WROWS = KN ? EK : B, WROW_BYTES = KN ? 2 * PANEL_N : SW;
   constexpr int WPART = WROWS / CLUSTER;
-  static_assert(B >= 32 && STAGE_BYTES % 1024 == 0, "stages keep the swizzle atoms aligned");
+  constexpr bool PANEL = XN == 0 && COLS > 1;
+  static_assert((B >= 32 || PANEL) && STAGE_BYTES % 1024 == 0,
+                "stages keep the swizzle atoms aligned");
+  static_assert(!PANEL || (B <= 32 && !KN && MW == 1 && BT <= 256 &&
+                           (BT / CLUSTER * 128) % 1024 == 0),
+                "panels: b <= 32, K-major blocks, one m64 tile per warpgroup, N <= 256");
   static_assert(!XN || (WG == BT / 64 && MW == 1 && XN % 64 == 0 && XN <= 256),
                 "XN: one m64 warpgroup per 64 columns of the tile, up to 256 rows");
-  static_assert(COLS == 1 || (COLS == 2 && B == 64 && XN > 0 && CLUSTER == 1),
+  static_assert(COLS == 1 || PANEL || (COLS == 2 && B == 64 && XN > 0 && CLUSTER == 1),
                 "two-block tiles: b = 64, X's rows as N, no cluster");
-  static_assert(CLUSTER == 1 || (CLUSTER == 2 && XN > 0 && (WPART * WROW_BYTES) % 1024 == 0),
+  static_assert(CLUSTER == 1 || (CLUSTER == 2 && (PANEL || (XN > 0 &&
+                                                            (WPART * WROW_BYTES) % 1024 == 0))),
                 "clusters of two, over whole swizzle atoms of the block");
   extern __shared__ unsigned char smem_raw[];
   const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
   __shared__ unsigned long long full[STAGES], empty[STAGES];
-  __shared__ int s_g[LIST_CAP], s_p[LIST_CAP * COLS];
-  __shared__ int present[COLS > 1 ? STAGES : 1];  // COLS > 1: a stage's blocks, a bit each
+  // (panels read their lists from global memory)
+  __shared__ int s_g[PANEL ? 1 : LIST_CAP], s_p[PANEL ? 1 : LIST_CAP * COLS];
+  __shared__ int present[COLS > 1 && !PANEL ? STAGES : 1];  // a stage's blocks, a bit each
   __shared__ TileQueue<CLUSTER> tiles;
   unsigned ntaken = 0;  // tiles through the queue (this thread's count)
   const int tid = threadIdx.x;
@@ -221,7 +242,17 @@ __device__ __forceinline__ void dsd_tma_body(
     cluster_sync();  // the peer's barriers are ready before any copy or arrival reaches them
   else
     __syncthreads();  // the only CTA-wide barrier
-  const int ntiles = nwork * ((nrows + BM * CLUSTER - 1) / (BM * CLUSTER));
+  const int row_tiles = (nrows + BM * CLUSTER - 1) / (BM * CLUSTER);  // (of a cluster)
+  const int ntiles = nwork * row_tiles;
+  // Tile t's work item and row tile: bands of `band` row tiles, each band's tiles item by
+  // item and, for one item, row tile by row tile; band 1 walks every item of a row tile
+  // before the next row tile.
+  auto coords = [&](int t, int& w, int& rt) {
+    const int b0 = t / (band * nwork) * band, rb = min(band, row_tiles - b0);
+    const int tin = t - b0 * nwork;
+    w = tin / rb;
+    rt = b0 + tin % rb;
+  };
   unsigned it = 0;
 
   if (tid >= CONSUMERS) {  // the producer warp: the list by the warp, copies by lane 0
@@ -234,8 +265,39 @@ __device__ __forceinline__ void dsd_tma_body(
          t = rank == 0 ? tiles.next(next_tile, ntiles, lane) : tiles.take(tid, ntaken)) {
       if (rank == 0 && lane == 0) tiles.publish(t, ntaken);
       if (t >= ntiles) break;
-      const int4 item = work[t % nwork];
-      const int q0 = item.y, len = item.z, row0 = ((t / nwork) * CLUSTER + rank) * BM;
+      int w, rt;
+      coords(t, w, rt);
+      const int4 item = work[w];
+      const int q0 = item.y, len = item.z, row0 = (rt * CLUSTER + rank) * BM;
+      if constexpr (PANEL) {
+        // Per slice, one X box per entry (lanes 0..) and one box of the slice's panels
+        // (lane EPS; with clusters, this CTA's part of its rows, copied into both CTAs);
+        // lane 0 takes the stage and announces its bytes first. The padded list's
+        // entries past the group's read X's block column -1: zeros.
+        const int ktiles = len / EPS;
+        for (int kt = 0; kt < ktiles; ++kt, ++it) {
+          const int s = it % STAGES;
+          if (lane == 0) {
+            mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // the first round passes at once
+            mbar_arrive_expect_tx(&full[s], STAGE_BYTES);
+          }
+          __syncwarp();
+          const unsigned sA = base + s * STAGE_BYTES, sW = sA + A_BYTES;
+          if (lane < EPS) {
+            tma_load_2d(sA + lane * A_TILE, xmap, __ldg(gidx + q0 + kt * EPS + lane) * B, row0,
+                        &full[s]);
+          } else if (lane == EPS) {
+            constexpr int PART = BT / CLUSTER;  // rows of the panels each CTA copies
+            const int wrow = (q0 / EPS + kt) * BT + rank * PART;
+            if constexpr (CLUSTER == 1)
+              tma_load_2d(sW, wmap, 0, wrow, &full[s]);
+            else
+              tma_load_2d_multicast(sW + rank * PART * 128, wmap, 0, wrow, &full[s],
+                                    (1u << CLUSTER) - 1);
+          }
+        }
+        continue;
+      }
       __syncwarp();  // lane 0 is done with the previous list
       if constexpr (COLS == 1) {
         fill_work_list(s_g, s_p, gidx, blk, q0, len, lane, 32);
@@ -301,10 +363,12 @@ __device__ __forceinline__ void dsd_tma_body(
     }
   } else {
     const int wg = tid / 128;  // consumer warpgroup
-    constexpr int AM = XN ? 1 : MW, AN = XN ? XN / 2 : B / 2;  // accumulator tiles, registers
+    constexpr int AM = XN ? 1 : MW, AN = XN ? XN / 2 : BT / 2;  // accumulator tiles, registers
     float acc[AM][AN];
     for (int t = tiles.take(tid, ntaken); t < ntiles; t = tiles.take(tid, ntaken)) {
-      const int4 item = work[t % nwork];
+      int w, rt;
+      coords(t, w, rt);
+      const int4 item = work[w];
       const int j = item.x, len = item.z, slot = item.w;
       const int ktiles = (len * B + BK - 1) / BK;
       auto mma = [&](int s) {
@@ -317,6 +381,19 @@ __device__ __forceinline__ void dsd_tma_body(
                 KN ? MnTile<BT, BK>::desc(sW, wg, kk)
                    : wgmma_desc_k<128>(sW + wg * 64 * 128 + kk * 32),
                 wgmma_desc_k<128>(sA + kk * 32));
+        } else if constexpr (PANEL) {  // the slice's panels: rows of 64 k, 128-byte swizzle
+#pragma unroll
+          for (int ks = 0; ks < BK / 16; ++ks) {
+            // A: X's tile of the step's entry (b = 16, 32); at b = 8 the step spans two
+            // entries' tiles of 16-byte rows (no swizzle), A_TILE apart
+            unsigned long long da;
+            if constexpr (B == 8)
+              da = wgmma_desc_none(sA + 2 * ks * A_TILE + wg * 64 * 16, A_TILE, 128);
+            else
+              da = wgmma_desc_k<SW>(sA + (ks * 16 / EK) * A_TILE + wg * 64 * SW +
+                                    (ks * 16 % EK) * 2);
+            Wgmma<Tag, BT, 0>::mma(acc[0], da, wgmma_desc_k<128>(sW + ks * 32));
+          }
         } else {
 #pragma unroll
           for (int el = 0; el < EPS; ++el)
@@ -328,18 +405,28 @@ __device__ __forceinline__ void dsd_tma_body(
                      : wgmma_desc_k<SW>(sW + el * W_TILE + kk * 32);
 #pragma unroll
               for (int m = 0; m < AM; ++m)
-                Wgmma<Tag, B, KN ? 2 : 0>::mma(
+                Wgmma<Tag, BT, KN ? 2 : 0>::mma(
                     acc[m],
                     wgmma_desc_k<SW>(sA + el * A_TILE + (wg * MW + m) * 64 * SW + kk * 32), db);
             }
         }
       };
-      if constexpr (COLS > 1)
+      if constexpr (COLS > 1 && !PANEL)
         consume_present<STAGES>(ktiles, it, acc, full, empty, present, wg, tid, mma);
       else
         consume_tile<STAGES, INFLIGHT, false, CLUSTER>(ktiles, it, acc, full, empty, tid, mma);
-      const int row0 = ((t / nwork) * CLUSTER + rank) * BM;
-      if constexpr (COLS > 1) {  // warpgroup wg's block, if the layout has it
+      const int row0 = (rt * CLUSTER + rank) * BM;
+      if constexpr (PANEL) {  // member h: columns h * B.. of the panel (the last group may be partial)
+#pragma unroll
+        for (int h = 0; h < COLS; ++h) {
+          float part[1][B / 2];
+#pragma unroll
+          for (int q = 0; q < B / 2; ++q) part[0][q] = acc[0][h * (B / 2) + q];
+          if (j * COLS + h < nout)
+            single_store<Tag, B, 1>(part, wg, tid, row0, nrows, j * COLS + h, -1, y, ldy, alpha,
+                                    beta, ws, ws_stride);
+        }
+      } else if constexpr (COLS > 1) {  // warpgroup wg's block, if the layout has it
         if (j * COLS + wg < nout)
           rows_n_store<Tag, B, XN>(acc[0], 0, tid, row0, nrows, j * COLS + wg, -1, y, ldy,
                                    alpha, beta, ws, ws_stride);
@@ -364,10 +451,10 @@ __device__ __forceinline__ void dsd_tma_body(
       int xcols, int wrows, const int4 *__restrict__ work, int nwork,                      \
       const int *__restrict__ blk, const int *__restrict__ gidx, u16 *y, i64 ldy,          \
       float alpha, float beta, float *ws, i64 ws_stride, const int2 *__restrict__ segs,    \
-      int *counts, int nout, int *next_tile
+      int *counts, int nout, int *next_tile, int band
 #define DSD_TMA_ARGS                                                                       \
   &xmap, &wmap, nrows, xcols, wrows, work, nwork, blk, gidx, y, ldy, alpha, beta, ws,      \
-      ws_stride, segs, counts, nout, next_tile
+      ws_stride, segs, counts, nout, next_tile, band
 
 template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int MINB, int INFLIGHT,
           int XN = 0, int COLS = 1>
@@ -377,8 +464,8 @@ __global__ void __launch_bounds__(WG * 128 + 32, MINB) dsd_wgmma_tma(DSD_TMA_PAR
 
 // The same in clusters of two CTAs sharing each block by multicast (grid: an even count).
 template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int MINB, int INFLIGHT,
-          int XN>
+          int XN, int COLS = 1>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(WG * 128 + 32, MINB)
     dsd_wgmma_tma_mc(DSD_TMA_PARAMS) {
-  dsd_tma_body<Tag, B, MW, WG, STAGES, KN, INFLIGHT, XN, 2, 1>(DSD_TMA_ARGS);
+  dsd_tma_body<Tag, B, MW, WG, STAGES, KN, INFLIGHT, XN, 2, COLS>(DSD_TMA_ARGS);
 }

@@ -13,6 +13,14 @@ __device__ __forceinline__ unsigned long long wgmma_desc_k(unsigned addr) {
   return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) |
          ((unsigned long long)((8 * SW) >> 4) << 32) | (mode << 62);
 }
+// The same without swizzle: 8 x 16-byte core matrices (128 contiguous bytes), `lead` bytes
+// apart along K and `stride` bytes apart along M / N.
+__device__ __forceinline__ unsigned long long wgmma_desc_none(unsigned addr, unsigned lead,
+                                                               unsigned stride) {
+  return (unsigned long long)((addr & 0x3FFFF) >> 4) |
+         ((unsigned long long)((lead >> 4) & 0x3FFF) << 16) |
+         ((unsigned long long)((stride >> 4) & 0x3FFF) << 32);
+}
 __device__ __forceinline__ unsigned long long wgmma_desc_sw128(unsigned addr) {
   return wgmma_desc_k<128>(addr);
 }
