@@ -322,9 +322,10 @@ class _DsdRunner:
                              (256,), 0, "pp", [None, None])
                       if p.w_copy == "transpose_blocks" and s.nnzb else None)
         # the TMA kernel's panels: entry q's blocks (or zeros) gathered at q * group..
+        nvec = blk.size * b * b // 8  # 16-byte vectors of the panels
         self.pcopy = (Launch(get_kernel(panel_copy_config(b, not trans)),
-                             (blk.size, (b // min(b, 32)) ** 2), (256,), 0, "pppi",
-                             [None, None, blk, cfg.group])
+                             (_stride_grid(nvec),), (256,), 0, "pppil",
+                             [None, None, blk, cfg.group, nvec])
                       if p.w_copy == "panel_blocks" and s.nnzb and blk.size else None)
         self.panel_blocks = blk.size
         self.w_copy = (self.tcopy is not None or self.pcopy is not None
