@@ -138,14 +138,32 @@ def _run() -> int:
                     with plans.override(tall=True, dsd_pair=True, grid_limit=2):
                         results["x@W pair"] = (cs.matmul(xl, W), xlh @ Wd)
                         results["dy@W.T pair"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
-                # the panel union dsd (Hopper, b <= 32) whatever the layout, two CTAs,
-                # split lists too
+                # the dense panels (Hopper, b <= 32) whatever the layout, two CTAs: the TMA
+                # kernel's (tiles in bands of two row tiles; and in clusters of two CTAs),
+                # then the union kernel's, split lists too
                 if tiles.WGMMA_DSD_PANEL.get(b) is not None:
-                    for split in (None, 1):
-                        with plans.override(grid_limit=2, panel=True, split=split):
-                            results[f"x@W panel split={split}"] = (cs.matmul(xl, W), xlh @ Wd)
-                            results[f"dy@W.T panel split={split}"] = (cs.matmul(dyl, W.T),
-                                                                      dylh @ Wd.T)
+                    tma = dict(tiles.WGMMA_DSD_PANEL_TMA)
+                    forms = [("tma", {}, 2), ("union", {b: None}, None)]
+                    if tma.get(b) is not None:
+                        forms.append(("tma cluster", {b: tma[b]._replace(cluster=2)}, 1))
+                    try:
+                        for label, entry, band in forms:
+                            configs.set_tiles(wgmma_panel_tma=entry)
+                            for split in (None, 1) if label == "union" else (None,):
+                                with plans.override(grid_limit=2, panel=True, split=split,
+                                                    band=band):
+                                    results[f"x@W panel {label} split={split}"] = (
+                                        cs.matmul(xl, W), xlh @ Wd)
+                                    results[f"dy@W.T panel {label} split={split}"] = (
+                                        cs.matmul(dyl, W.T), dylh @ Wd.T)
+                            configs.set_tiles(wgmma_panel_tma=tma)
+                    finally:
+                        configs.set_tiles(wgmma_panel_tma=tma)
+                # the TMA sdd's dense panels (b <= 32), two CTAs walking the tiles
+                if configs.sdd_wgmma_config(dtype, b, panel=True) is not None:
+                    with plans.override(sdd_panel=True, sdd_short=False, grid_limit=2):
+                        results["sdd panel"] = (cs.sampled_matmul(x.T, dy, like=W).toarray(),
+                                                (xh.T @ dyh) * mask)
                 # the union dsd (Hopper, b = 16-64) whatever the layout, two CTAs
                 if 16 <= b <= 64:
                     saved = dict(tiles.WGMMA_DSD_UNION)

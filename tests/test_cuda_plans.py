@@ -192,6 +192,64 @@ def test_dsd_split_table_gives_each_slot_its_list(split, group):
     assert np.array_equal(np.sort(work[work[:, 3] >= 0, 3]), np.arange(n_slots))
 
 
+@pytest.mark.parametrize("b", [8, 16, 32])
+def test_sdd_plan_takes_dense_panels_where_blocks_fill_them(b):
+    """The TMA sdd's dense panels (128 / b block rows by 256 / b block columns per tile):
+    taken for a long reduction over a banded W, whose blocks fill most of the tiles that
+    hold any; not for a short reduction, nor where the blocks fill too little of the tiles
+    (a random W at d = 0.02), nor off Hopper; the decision can be forced."""
+    band = cs.BlockSparseMatrix.from_layout(cs.layouts.banded(8192 // b, 8192 // b // 16), b,
+                                            backend="cpu")._structure
+    panel = configs.sdd_wgmma_config("float16", b, panel=True)
+    assert (panel.block_rows, panel.group) == (128 // b, 256 // b)
+    assert worklists.panel_fill(band, panel.block_rows, panel.group) > 0.5
+    p = plans.plan_sdd(band, "float16", b, 8192, True, False, False, 90, SMS, None)
+    assert p.kernel == panel
+    tiles = worklists.sdd_panel_tiles_host(band, panel.block_rows, panel.group).shape[0]
+    assert p.grid == min(tiles, SMS)
+    assert f"dense panels of {128 // b} x {256 // b} blocks per tile" in str(p)
+    # the dense path's model: the share of the block grid the tiles cover, at the panels' speed
+    nbr, nbc = band.block_shape
+    assert p.ratio == pytest.approx(tiles * panel.block_rows * panel.group / (nbr * nbc)
+                                    / plans.SDD_PANEL_SPEED)
+    assert plans.plan_sdd(band, "float16", b, 32, True, False, False, 90, SMS,
+                          None).kernel != panel
+    assert plans.plan_sdd(band, "float16", b, 8192, True, False, False, 80, SMS,
+                          None).kernel != panel
+    sparse = structure(8192 // b, 8192 // b, 0.02)
+    assert worklists.panel_fill(sparse, panel.block_rows, panel.group) < \
+        plans.SDD_PANEL_MIN_FILL[b]
+    assert plans.plan_sdd(sparse, "float16", b, 8192, True, False, False, 90, SMS,
+                          None).kernel != panel
+    with plans.override(sdd_panel=True):
+        assert plans.plan_sdd(sparse, "float16", b, 8192, True, False, False, 90, SMS,
+                              None).kernel == panel
+
+
+def test_sdd_panel_tiles_hold_each_block_once():
+    """The panel tiles' table: the tiles of 4 x 8 blocks holding a stored block, each with
+    its first block row and column and every stored block at its position (row-major), -1
+    elsewhere; each block once."""
+    s = structure(37, 29, 0.2)
+    table = worklists.sdd_panel_tiles_host(s, 4, 8)
+    lay = s.layout()
+    ids = np.full(lay.shape, -1)
+    ids[s.rows, s.host_indices] = np.arange(s.nnzb)
+    assert (table[:, 0] % 4 == 0).all()
+    assert (table[:, 1] % 8 == 0).all()
+    seen = []
+    for row in table:
+        r0, c0, pos = row[0], row[1], row[2:].reshape(4, 8)
+        want = np.full((4, 8), -1)
+        part = ids[r0:r0 + 4, c0:c0 + 8]
+        want[:part.shape[0], :part.shape[1]] = part
+        assert np.array_equal(pos, want)
+        assert (pos >= 0).any()
+        seen += list(pos[pos >= 0])
+    assert sorted(seen) == list(range(s.nnzb))
+    assert worklists.panel_fill(s, 4, 8) == pytest.approx(s.nnzb / (table.shape[0] * 32))
+
+
 @pytest.mark.parametrize("pad", [2, 4])
 def test_padded_group_lists_keep_each_entry_at_a_slice_boundary(pad):
     """The TMA panels' lists: each group's union list in order, then entries of no block
@@ -292,7 +350,8 @@ def test_sdd_plan_runs_short_reductions_persistent(b):
     assert short.grid == min(groups, SMS * short.kernel.persistent) > 0
     assert f"grid ({short.grid},)" in str(short)
     assert "persistent" in str(short)
-    with plans.override(sdd_pair=False):  # b = 64's paired tile is persistent too
+    # (b = 64's paired tile and the small blocks' panels are persistent too)
+    with plans.override(sdd_pair=False, sdd_panel=False):
         long = plans.plan_sdd(s, "float16", b, 4096, True, False, False, 90, SMS, None)
     assert long.grid == 0
     assert "persistent" not in str(long)

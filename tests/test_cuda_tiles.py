@@ -217,6 +217,51 @@ def test_tma_sdd_tiles_match_scipy(backend, force, sdd_tma_tile, dtype, n, ctas)
     assert "sdd_wgmma_tma<" in plan, plan
 
 
+# (b, (block columns per tile, warpgroups along M, along N, stages, flip)) of the TMA
+# sdd's dense panels (128 / b block rows per tile)
+SDD_PANEL_TILES = [
+    (32, (8, 2, 1, 3, False)),   # the table's: 4 x 8 blocks, N = 256
+    (32, (4, 1, 2, 4, False)),   # N = 128 over two warpgroups, each two m64 tiles
+    (16, (16, 2, 1, 3, False)),  # 8 x 16 blocks: 4-byte pair stores
+    (8, (32, 2, 1, 3, False)),   # 16 x 32 blocks
+    (8, (16, 2, 1, 2, False)),
+]
+
+
+sdd_panel_tile = tma_sdd_fixture(tiles.WGMMA_SDD_PANEL, sdd_panel=True, dense=False)
+
+
+@tma_sdd_cases("sdd_panel_tile", SDD_PANEL_TILES)
+def test_tma_sdd_panel_tiles_match_scipy(backend, force, sdd_panel_tile, dtype, n, ctas):
+    """The TMA sdd's dense panels: partial tiles at the last block rows and columns (X's
+    and dY's boxes past the matrix land as zeros), tiles holding one block or all of
+    theirs, an empty tile region, a full block row and column; alpha and beta; results
+    repeat bit for bit."""
+    b = sdd_panel_tile
+    if ctas:
+        force(grid_limit=ctas)
+    panel = configs.sdd_wgmma_config(dtype, b, panel=True)
+    rows, cols = 2 * panel.block_rows + 3, 2 * panel.group + 3
+    rng = np.random.default_rng(n * b + ctas)
+    lay = rng.random((rows, cols)) < 0.3
+    lay[:panel.block_rows, panel.group:2 * panel.group] = False  # an empty tile
+    lay[panel.block_rows:2 * panel.block_rows, :panel.group] = False
+    lay[panel.block_rows + 1, 2] = True  # ... and one holding a single block
+    lay[-1, :] = True  # a full block row, in the partial last row of tiles
+    lay[:, -1] = True  # a full block column, in the partial last column of tiles
+    check_sampled_matmul(backend, lay, b, dtype, n, rng)
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=3, backend=backend)
+    x = to_backend(rng.standard_normal((n, rows * b)).astype(np.float32),
+                   backend).astype(w.dtype)
+    dy = to_backend(rng.standard_normal((n, cols * b)).astype(np.float32),
+                    backend).astype(w.dtype)
+    plan = str(cs.sampled_matmul_plan(x.T, dy, like=w))
+    assert "dense panels of" in plan, plan
+    first = to_numpy(cs.sampled_matmul(x.T, dy, like=w).data)
+    again = to_numpy(cs.sampled_matmul(x.T, dy, like=w).data)
+    assert np.array_equal(first.view(np.uint16), again.view(np.uint16))
+
+
 SDD_PAIR_TILES = [
     (64, (4, 2, 1, 3, False)),  # the table's: a warpgroup per block row, N = 256
     (64, (2, 2, 1, 2, False)),  # N = 128, two stages

@@ -11,7 +11,8 @@ left out), ``union`` (the union kernel's panels with the table's tile) or
 ``tma:W.S.I.L.G`` (the TMA kernel's panels forced with that tile: consumer warpgroups,
 stages, slices in flight, CTAs per cluster, blocks per panel; the table's b = 32 tile is
 ``tma:2.4.1.1.8``). A suffix ``@R`` forces bands of R row tiles in the TMA kernels' tile
-order (``plans.override(band=R)``), e.g. ``rule@4``.
+order (``plans.override(band=R)``), e.g. ``rule@4``. ``+name`` / ``-name`` force a plan
+decision on or off, e.g. ``-sdd_panel`` with ``--ops sdd``.
 
     PYTHONPATH=.:tools python3 tools/layout_ab.py --b 8,16,32 --d 0.05,0.25 \\
         --layouts random,ws,banded --variants nopanel,panel:16.2.2.4.1,rule
@@ -43,6 +44,8 @@ def _variant(name: str, b: int):
         return {**decisions, "band": int(band)}, entries
     if name == "rule":
         return {}, {}
+    if name[:1] in "+-":
+        return {name[1:]: name[0] == "+"}, {}
     if name == "nopanel":
         return {"panel": False}, {}
     if name == "union":

@@ -32,6 +32,7 @@ from .tiles import (
     WGMMA_DSD_WS,
     WGMMA_SDD,
     WGMMA_SDD_PAIR,
+    WGMMA_SDD_PANEL,
     WGMMA_SDD_SHORT,
     WGMMA_SDD_TMA,
     WGMMA_SDD_WIDE,
@@ -252,23 +253,24 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
 @functools.cache
 def sdd_wgmma_config(dtype, b: int, short: bool = False, k: int | None = None,
                      wide: bool = False, tma: bool = False,
-                     pair: bool = False) -> KernelConfig | None:
+                     pair: bool = False, panel: bool = False) -> KernelConfig | None:
     """The Hopper wgmma sdd (X.T @ dY with both read as rows), or None where unused;
     ``short``: the tile for short reductions, with the CTAs per SM of a persistent grid;
     ``k``: slices of that depth instead of the tile's; ``wide``: the tile for a wide W;
     ``tma``: the persistent kernel with TMA copies (as many CTAs per SM as shared memory
     holds; its tiles are unflipped, 64 deep); ``pair``: that kernel's paired tile, two
-    block rows per group."""
+    block rows per group; ``panel``: that kernel's dense panels for small blocks (128 / b
+    block rows by ``group`` block columns per tile)."""
     name = dtype_name(dtype)
-    if tma or pair:
-        t = (WGMMA_SDD_PAIR if pair else WGMMA_SDD_TMA).get(b)
+    if tma or pair or panel:
+        t = (WGMMA_SDD_PANEL if panel else WGMMA_SDD_PAIR if pair else WGMMA_SDD_TMA).get(b)
         if name not in TC_TAGS or t is None:
             return None
         if t.flip or t.k != 64:
             raise ValueError(f"the TMA sdd runs unflipped tiles 64 deep, got {t}")
-        rows = 2 if pair else 1
+        rows = 128 // b if panel else 2 if pair else 1
         expr = (f"sdd_wgmma_tma<{TC_TAGS[name]},{b},{t.group},{t.wg_m},{t.wg_n},"
-                f"{t.stages},{rows}>")
+                f"{t.stages},{rows}" + (",true>" if panel else ">"))
         smem = t.stages * (rows * b + t.group * b) * 64 * 2 + 1024
         return _instance(expr, t.wg_m * t.wg_n * 128 + 32, smem, 0, t.group, "sm_90a",
                          ctas_per_sm(smem), True, rows)
@@ -281,6 +283,11 @@ def sdd_wgmma_config(dtype, b: int, short: bool = False, k: int | None = None,
     smem = t.stages * (b + t.group * b) * k * 2 + 1024
     return _instance(expr, t.wg_m * t.wg_n * 128, smem, 0, t.group, "sm_90a",
                      ctas_per_sm(smem) if short else 0)
+
+
+def is_sdd_panel(cfg: KernelConfig) -> bool:
+    """Whether ``cfg`` is the TMA sdd's dense panel tile (more than two block rows)."""
+    return cfg.kernel == "sdd_wgmma_tma" and cfg.block_rows > 2
 
 
 def ctas_per_sm(smem: int) -> int:
@@ -376,13 +383,16 @@ def _family_configs(fam: str, dt: str, b: int) -> list[KernelConfig]:
                 for kw in ({"cluster": True}, {"pair": True}):
                     if not union and wgmma_config(dt, b, False, False, **kw) is not None:
                         out += [wgmma_config(dt, b, kn, False, **kw) for kn in (False, True)]
-    elif fam == "sdd_sm90" and sdd_wgmma_config(dt, b) is not None:
-        out.append(sdd_wgmma_config(dt, b))
-        for kw in ({"wide": True}, {"tma": True}, {"pair": True}):
-            if sdd_wgmma_config(dt, b, **kw) is not None:
-                out.append(sdd_wgmma_config(dt, b, **kw))
-        if sdd_wgmma_config(dt, b, True) is not None:
-            out += [sdd_wgmma_config(dt, b, True), sdd_wgmma_config(dt, b, True, 32)]
+    elif fam == "sdd_sm90":
+        if sdd_wgmma_config(dt, b, panel=True) is not None:
+            out.append(sdd_wgmma_config(dt, b, panel=True))
+        if sdd_wgmma_config(dt, b) is not None:
+            out.append(sdd_wgmma_config(dt, b))
+            for kw in ({"wide": True}, {"tma": True}, {"pair": True}):
+                if sdd_wgmma_config(dt, b, **kw) is not None:
+                    out.append(sdd_wgmma_config(dt, b, **kw))
+            if sdd_wgmma_config(dt, b, True) is not None:
+                out += [sdd_wgmma_config(dt, b, True), sdd_wgmma_config(dt, b, True, 32)]
     elif fam == "sdd":
         out += [sdd_config(dt, b, a, bn) for a in (True, False) for bn in (False, True)]
         out += [sdd_tile_config(dt, b)] if sdd_tile_config(dt, b) is not None else []

@@ -26,6 +26,7 @@ from .configs import (
     dtype_name,
     gather_config,
     group_config,
+    is_sdd_panel,
     scatter_config,
     sdd_config,
     sdd_tile_config,
@@ -135,6 +136,20 @@ SDD_WIDE_MIN_COLS = 8192
 SDD_PAIR_SPEED = 0.88
 SDD_ONE_ROW_SPEED = 0.435
 SDD_PAIR_MIN_GAIN = 1.1
+#: The TMA sdd's dense panels (tiles.WGMMA_SDD_PANEL: 128 / b block rows by ``group`` block
+#: columns per tile, reduced densely) are taken for a long reduction where W's blocks fill
+#: at least this share of the tiles that hold any, per block size. On an H100 (N = C = K =
+#: 8192, fp16) the panels ran at about SDD_PANEL_SPEED of cuBLAS per MMA, and the kernels
+#: they replace at 0.17-0.24 of dense (b = 32), 0.06-0.09 (b = 16) and 0.01-0.24 (b = 8):
+#: at b = 32 the panels tied at a fill of 0.25 and lost at 0.1; at b = 16 they won from
+#: 0.1 and lost at 0.05; at b = 8 they won at every fill measured (0.05 up) ...
+SDD_PANEL_MIN_FILL = {8: 0.04, 16: 0.08, 32: 0.25}
+#: ... and there are this many tiles per SM (fewer leave SMs idle for the whole reduction).
+SDD_PANEL_MIN_WAVES = 1
+#: The panels' speed per MMA against cuBLAS (0.76-0.82 at fills of 0.5-0.9, the same
+#: measurements): their time, for the dense path's choice, is dense cuBLAS's times the share
+#: of W's block grid their tiles cover over this.
+SDD_PANEL_SPEED = 0.8
 #: The paired tile's store of a group costs about this many 64-deep slices of its main loop
 #: (one CTA per SM: nothing else runs meanwhile), which the one-row tile's two CTAs per SM
 #: hide. Fitted to N = 256-1024 on the same H100 (banded d = 0.1: 1.26x at N = 256, 1.73x
@@ -255,6 +270,17 @@ def sdd_pair_pays(structure, pair: KernelConfig, one: KernelConfig, sms: int,
     return sdd_pair_gain(structure, pair, one, sms, inner) >= SDD_PAIR_MIN_GAIN
 
 
+def sdd_panel_pays(structure, cfg: KernelConfig, b: int, inner: int, sms: int) -> bool:
+    """The TMA sdd's dense panels ``cfg`` pay: a reduction too long for the short tile,
+    SDD_PANEL_MIN_FILL of the tiles' positions holding blocks, and SDD_PANEL_MIN_WAVES
+    tiles per SM."""
+    rows, group = cfg.block_rows, cfg.group
+    return (not sdd_short_pays(inner)
+            and worklists.panel_fill(structure, rows, group) >= SDD_PANEL_MIN_FILL.get(b, 1.0)
+            and worklists.sdd_panel_tiles_host(structure, rows, group).shape[0]
+            >= SDD_PANEL_MIN_WAVES * sms)
+
+
 def sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:
     """The tiled sdd beats groups of ``group`` blocks of one block row. Tensor cores: when
     it loads fewer operand columns, (tr + ts) per non-empty tile against 1 + count per
@@ -278,7 +304,7 @@ def sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:
 # -- forced decisions ----------------------------------------------------------------------
 _FORCED: dict = {}
 DECISIONS = ("panel", "union", "group", "tall", "cluster", "dsd_pair", "short", "kn",
-             "sdd_tiled", "sdd_short", "sdd_wide", "sdd_tma", "sdd_pair", "split",
+             "sdd_tiled", "sdd_short", "sdd_wide", "sdd_tma", "sdd_pair", "sdd_panel", "split",
              "grid_limit", "band", "dense")
 
 
@@ -312,6 +338,9 @@ def override(**decisions):
         Take (or not) the TMA wgmma sdd's paired tile (two block rows per group) for a
         reduction too long for the short tile, wherever one is configured (before the
         other TMA tile and the wide tile).
+    ``sdd_panel`` : bool
+        Take (or not) the TMA wgmma sdd's dense panels for small blocks, wherever one is
+        configured (before every other sdd kernel).
     ``kn`` : bool
         X @ W on a wgmma kernel reads W's blocks as stored (else a transposed copy).
     ``split`` : int
@@ -425,11 +454,13 @@ class SddPlan:
         if self.path == "dense":
             return head + (f"dense (cuBLAS product, then W's blocks gathered; model: sparse "
                            f"{self.ratio:.2f}x dense)")
-        per = ((f"{self.kernel.group} block columns of a pair of block rows per "
-                if self.kernel.block_rows == 2 else
-                f"{self.kernel.group} block(s) of a block row per ")
-               + (f"group, grid ({self.grid},) ({self.kernel.persistent}/SM, persistent)"
-                  if self.grid else "CTA"))
+        k = self.kernel
+        per = (f"dense panels of {k.block_rows} x {k.group} blocks per tile (stored where W "
+               "has them)" if is_sdd_panel(k) else
+               f"{k.group} block columns of a pair of block rows per group"
+               if k.block_rows == 2 else
+               f"{k.group} block(s) of a block row per " + ("group" if self.grid else "CTA"))
+        per += f", grid ({self.grid},) ({k.persistent}/SM, persistent)" if self.grid else ""
         return head + (f"{self.kernel.name}, " + ("tiles of the block grid" if self.tiled
                        else per)
                        + f", A as {'[k][m]' if self.a_km else '[m][k]'}"
@@ -590,10 +621,23 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
                 if alt is not None and _decide(decision, sdd_wide_pays, structure, b):
                     cfg = alt
                     break
-    # a persistent grid: every CTA walks groups
-    count = worklists.pair_group_count if cfg.block_rows == 2 else worklists.group_count
-    grid = min(count(structure, cfg.group), persistent_ctas(cfg, sms)) if cfg.persistent else 0
-    dense, ratio = _dense_choice("sampled", structure, name, b, inner, tf32, dense_bytes_limit)
+    pcfg = (sdd_wgmma_config(name, b, panel=True)
+            if not tf32 and name in TC_TAGS and a_km and not b_nk and arch == 90 else None)
+    if pcfg is not None and _decide("sdd_panel", sdd_panel_pays, structure, pcfg, b, inner, sms):
+        cfg, tiled = pcfg, False
+    # a persistent grid: every CTA walks groups (or panel tiles)
+    if is_sdd_panel(cfg):
+        count = worklists.sdd_panel_tiles_host(structure, cfg.block_rows, cfg.group).shape[0]
+    elif cfg.block_rows == 2:
+        count = worklists.pair_group_count(structure, cfg.group)
+    else:
+        count = worklists.group_count(structure, cfg.group)
+    grid = min(count, persistent_ctas(cfg, sms)) if cfg.persistent else 0
+    rows, cols = structure.block_shape
+    panel_ratio = (count * cfg.block_rows * cfg.group / (rows * cols) / SDD_PANEL_SPEED
+                   if is_sdd_panel(cfg) else None)
+    dense, ratio = _dense_choice("sampled", structure, name, b, inner, tf32, dense_bytes_limit,
+                                 panel_ratio)
     if dense:
         return SddPlan(name, b, "dense", gather_config(name, b), False, a_km, b_nk, tf32, ratio)
     return SddPlan(name, b, "sparse", cfg, tiled, a_km, b_nk, tf32, ratio, grid)

@@ -23,6 +23,7 @@ from . import blas, device, worklists
 from .compile import get_kernel
 from .configs import (
     GENERATION,
+    is_sdd_panel,
     panel_copy_config,
     scatter_config,
     sdd_tile_shape,
@@ -621,8 +622,12 @@ class _SddRunner:
                                "plpliiipppff", [None, None, None, None, inner, nbr, nbc, tiles,
                                                 bmap, None, None, None])
         elif cfg.tma:  # persistent: p.grid CTAs, each a run of groups; maps set per call
-            groups = (worklists.sdd_pair_groups(s, dev, cfg.group) if cfg.block_rows == 2
-                      else worklists.sdd_groups(s, dev, cfg.group))
+            if is_sdd_panel(cfg):
+                groups = worklists.sdd_panel_tiles(s, dev, cfg.block_rows, cfg.group)
+            elif cfg.block_rows == 2:
+                groups = worklists.sdd_pair_groups(s, dev, cfg.group)
+            else:
+                groups = worklists.sdd_groups(s, dev, cfg.group)
             self.dcols = s.block_shape[1] * b
             self.xcols = s.block_shape[0] * b
             self.main = Launch(get_kernel(cfg), (p.grid,), (cfg.threads,), cfg.smem,

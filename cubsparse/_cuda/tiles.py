@@ -201,6 +201,11 @@ WGMMA_SDD_TMA = {8: None, 16: None, 32: None, 64: None,
 #: and 1.1-1.8x on Watts-Strogatz ones; 4 stages or N = 128 tiles were no faster.
 WGMMA_SDD_PAIR = {8: None, 16: None, 32: None, 64: SddWgmmaTile(4, 2, 1, 3, False),
                   128: None}
+#: The TMA kernel's dense panels for small blocks (b <= 32): a tile of 128 / b adjacent
+#: block rows by ``group`` adjacent block columns (D of 128 x group * b), reduced densely
+#: and stored where W has blocks (plans.sdd_panel_pays).
+WGMMA_SDD_PANEL = {8: SddWgmmaTile(32, 2, 1, 3, False), 16: SddWgmmaTile(16, 2, 1, 3, False),
+                   32: SddWgmmaTile(8, 2, 1, 3, False), 64: None, 128: None}
 SDD_TILE = {8: SddTile(16, 16, 64, 2, 4, 3)}
 SDD_TILE_SIMT = {8: SddSimtTile(16, 16, 32, 2), 16: SddSimtTile(8, 8, 32, 2)}
 DSD_SIMT = {8: SimtTile(128, 4, 4, 32, 3), 16: SimtTile(128, 8, 4, 16, 3),
@@ -231,6 +236,7 @@ TABLES = {
     "wgmma_sdd_wide": (WGMMA_SDD_WIDE, SddWgmmaTile),
     "wgmma_sdd_tma": (WGMMA_SDD_TMA, SddWgmmaTile),
     "wgmma_sdd_pair": (WGMMA_SDD_PAIR, SddWgmmaTile),
+    "wgmma_sdd_panel": (WGMMA_SDD_PANEL, SddWgmmaTile),
     "sdd_tile": (SDD_TILE, SddTile), "sdd_tile_simt": (SDD_TILE_SIMT, SddSimtTile),
     "simt": (DSD_SIMT, SimtTile), "simt_small": (DSD_SIMT_SMALL, SimtTile),
     "sdd_simt": (SDD_SIMT, SimtTile), "sdd_simt_f64": (SDD_SIMT_F64, SimtTile),

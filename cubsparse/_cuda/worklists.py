@@ -245,6 +245,34 @@ def sdd_tiles(structure, device: int, tr: int, ts: int):
     return device_tables(structure, device, ("sdd_tile", tr, ts), build)
 
 
+def sdd_panel_tiles_host(structure, rows: int, group: int) -> np.ndarray:
+    """The TMA sdd's dense panels on the host: one row per tile of ``rows`` x ``group``
+    blocks that holds a stored block, (first block row, first block column, then the
+    block at each of its positions, row-major, -1 for none)."""
+
+    def build():
+        tile_ids, inv, ntc = block_tiles(structure, rows, group)
+        r, c = structure.rows, structure.host_indices
+        table = np.full((tile_ids.shape[0], 2 + rows * group), -1, dtype=np.int32)
+        table[:, 0], table[:, 1] = tile_ids // ntc * rows, tile_ids % ntc * group
+        table[inv, 2 + (r % rows) * group + c % group] = np.arange(r.shape[0])
+        return table
+
+    return structure.cached(("sdd_panels", rows, group), build)
+
+
+def sdd_panel_tiles(structure, device: int, rows: int, group: int):
+    """:func:`sdd_panel_tiles_host`'s table on ``device``."""
+    return device_tables(structure, device, ("sdd_panels", rows, group),
+                         lambda: (sdd_panel_tiles_host(structure, rows, group),))[0]
+
+
+def panel_fill(structure, rows: int, group: int) -> float:
+    """Stored blocks over the positions of :func:`sdd_panel_tiles_host`'s tiles."""
+    tiles = sdd_panel_tiles_host(structure, rows, group).shape[0]
+    return structure.nnzb / (tiles * rows * group) if tiles else 0.0
+
+
 def block_coordinates(structure, device: int):
     """(rows, cols) of every block on the device, for the dense path's scatter and
     gather."""

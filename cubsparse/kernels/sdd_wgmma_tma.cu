@@ -15,6 +15,12 @@
 // * The CTAs are persistent (a grid of about one per SM): CTA i takes groups i, i + grid,
 //   ..., and the producer copies the next group's first slices while the consumers store
 //   a group's blocks.
+// Or, for small blocks (PANEL, b = 8-32), a dense tile of ROWS = 128 / b adjacent block
+// rows by G adjacent block columns (M = 128, N = G * b <= 256), reduced as one dense
+// product of X's 128 columns and dY's G * b columns (each a contiguous range, so a slice
+// is 2 + N / 64 boxes), its blocks stored where W has them: per-block tiles would read an
+// X and a dY slice for every b x b block. The tiles are those of the block grid that hold
+// a block; what the tile computes for absent blocks is dropped.
 // The maps: `xmap` over X (inner rows of the C = xcols columns), `dmap` over dY (inner rows
 // of its columns), both in boxes of 64 columns by BK rows, 128-byte swizzle: one box is
 // one panel of the MN-major stage tiles (MnTile), so the layouts agree. Rows past `inner`
@@ -53,10 +59,31 @@ struct SddGroups {
   }
 };
 
+// The panel tiles' table: rows (first block row, first block column, then the block of
+// each of the ROWS x G positions, row-major, -1 for none).
+template <int G, int ROWS>
+struct SddPanels {
+  static constexpr int WIDTH = 2 + ROWS * G;
+  const int* row;
+  __device__ __forceinline__ SddPanels(const int* tiles, int t) : row(tiles + WIDTH * t) {}
+  __device__ __forceinline__ bool ok(int h, int g) const { return row[2 + h * G + g] >= 0; }
+  __device__ __forceinline__ int id(int h, int g) const { return row[2 + h * G + g]; }
+};
+
+// The type P ? A : B (no standard headers under NVRTC).
+template <bool P, class A, class B>
+struct Pick {
+  typedef A type;
+};
+template <class A, class B>
+struct Pick<false, A, B> {
+  typedef B type;
+};
+
 // WM x WN consumer warpgroups, warpgroup (wm, wn) owning D's m64 tiles wm * MT .. and its
 // NW columns from wn * NW (as in sdd_wgmma); then one producer warp. D has M = ROWS * B
 // rows and G * B columns.
-template <class Tag, int B, int G, int WM, int WN, int STAGES, int ROWS>
+template <class Tag, int B, int G, int WM, int WN, int STAGES, int ROWS, bool PANEL = false>
 __global__ void __launch_bounds__(WM * WN * 128 + 32, 1)
     sdd_wgmma_tma(const __grid_constant__ TmaMap xmap, const __grid_constant__ TmaMap dmap,
                   int inner, int xcols, int dcols, const int* __restrict__ groups, int n_groups,
@@ -65,9 +92,10 @@ __global__ void __launch_bounds__(WM * WN * 128 + 32, 1)
   constexpr int CONSUMERS = WM * WN * 128;
   typedef MnTile<M, BK> TA;
   typedef MnTile<EB, BK> TB;
-  typedef SddGroups<G, ROWS> Groups;
+  typedef typename Pick<PANEL, SddPanels<G, ROWS>, SddGroups<G, ROWS>>::type Groups;
   constexpr int STAGE_BYTES = TA::BYTES + TB::BYTES;
-  static_assert(ROWS == 1 || ROWS == 2, "one block row or a pair");
+  static_assert(PANEL ? M == 128 && B <= 32 : ROWS == 1 || ROWS == 2,
+                "one block row or a pair; panels: 128 rows of blocks up to 32");
   static_assert(M % (64 * WM) == 0 && EB % (64 * WN) == 0 && EB <= 256, "bad sdd tile");
   static_assert(TA::PANEL == 64 * 2 * BK && STAGE_BYTES % 1024 == 0,
                 "a TMA box is one 128-byte-swizzled panel");
@@ -83,7 +111,24 @@ __global__ void __launch_bounds__(WM * WN * 128 + 32, 1)
   if (tid >= CONSUMERS) {  // the producer: lane 0 of the last warp
     if (tid != CONSUMERS) return;
     for (int grp = blockIdx.x; grp < n_groups; grp += gridDim.x) {
-      const Groups gr(groups, grp);
+      if constexpr (PANEL) {  // X's M and dY's N columns from the tile's first block
+        const int x0 = groups[SddPanels<G, ROWS>::WIDTH * grp] * B;
+        const int d0 = groups[SddPanels<G, ROWS>::WIDTH * grp + 1] * B;
+        for (int kt = 0; kt < ktiles; ++kt, ++it) {
+          const int s = it % STAGES;
+          mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // the first round passes at once
+          mbar_arrive_expect_tx(&full[s], STAGE_BYTES);
+          const unsigned sA = base + s * STAGE_BYTES, sB = sA + TA::BYTES;
+#pragma unroll
+          for (int p = 0; p < M / 64; ++p)  // (columns past X or dY land as zeros)
+            tma_load_2d(sA + p * TA::PANEL, &xmap, x0 + p * 64, kt * BK, &full[s]);
+#pragma unroll
+          for (int p = 0; p < EB / 64; ++p)
+            tma_load_2d(sB + p * TB::PANEL, &dmap, d0 + p * 64, kt * BK, &full[s]);
+        }
+        continue;
+      }
+      const SddGroups<G, ROWS> gr(groups, grp);
       int xcol[ROWS];  // first column of each block row in X; a missing row, out of bounds
 #pragma unroll
       for (int h = 0; h < ROWS; ++h) xcol[h] = gr.block_row(h) >= 0 ? gr.block_row(h) * B : xcols;
