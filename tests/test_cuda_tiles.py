@@ -635,6 +635,18 @@ PANEL_TILES = [
 ]
 
 
+def union_layout(rng):
+    """275 x 37 blocks at d = 0.2 for the union and panel tiles: union lists past their
+    shared-memory copy, a full output block of each product in its partial last group,
+    output block 5 of X @ W and 9 of dY @ W.T empty."""
+    lay = rng.random((275, 37)) < 0.2
+    lay[:, 36] = True   # a full output block of X @ W, in the partial last group
+    lay[270, :] = True  # a full one of dY @ W.T, in its partial last group
+    lay[:, 5] = False   # an empty output block of X @ W
+    lay[9, :] = False   # an empty one of dY @ W.T
+    return lay
+
+
 @pytest.fixture
 def union_tile(request, monkeypatch):
     """("union" or "panel", b): the union kernel's tile (per present block or as dense
@@ -665,11 +677,7 @@ def test_union_dsd_tiles_match_scipy(backend, monkeypatch, force, union_tile, dt
     kind, b = union_tile
     force(grid_limit=grid_limit)
     rng = np.random.default_rng(n + b + 2)
-    lay = rng.random((275, 37)) < 0.2
-    lay[:, 36] = True   # a full output block of X @ W, in the partial last group
-    lay[270, :] = True  # a full one of dY @ W.T, in its partial last group
-    lay[:, 5] = False   # an empty output block of X @ W
-    lay[9, :] = False   # an empty one of dY @ W.T
+    lay = union_layout(rng)
     if kind == "panel" and device.arch(0) == 90:  # elsewhere the rule's fallback runs
         w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, backend=backend)
         x = to_backend(np.zeros((n, lay.shape[0] * b), np.float32), backend).astype(w.dtype)
@@ -683,13 +691,13 @@ def test_union_dsd_tiles_match_scipy(backend, monkeypatch, force, union_tile, dt
 # (b, (m64 tiles, consumer warpgroups, stages, CTAs per SM, slices in flight, tma, rows,
 # cluster, blocks per tile)) of the TMA kernel's dense panels; wgmma's N is blocks x b
 PANEL_TMA_TILES = [
-    (8, (1, 2, 4, 1, 1, True, 0, 1, 32)),   # eight entries per slice, 16-byte rows of X
+    (8, (1, 2, 4, 1, 1, True, 0, 1, 32)),   # eight X boxes of 16-byte rows per slice
     (8, (1, 2, 3, 1, 1, True, 0, 2, 16)),   # ... in clusters of two
     (32, (1, 2, 4, 1, 1, True, 0, 1, 8)),   # N = 256: two entries per slice
     (32, (1, 1, 3, 1, 0, True, 0, 1, 4)),   # N = 128, one consumer warpgroup, none in flight
-    (16, (1, 2, 4, 1, 1, True, 0, 1, 16)),  # four entries per slice: 68 boxes over 32 lanes
+    (16, (1, 2, 4, 1, 1, True, 0, 1, 16)),  # four entries per slice
     (16, (1, 2, 3, 1, 1, True, 0, 1, 8)),
-    (32, (1, 2, 4, 1, 1, True, 0, 2, 8)),   # clusters of two: each CTA copies half the members
+    (32, (1, 2, 4, 1, 1, True, 0, 2, 8)),   # clusters of two: each CTA copies half a panel
     (16, (1, 2, 4, 1, 1, True, 0, 2, 16)),
 ]
 
@@ -717,11 +725,7 @@ def test_tma_panel_dsd_tiles_match_scipy(backend, monkeypatch, force, panel_tma_
     b = panel_tma_tile
     force(grid_limit=grid_limit)
     rng = np.random.default_rng(n + b + 7)
-    lay = rng.random((275, 37)) < 0.2
-    lay[:, 36] = True   # a full output block of X @ W, in the partial last group
-    lay[270, :] = True  # a full one of dY @ W.T, in its partial last group
-    lay[:, 5] = False   # an empty output block of X @ W
-    lay[9, :] = False   # an empty one of dY @ W.T
+    lay = union_layout(rng)
     w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, backend=backend)
     if device.arch(0) == 90:  # elsewhere the rule's fallback runs
         panel = configs.wgmma_config(dtype, b, panel=True)

@@ -416,7 +416,7 @@ __device__ __forceinline__ void dsd_tma_body(
       else
         consume_tile<STAGES, INFLIGHT, false, CLUSTER>(ktiles, it, acc, full, empty, tid, mma);
       const int row0 = (rt * CLUSTER + rank) * BM;
-      if constexpr (PANEL) {  // member h: columns h * B.. of the panel (the last group may be partial)
+      if constexpr (PANEL) {  // member h: the panel's columns h * B.. (a last group may be partial)
 #pragma unroll
         for (int h = 0; h < COLS; ++h) {
           float part[1][B / 2];

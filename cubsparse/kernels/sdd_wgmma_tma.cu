@@ -111,48 +111,39 @@ __global__ void __launch_bounds__(WM * WN * 128 + 32, 1)
   if (tid >= CONSUMERS) {  // the producer: lane 0 of the last warp
     if (tid != CONSUMERS) return;
     for (int grp = blockIdx.x; grp < n_groups; grp += gridDim.x) {
-      if constexpr (PANEL) {  // X's M and dY's N columns from the tile's first block
-        const int x0 = groups[SddPanels<G, ROWS>::WIDTH * grp] * B;
-        const int d0 = groups[SddPanels<G, ROWS>::WIDTH * grp + 1] * B;
-        for (int kt = 0; kt < ktiles; ++kt, ++it) {
-          const int s = it % STAGES;
-          mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // the first round passes at once
-          mbar_arrive_expect_tx(&full[s], STAGE_BYTES);
-          const unsigned sA = base + s * STAGE_BYTES, sB = sA + TA::BYTES;
+      // The first column in X of each 64 of D's rows and in dY of each 64 of its columns;
+      // a box wholly past X's or dY's columns (a missing row or member) lands as zeros
+      int xcol[M / 64], col[EB / 64];
+      if constexpr (PANEL) {  // contiguous, from the tile's first block row and column
+        const int* row = groups + SddPanels<G, ROWS>::WIDTH * grp;
 #pragma unroll
-          for (int p = 0; p < M / 64; ++p)  // (columns past X or dY land as zeros)
-            tma_load_2d(sA + p * TA::PANEL, &xmap, x0 + p * 64, kt * BK, &full[s]);
+        for (int p = 0; p < M / 64; ++p) xcol[p] = row[0] * B + p * 64;
 #pragma unroll
-          for (int p = 0; p < EB / 64; ++p)
-            tma_load_2d(sB + p * TB::PANEL, &dmap, d0 + p * 64, kt * BK, &full[s]);
-        }
-        continue;
+        for (int p = 0; p < EB / 64; ++p) col[p] = row[1] * B + p * 64;
+      } else {  // B / 64 panels of each block row and member
+        const SddGroups<G, ROWS> gr(groups, grp);
+#pragma unroll
+        for (int h = 0; h < ROWS; ++h)
+#pragma unroll
+          for (int p = 0; p < B / 64; ++p)
+            xcol[h * (B / 64) + p] = (gr.block_row(h) >= 0 ? gr.block_row(h) * B : xcols) + p * 64;
+#pragma unroll
+        for (int g = 0; g < G; ++g)
+#pragma unroll
+          for (int p = 0; p < B / 64; ++p)
+            col[g * (B / 64) + p] = gr.column(g, indices, B, dcols) + p * 64;
       }
-      const SddGroups<G, ROWS> gr(groups, grp);
-      int xcol[ROWS];  // first column of each block row in X; a missing row, out of bounds
-#pragma unroll
-      for (int h = 0; h < ROWS; ++h) xcol[h] = gr.block_row(h) >= 0 ? gr.block_row(h) * B : xcols;
-      int col[G];  // first column of each member's block in dY; past the count, out of bounds
-#pragma unroll
-      for (int g = 0; g < G; ++g) col[g] = gr.column(g, indices, B, dcols);
       for (int kt = 0; kt < ktiles; ++kt, ++it) {
         const int s = it % STAGES;
         mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // the first round passes at once
         mbar_arrive_expect_tx(&full[s], STAGE_BYTES);
         const unsigned sA = base + s * STAGE_BYTES, sB = sA + TA::BYTES;
-        // X's columns of the block row(s): a box wholly past X's columns lands as zeros
 #pragma unroll
-        for (int h = 0; h < ROWS; ++h)
+        for (int p = 0; p < M / 64; ++p)
+          tma_load_2d(sA + p * TA::PANEL, &xmap, xcol[p], kt * BK, &full[s]);
 #pragma unroll
-          for (int p = 0; p < B / 64; ++p)
-            tma_load_2d(sA + (h * (B / 64) + p) * TA::PANEL, &xmap, xcol[h] + p * 64, kt * BK,
-                        &full[s]);
-#pragma unroll
-        for (int g = 0; g < G; ++g)
-#pragma unroll
-          for (int p = 0; p < B / 64; ++p)
-            tma_load_2d(sB + (g * (B / 64) + p) * TB::PANEL, &dmap, col[g] + p * 64, kt * BK,
-                        &full[s]);
+        for (int p = 0; p < EB / 64; ++p)
+          tma_load_2d(sB + p * TB::PANEL, &dmap, col[p], kt * BK, &full[s]);
       }
     }
     return;
