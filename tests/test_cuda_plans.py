@@ -226,6 +226,64 @@ def test_sdd_plan_takes_dense_panels_where_blocks_fill_them(b):
                               None).kernel == panel
 
 
+def test_sdd_panels_give_way_to_other_forced_sdd_decisions():
+    """A forced sdd kernel (short tile, TMA tile, tiled small-block kernel) is not replaced
+    by the panels' rule; a forced ``sdd_panel`` still takes them."""
+    band = cs.BlockSparseMatrix.from_layout(cs.layouts.banded(256, 16), 32,
+                                            backend="cpu")._structure
+    panel = configs.sdd_wgmma_config("float16", 32, panel=True)
+    assert plans.plan_sdd(band, "float16", 32, 8192, True, False, False, 90, SMS,
+                          None).kernel == panel
+    for forced in ({"sdd_short": True}, {"sdd_tma": True}, {"sdd_tiled": True}):
+        with plans.override(**forced):
+            assert plans.plan_sdd(band, "float16", 32, 8192, True, False, False, 90, SMS,
+                                  None).kernel != panel, forced
+    with plans.override(sdd_short=True, sdd_panel=True):
+        assert plans.plan_sdd(band, "float16", 32, 8192, True, False, False, 90, SMS,
+                              None).kernel == panel
+
+
+def test_panel_plans_take_their_tiles_in_bands():
+    """The TMA panels' plan: tiles in bands of DSD_PANEL_BAND row tiles (fewer where X has
+    fewer), lists padded to whole 64-deep slices, the dense-path ratio counting the padding;
+    other TMA plans keep one row tile per band; a band below one is refused."""
+    band = cs.BlockSparseMatrix.from_layout(cs.layouts.banded(512, 15), 16,
+                                            backend="cpu")._structure
+    p = plans.plan_dsd(band, "float16", 16, 8192, False, False, 90, SMS, None)
+    assert p.panel
+    assert (p.band, p.pad) == (plans.DSD_PANEL_BAND, 4)
+    assert f"tiles taken in bands of {plans.DSD_PANEL_BAND} row tiles" in str(p)
+    cover = worklists.panel_cover(band, False, p.kernel.group, 4)
+    assert cover > worklists.panel_cover(band, False, p.kernel.group)
+    assert p.ratio == pytest.approx(cover / plans.PANEL_SPEED[16])
+    with plans.override(panel=True):
+        short = plans.plan_dsd(band, "float16", 16, 300, False, False, 90, SMS, None)
+    assert short.band == 3  # three row tiles of 128
+    tall = plans.plan_dsd(structure(64, 64, 0.25), "float16", 128, 8192, False, False, 90,
+                          SMS, None)
+    assert tall.kernel.tma
+    assert (tall.band, tall.pad) == (1, 1)
+    with plans.override(band=0), pytest.raises(ValueError, match="at least one row tile"):
+        plans.plan_dsd(band, "float16", 16, 8192, False, False, 90, SMS, None)
+
+
+def test_panel_configs_are_checked(monkeypatch):
+    """A tile of several blocks with X's rows as M is only the panels' (its lists padded,
+    its blocks gathered); in another table it is refused. Lists of single blocks have no
+    padding."""
+    monkeypatch.setitem(tiles.WGMMA_DSD_PAIR, 32, tiles.PersistentTile(1, 2, 4, 1, 1, True, 0,
+                                                                        1, 2))
+    configs.set_tiles()
+    try:
+        with pytest.raises(ValueError, match="rows > 0"):
+            configs.wgmma_config("float16", 32, pair=True)
+    finally:
+        monkeypatch.undo()
+        configs.set_tiles()
+    with pytest.raises(ValueError, match="only the lists of groups are padded"):
+        worklists.lists(structure(8, 8, 0.5), False, 1, 2)
+
+
 def test_sdd_panel_tiles_hold_each_block_once():
     """The panel tiles' table: the tiles of 4 x 8 blocks holding a stored block, each with
     its first block row and column and every stored block at its position (row-major), -1

@@ -737,6 +737,38 @@ def test_tma_panel_dsd_tiles_match_scipy(backend, monkeypatch, force, panel_tma_
     check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: 5, True: 9})
 
 
+@pytest.mark.parametrize(("b", "cluster", "band"), [(16, 1, 3), (32, 2, 2), (8, 1, 4)])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_tma_panel_dsd_tiles_in_bands(backend, monkeypatch, force, b, cluster, band, dtype):
+    """The TMA kernel's panels with their tiles in bands of 2-4 row tiles: 1,300 rows of X
+    (11 row tiles; 6 of clusters of two), so the last band is partial, walked by a grid of
+    five CTAs (four in clusters); then a layout with no block (the panels' stand-in), whose
+    products are zeros."""
+    tile = tiles.WGMMA_DSD_PANEL_TMA[b]._replace(cluster=cluster)
+    monkeypatch.setitem(tiles.WGMMA_DSD_PANEL_TMA, b, tile)
+    configs.set_tiles()
+    force(panel=True, band=band, grid_limit=5, dense=False)
+    rng = np.random.default_rng(b + cluster)
+    lay = rng.random((40, 37)) < 0.3
+    n = 1300
+    if device.arch(0) == 90:  # elsewhere the rule's fallback runs
+        w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, backend=backend)
+        x = to_backend(np.zeros((n, 40 * b), np.float32), backend).astype(w.dtype)
+        plan = cs.matmul_plan(x, w)
+        assert plan.kernel.panel
+        assert plan.kernel.cluster == cluster
+        assert plan.band == band
+    check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: None, True: None})
+    w = cs.BlockSparseMatrix.from_layout(np.zeros((9, 7), bool), b, dtype=dtype,
+                                         backend=backend)
+    for rows_in, op in ((9, w), (7, w.T)):
+        x = to_backend(rng.standard_normal((n, rows_in * b)).astype(np.float32),
+                       backend).astype(w.dtype)
+        out = poison((n, op.shape[1]), dtype, backend)
+        assert (to_numpy(cs.matmul(x, op, out=out).astype("float64")) == 0).all()
+    configs.set_tiles()
+
+
 # (b, (rows per CTA, rows per thread, columns per thread, k depth, stages)) of the CUDA-core
 # dsd (IEEE float32, float64), forced as the tile for every N
 SIMT_TILES = [

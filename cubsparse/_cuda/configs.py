@@ -65,8 +65,9 @@ class KernelConfig:
     arch: str | None = None  # a required target such as "sm_90a"; None: the device's own
     persistent: int = 0  # CTAs per SM of a persistent kernel (grid sized to the device)
     tma: bool = False  # takes its operands as TMA tensor maps (dsd_wgmma_tma, sdd_wgmma_tma)
-    block_rows: int = 1  # sdd: block rows per group (2: the paired TMA tile)
+    block_rows: int = 1  # sdd: block rows per group (2: the paired TMA tile; panels 128 / b)
     cluster: int = 1  # CTAs per thread-block cluster (the grid is a multiple)
+    panel: bool = False  # dense panels of several blocks (absent ones multiplied as zeros)
 
     @property
     def kernel(self) -> str:
@@ -188,8 +189,8 @@ def _union_instance(tag: str, b: int, u, kn: bool, panel: bool) -> KernelConfig:
             f"{u.stages},{_b(kn)},{u.ctas_per_sm}"
             + (f",true,{u.producers}>" if panel else ">"))
     smem = u.stages * (64 * u.m_tiles + u.group * b) * 128 + 1024
-    return _instance(expr, (u.consumer_wgs + u.producers) * 128, smem, 64 * u.m_tiles,
-                     u.group, "sm_90a", u.ctas_per_sm)
+    return KernelConfig("dsd_wgmma_union", expr, (u.consumer_wgs + u.producers) * 128, smem,
+                        64 * u.m_tiles, u.group, "sm_90a", u.ctas_per_sm, panel=panel)
 
 
 @functools.cache
@@ -226,11 +227,12 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
     else:
         p = (tall and WGMMA_DSD_TALL.get(b)) or WGMMA_DSD_WS.get(b)
     if p is not None:
-        if (p.cluster > 1 or p.cols > 1) and not (
-                p.tma and (p.rows > 0 or (p.cols > 1 and b <= 32 and p.m_tiles == 1))):
+        if panel and not (p.tma and p.rows == 0 and p.cols > 1 and b <= 32 and p.m_tiles == 1):
+            raise ValueError(f"the TMA kernel's panels take b <= 32, TMA copies, X's rows as M "
+                             f"(rows = 0), cols > 1 and m_tiles = 1, got {p} at b = {b}")
+        if not panel and (p.cluster > 1 or p.cols > 1) and not (p.tma and p.rows > 0):
             raise ValueError(f"clusters and tiles of several blocks need TMA copies and X's rows "
-                             f"as N (tma=True, rows > 0), or panels of b <= 32 (cols > 1, "
-                             f"m_tiles = 1), got {p} at b = {b}")
+                             f"as N (tma=True, rows > 0), got {p}")
         rows = (p.tma and p.rows) or 64 * p.m_tiles * p.warpgroups
         expr = (f"{tag},{b},{p.m_tiles},{p.warpgroups},{p.stages},{_b(kn)},{p.ctas_per_sm},"
                 f"{p.inflight}")
@@ -242,7 +244,7 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
         threads = p.warpgroups * 128 + (32 if p.tma else 128)  # a producer warp or warpgroup
         family = "dsd_wgmma_tma" if p.tma else "dsd_wgmma_ws"
         return KernelConfig(family, expr, threads, smem, rows, p.cols, "sm_90a",
-                            p.ctas_per_sm, p.tma, 1, p.cluster)
+                            p.ctas_per_sm, p.tma, 1, p.cluster, panel)
     t = WGMMA_DSD[b]
     rows = 64 * t.m_tiles * t.warpgroups
     expr = f"dsd_wgmma_single<{tag},{b},{t.m_tiles},{t.warpgroups},{t.stages},{_b(kn)}>"
@@ -273,7 +275,7 @@ def sdd_wgmma_config(dtype, b: int, short: bool = False, k: int | None = None,
                 f"{t.stages},{rows}" + (",true>" if panel else ">"))
         smem = t.stages * (rows * b + t.group * b) * 64 * 2 + 1024
         return _instance(expr, t.wg_m * t.wg_n * 128 + 32, smem, 0, t.group, "sm_90a",
-                         ctas_per_sm(smem), True, rows)
+                         ctas_per_sm(smem), True, rows, 1, panel)
     t = (WGMMA_SDD_SHORT if short else WGMMA_SDD_WIDE if wide else WGMMA_SDD).get(b)
     if name not in TC_TAGS or t is None:
         return None
@@ -283,11 +285,6 @@ def sdd_wgmma_config(dtype, b: int, short: bool = False, k: int | None = None,
     smem = t.stages * (b + t.group * b) * k * 2 + 1024
     return _instance(expr, t.wg_m * t.wg_n * 128, smem, 0, t.group, "sm_90a",
                      ctas_per_sm(smem) if short else 0)
-
-
-def is_sdd_panel(cfg: KernelConfig) -> bool:
-    """Whether ``cfg`` is the TMA sdd's dense panel tile (more than two block rows)."""
-    return cfg.kernel == "sdd_wgmma_tma" and cfg.block_rows > 2
 
 
 def ctas_per_sm(smem: int) -> int:

@@ -26,7 +26,6 @@ from .configs import (
     dtype_name,
     gather_config,
     group_config,
-    is_sdd_panel,
     scatter_config,
     sdd_config,
     sdd_tile_config,
@@ -43,9 +42,12 @@ GROUP_MIN_SHARING = 2.0
 UNION_MIN_SHARING = 3.0
 #: ... twice that below this many rows of X, where its few tiles leave SMs idle.
 UNION_MIN_ROWS = 2048
-#: The panel union kernel (tiles.WGMMA_DSD_PANEL) multiplies every member's block of each
-#: union entry, present or not. It is taken where the present blocks fill at least this
-#: fraction of its panels, per block size. Measured on an H100 at N = C = K = 8192 (fp16;
+#: The dense panels (the TMA kernel's, tiles.WGMMA_DSD_PANEL_TMA, else the union kernel's,
+#: tiles.WGMMA_DSD_PANEL) multiply every member's block of each union entry, present or
+#: not. They are taken where the present blocks fill at least this fraction of the panels,
+#: per block size. Measured with the union kernel's panels, and kept for the TMA kernel's,
+#: which ran faster than those on every layout where the rule takes panels (bench/NOTES.md
+#: 121-128), on an H100 at N = C = K = 8192 (fp16;
 #: random, Barabasi-Albert, Watts-Strogatz and banded layouts, d = 0.05-0.5): at b = 8 it
 #: beat the grouped kernel at every fill from 0.06; at b = 16 the single-block kernel from
 #: 0.25 and lost at 0.14 and below; at b = 32 the tall tiles from 0.48, losing at 0.31 ...
@@ -182,9 +184,9 @@ def union_pays(structure, trans: bool, group: int, n: int) -> bool:
 
 
 def panel_pays(structure, trans: bool, cfg: KernelConfig, b: int, n: int, ctas: int) -> bool:
-    """The members' present blocks fill at least PANEL_MIN_FILL of the panels of ``cfg``
-    (the panel union kernel), and its tiles for ``n`` rows of X give each of ``ctas``
-    persistent CTAs PANEL_MIN_WAVES."""
+    """The members' present blocks fill at least PANEL_MIN_FILL of the dense panels of
+    ``cfg``, and its tiles for ``n`` rows of X give each of ``ctas`` persistent CTAs
+    PANEL_MIN_WAVES."""
     n_out = structure.block_shape[0] if trans else structure.block_shape[1]
     tiles = -(-n_out // cfg.group) * -(-n // cfg.rows_per_cta)
     return (tiles >= PANEL_MIN_WAVES * ctas and worklists.sharing(structure, trans, cfg.group)
@@ -277,7 +279,7 @@ def sdd_panel_pays(structure, cfg: KernelConfig, b: int, inner: int, sms: int) -
     rows, group = cfg.block_rows, cfg.group
     return (not sdd_short_pays(inner)
             and worklists.panel_fill(structure, rows, group) >= SDD_PANEL_MIN_FILL.get(b, 1.0)
-            and worklists.sdd_panel_tiles_host(structure, rows, group).shape[0]
+            and worklists.sdd_work_host(structure, group, rows, True).shape[0]
             >= SDD_PANEL_MIN_WAVES * sms)
 
 
@@ -315,7 +317,7 @@ def override(**decisions):
     Each keyword forces one decision; ``None`` restores its rule:
 
     ``panel``, ``union``, ``group``, ``tall``, ``short``, ``sdd_tiled`` : bool
-        Take (or not) the panel union wgmma dsd (before any other rule), the union wgmma
+        Take (or not) the dense panels of the wgmma dsd (before any other rule), the union wgmma
         dsd, the grouped mma.sync dsd, the tall persistent
         tiles, the short mma.sync / CUDA-core dsd tiles past SMALL_ROWS rows, the tiled
         small-block sdd, wherever one is configured.
@@ -340,7 +342,8 @@ def override(**decisions):
         other TMA tile and the wide tile).
     ``sdd_panel`` : bool
         Take (or not) the TMA wgmma sdd's dense panels for small blocks, wherever one is
-        configured (before every other sdd kernel).
+        configured. Where left to the rule, another sdd decision forced on (``sdd_short``,
+        ``sdd_tiled``, ``sdd_tma``, ``sdd_wide``, ``sdd_pair``) keeps the panels off.
     ``kn`` : bool
         X @ W on a wgmma kernel reads W's blocks as stored (else a transposed copy).
     ``split`` : int
@@ -348,7 +351,8 @@ def override(**decisions):
     ``grid_limit`` : int
         Cap on a persistent kernel's CTAs (they then walk more tiles each).
     ``band`` : int
-        Row tiles per band of the TMA dsd kernel's tile order (:data:`DSD_PANEL_BAND`).
+        Row tiles per band of the TMA dsd kernel's tile order (:data:`DSD_PANEL_BAND`), at
+        least 1.
     ``dense`` : bool
         Take the dense path (where the dtype has one) or never.
 
@@ -408,6 +412,7 @@ class DsdPlan:
     ratio: float | None  # the dense model's sparse / dense time, where it has one
     panel: bool = False  # dense panels of a group's blocks (absent ones multiplied as zeros)
     band: int = 1  # TMA kernels: row tiles per band of the tile order (DSD_PANEL_BAND)
+    pad: int = 1  # the union lists padded to a multiple of this many entries (TMA panels)
 
     def __str__(self) -> str:
         if self.path == "dense":
@@ -456,7 +461,7 @@ class SddPlan:
                            f"{self.ratio:.2f}x dense)")
         k = self.kernel
         per = (f"dense panels of {k.block_rows} x {k.group} blocks per tile (stored where W "
-               "has them)" if is_sdd_panel(k) else
+               "has them)" if k.panel else
                f"{k.group} block columns of a pair of block rows per group"
                if k.block_rows == 2 else
                f"{k.group} block(s) of a block row per " + ("group" if self.grid else "CTA"))
@@ -482,8 +487,8 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
 
     ``arch`` is the compute capability (90: Hopper), ``sms`` the device's SM count,
     ``dense_bytes_limit`` the most memory the dense path may hold (None: no dense path),
-    ``panels`` whether the panel union kernel may run (it multiplies absent blocks as
-    zeros; not even a forced ``panel`` decision overrides False).
+    ``panels`` whether dense panels may run (they multiply absent blocks as zeros; not
+    even a forced ``panel`` decision overrides False).
     """
     name = dtype_name(dtype)
     n_out = structure.block_shape[0] if trans else structure.block_shape[1]
@@ -528,10 +533,12 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
             idle = lens.size * row_tiles < fill * sms and longest_us > min_us
             slow = not cfg.persistent and longest_us > SPLIT_MIN_US
             split = split_length(lens, row_tiles, slots, shortest) if idle or slow else 0
-    work, _, _, _, n_slots = worklists.dsd_host(structure, trans, split, cfg.group)
+    # (the TMA kernel's panels walk lists padded to whole 64-deep slices)
+    pad = 64 // b if panel and cfg.tma else 1
+    work, _, _, _, n_slots = worklists.dsd_host(structure, trans, split, cfg.group, pad)
     if split and n_slots * n * cfg.group * b * 4 > MAX_WORKSPACE:
         split = 0
-        work, _, _, _, n_slots = worklists.dsd_host(structure, trans, 0, cfg.group)
+        work, _, _, _, n_slots = worklists.dsd_host(structure, trans, 0, cfg.group, pad)
     if not n_slots:  # no list longer than a segment: nothing to add up
         split = 0
     grid = (work.shape[0], row_tiles)
@@ -540,16 +547,19 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
         grid = (min(grid[0] * -(-grid[1] // c) * c, persistent_ctas(cfg, sms)),)
     # The dense model's ratios are those of the other kernels; the panel kernel's time
     # follows the share of W its panels cover.
-    panel_ratio = (worklists.panel_cover(structure, trans, cfg.group) / PANEL_SPEED.get(b, 0.5)
-                   if panel else None)
+    panel_ratio = (worklists.panel_cover(structure, trans, cfg.group, pad)
+                   / PANEL_SPEED.get(b, 0.5) if panel else None)
     dense, ratio = _dense_choice("matmul_t" if trans else "matmul", structure, name, b, n,
                                  tf32, dense_bytes_limit, panel_ratio)
     if dense:
         return DsdPlan("X @ W.T" if trans else "X @ W", n, name, b, "dense",
                        scatter_config(name, b), kn or trans, None, 0, 0, (), ratio)
     band = forced("band", DSD_PANEL_BAND if panel else 1) if cfg.tma else 1
+    if not (isinstance(band, int) and band >= 1):
+        raise ValueError(f"a band is at least one row tile, got band = {band!r}")
+    band = min(band, max(1, row_tiles))  # (keeps band x work items within the kernel's int)
     return DsdPlan("X @ W.T" if trans else "X @ W", n, name, b, "sparse", cfg, kn or trans,
-                   w_copy, split, n_slots if split else 0, grid, ratio, panel, band)
+                   w_copy, split, n_slots if split else 0, grid, ratio, panel, band, pad)
 
 
 def _wgmma_choice(structure, name: str, b: int, n: int, n_out: int, trans: bool, sms: int,
@@ -621,21 +631,20 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
                 if alt is not None and _decide(decision, sdd_wide_pays, structure, b):
                     cfg = alt
                     break
+    # the dense panels, where they pay and no other sdd kernel is forced
     pcfg = (sdd_wgmma_config(name, b, panel=True)
             if not tf32 and name in TC_TAGS and a_km and not b_nk and arch == 90 else None)
-    if pcfg is not None and _decide("sdd_panel", sdd_panel_pays, structure, pcfg, b, inner, sms):
+    others = any(_FORCED.get(k) for k in ("sdd_short", "sdd_tiled", "sdd_tma", "sdd_wide",
+                                          "sdd_pair"))
+    if pcfg is not None and (_FORCED.get("sdd_panel") if "sdd_panel" in _FORCED else
+                             not others and sdd_panel_pays(structure, pcfg, b, inner, sms)):
         cfg, tiled = pcfg, False
     # a persistent grid: every CTA walks groups (or panel tiles)
-    if is_sdd_panel(cfg):
-        count = worklists.sdd_panel_tiles_host(structure, cfg.block_rows, cfg.group).shape[0]
-    elif cfg.block_rows == 2:
-        count = worklists.pair_group_count(structure, cfg.group)
-    else:
-        count = worklists.group_count(structure, cfg.group)
+    count = worklists.sdd_work_host(structure, cfg.group, cfg.block_rows, cfg.panel).shape[0]
     grid = min(count, persistent_ctas(cfg, sms)) if cfg.persistent else 0
     rows, cols = structure.block_shape
     panel_ratio = (count * cfg.block_rows * cfg.group / (rows * cols) / SDD_PANEL_SPEED
-                   if is_sdd_panel(cfg) else None)
+                   if cfg.panel else None)
     dense, ratio = _dense_choice("sampled", structure, name, b, inner, tf32, dense_bytes_limit,
                                  panel_ratio)
     if dense:

@@ -23,7 +23,6 @@ from . import blas, device, worklists
 from .compile import get_kernel
 from .configs import (
     GENERATION,
-    is_sdd_panel,
     panel_copy_config,
     scatter_config,
     sdd_tile_shape,
@@ -285,10 +284,8 @@ class _DsdRunner:
             self.sparse = _DsdRunner(w, dev, n, trans, tf32, sparse_only=True)
             return
         cfg = p.kernel
-        # (the TMA kernel's panels walk lists padded to whole 64-deep slices)
+        work, blk, gidx, segs = worklists.dsd_tables(s, dev, trans, p.split, cfg.group, p.pad)
         panel_tma = p.panel and cfg.tma
-        work, blk, gidx, segs = worklists.dsd_tables(s, dev, trans, p.split, cfg.group,
-                                                     64 // b if panel_tma else 1)
         width = cfg.group * b
         # split lists: a counter per (list, row tile), indexed by the list's first slot
         self.split = (_SplitScratch((p.slots, n, width), p.slots * -(-n // cfg.rows_per_cta))
@@ -622,12 +619,7 @@ class _SddRunner:
                                "plpliiipppff", [None, None, None, None, inner, nbr, nbc, tiles,
                                                 bmap, None, None, None])
         elif cfg.tma:  # persistent: p.grid CTAs, each a run of groups; maps set per call
-            if is_sdd_panel(cfg):
-                groups = worklists.sdd_panel_tiles(s, dev, cfg.block_rows, cfg.group)
-            elif cfg.block_rows == 2:
-                groups = worklists.sdd_pair_groups(s, dev, cfg.group)
-            else:
-                groups = worklists.sdd_groups(s, dev, cfg.group)
+            groups = worklists.sdd_work(s, dev, cfg.group, cfg.block_rows, cfg.panel)
             self.dcols = s.block_shape[1] * b
             self.xcols = s.block_shape[0] * b
             self.main = Launch(get_kernel(cfg), (p.grid,), (cfg.threads,), cfg.smem,
@@ -636,7 +628,7 @@ class _SddRunner:
                                                None])
             self._maps = (None, None)  # the (address, row stride) of X and dY last mapped
         else:
-            groups = worklists.sdd_groups(s, dev, cfg.group)
+            groups = worklists.sdd_work(s, dev, cfg.group)
             if cfg.kernel == "sdd_wgmma":  # a grid of p.grid CTAs, each a run of groups
                 self.main = Launch(get_kernel(cfg), (p.grid or groups.shape[0],),
                                    (cfg.threads,), cfg.smem, "plplipipp" + f + f,

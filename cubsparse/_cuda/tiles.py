@@ -53,8 +53,8 @@ class PersistentTile(NamedTuple):
     tma: bool = False  # copies by the TMA engine (dsd_wgmma_tma), else cp.async
     rows: int = 0  # > 0 (b = 64, 128, TMA): rows of X per tile as wgmma's N
     cluster: int = 1  # > 1 (TMA): CTAs of a cluster sharing each block by multicast
-    # > 1 (TMA): output blocks per tile, at b = 64 (rows > 0) one warpgroup each, at b = 16
-    # and 32 (rows = 0) multiplied as one dense panel
+    # > 1 (TMA): output blocks per tile, at b = 64 (rows > 0) one warpgroup each, at b <= 32
+    # (rows = 0, the WGMMA_DSD_PANEL_TMA table) multiplied as one dense panel
     cols: int = 1
 
 

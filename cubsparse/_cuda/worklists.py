@@ -23,6 +23,9 @@ def lists(structure, trans: bool, group: int, pad: int = 1):
     ``pad`` > 1 pads every group's list to a multiple of ``pad`` entries with entries that
     read X's block column -1 (out of bounds for a TMA box: zeros) and no block."""
     if group == 1:
+        if pad != 1:
+            raise ValueError(f"only the lists of groups are padded, got pad = {pad} for one "
+                             "output block per list")
         return structure.work_lists(trans)
     if pad == 1:
         return structure.grouped_lists(trans, group)
@@ -196,21 +199,9 @@ def pair_group_count(structure, group: int) -> int:
     return sdd_pair_groups_host(structure, group).shape[0]
 
 
-def sdd_pair_groups(structure, device: int, group: int):
-    """:func:`sdd_pair_groups_host`'s table on ``device``."""
-    return device_tables(structure, device, ("sdd_pairs", group),
-                         lambda: (sdd_pair_groups_host(structure, group),))[0]
-
-
 def group_count(structure, group: int) -> int:
-    """Rows of :func:`sdd_groups`' table."""
+    """Rows of :func:`sdd_groups_host`' table."""
     return sdd_groups_host(structure, group).shape[0]
-
-
-def sdd_groups(structure, device: int, group: int):
-    """:func:`sdd_groups_host`'s table on ``device``."""
-    return device_tables(structure, device, ("sdd", group),
-                         lambda: (sdd_groups_host(structure, group),))[0]
 
 
 def block_tiles(structure, tr: int, ts: int):
@@ -245,6 +236,23 @@ def sdd_tiles(structure, device: int, tr: int, ts: int):
     return device_tables(structure, device, ("sdd_tile", tr, ts), build)
 
 
+def sdd_work_host(structure, group: int, block_rows: int = 1, panel: bool = False):
+    """The table a wgmma sdd kernel walks, on the host: the dense panels' tiles
+    (:func:`sdd_panel_tiles_host`), paired block rows' groups (:func:`sdd_pair_groups_host`,
+    ``block_rows`` 2) or runs of one block row's blocks (:func:`sdd_groups_host`)."""
+    if panel:
+        return sdd_panel_tiles_host(structure, block_rows, group)
+    if block_rows == 2:
+        return sdd_pair_groups_host(structure, group)
+    return sdd_groups_host(structure, group)
+
+
+def sdd_work(structure, device: int, group: int, block_rows: int = 1, panel: bool = False):
+    """:func:`sdd_work_host`'s table on ``device``."""
+    return device_tables(structure, device, ("sdd_work", group, block_rows, panel),
+                         lambda: (sdd_work_host(structure, group, block_rows, panel),))[0]
+
+
 def sdd_panel_tiles_host(structure, rows: int, group: int) -> np.ndarray:
     """The TMA sdd's dense panels on the host: one row per tile of ``rows`` x ``group``
     blocks that holds a stored block, (first block row, first block column, then the
@@ -261,12 +269,6 @@ def sdd_panel_tiles_host(structure, rows: int, group: int) -> np.ndarray:
     return structure.cached(("sdd_panels", rows, group), build)
 
 
-def sdd_panel_tiles(structure, device: int, rows: int, group: int):
-    """:func:`sdd_panel_tiles_host`'s table on ``device``."""
-    return device_tables(structure, device, ("sdd_panels", rows, group),
-                         lambda: (sdd_panel_tiles_host(structure, rows, group),))[0]
-
-
 def panel_fill(structure, rows: int, group: int) -> float:
     """Stored blocks over the positions of :func:`sdd_panel_tiles_host`'s tiles."""
     tiles = sdd_panel_tiles_host(structure, rows, group).shape[0]
@@ -280,10 +282,11 @@ def block_coordinates(structure, device: int):
                          lambda: (structure.rows, structure.host_indices))
 
 
-def union_entries(structure, trans: bool, group: int) -> int:
-    """Entries of the union lists of ``group`` adjacent output blocks, all groups."""
-    return structure.cached(("union_entries", trans, group),
-                            lambda: int(lists(structure, trans, group)[0][-1]))
+def union_entries(structure, trans: bool, group: int, pad: int = 1) -> int:
+    """Entries of the union lists of ``group`` adjacent output blocks, all groups (each
+    padded to a multiple of ``pad``)."""
+    return structure.cached(("union_entries", trans, group, pad),
+                            lambda: int(lists(structure, trans, group, pad)[0][-1]))
 
 
 def sharing(structure, trans: bool, group: int) -> float:
@@ -294,10 +297,11 @@ def sharing(structure, trans: bool, group: int) -> float:
     return structure.nnzb / entries if entries else float("inf")
 
 
-def panel_cover(structure, trans: bool, group: int) -> float:
+def panel_cover(structure, trans: bool, group: int, pad: int = 1) -> float:
     """Fraction of W's block grid covered by the panels of the union lists of ``group``
     adjacent output blocks (each union entry a panel row of ``group`` blocks, present or
-    not): the panel kernel's MMAs against a dense product's."""
+    not; the lists padded to a multiple of ``pad``): the panel kernel's MMAs against a
+    dense product's."""
     rows, cols = structure.block_shape
-    entries = union_entries(structure, trans, group)
+    entries = union_entries(structure, trans, group, pad)
     return min(1.0, entries * group / (rows * cols)) if rows * cols else 0.0

@@ -255,7 +255,8 @@ __device__ __forceinline__ void dsd_tma_body(
   };
   unsigned it = 0;
 
-  if (tid >= CONSUMERS) {  // the producer warp: the list by the warp, copies by lane 0
+  // the producer warp: the list by the warp, copies by lane 0 (panels: by lanes 0..EPS)
+  if (tid >= CONSUMERS) {
     const int lane = tid - CONSUMERS;
     // rank 0 takes the cluster's tiles (its first by cluster index); the others read them
     const int first = CLUSTER == 1 ? (int)blockIdx.x

@@ -1,5 +1,6 @@
-// sdd on Hopper for large blocks (b = 64, 128): the weight gradient dW = X.T @ dY on W's
-// blocks, persistent and warp-specialized, its operands copied by the TMA engine.
+// sdd on Hopper for large blocks (b = 64, 128), and as dense panels for small ones (b <= 32):
+// the weight gradient dW = X.T @ dY on W's blocks, persistent and warp-specialized, its
+// operands copied by the TMA engine.
 //
 // The tile is sdd_wgmma's unflipped one (sdd_wgmma.cu describes it): a CTA owns a group of
 // G blocks of block row r, D = X_r.T @ [dY_c0 .. dY_c(G-1)] with M = B and N = G * B (up
@@ -65,7 +66,7 @@ template <int G, int ROWS>
 struct SddPanels {
   static constexpr int WIDTH = 2 + ROWS * G;
   const int* row;
-  __device__ __forceinline__ SddPanels(const int* tiles, int t) : row(tiles + WIDTH * t) {}
+  __device__ __forceinline__ SddPanels(const int* tiles, int t) : row(tiles + (i64)WIDTH * t) {}
   __device__ __forceinline__ bool ok(int h, int g) const { return row[2 + h * G + g] >= 0; }
   __device__ __forceinline__ int id(int h, int g) const { return row[2 + h * G + g]; }
 };
@@ -115,7 +116,7 @@ __global__ void __launch_bounds__(WM * WN * 128 + 32, 1)
       // a box wholly past X's or dY's columns (a missing row or member) lands as zeros
       int xcol[M / 64], col[EB / 64];
       if constexpr (PANEL) {  // contiguous, from the tile's first block row and column
-        const int* row = groups + SddPanels<G, ROWS>::WIDTH * grp;
+        const int* row = groups + (i64)SddPanels<G, ROWS>::WIDTH * grp;
 #pragma unroll
         for (int p = 0; p < M / 64; ++p) xcol[p] = row[0] * B + p * 64;
 #pragma unroll
