@@ -67,9 +67,16 @@ def test_dense_path_where_the_model_says_so():
     # b = 64 at d = 0.25: sparse wins
     s64 = structure(64, 64, 0.25)
     assert plans.plan_dsd(s64, "float16", 64, 4096, False, False, 90, SMS, 1 << 30).path == "sparse"
-    q = plans.plan_sdd(s, "float16", 8, 4096, True, False, False, 90, SMS, 1 << 30)
+    # the weight gradient: the kernels of one block row per group lose to cuBLAS; the dense
+    # panels, over tiles covering all of W, run at about its speed and keep the sparse path
+    with plans.override(sdd_panel=False):
+        q = plans.plan_sdd(s, "float16", 8, 4096, True, False, False, 90, SMS, 1 << 30)
     assert q.path == "dense"
     assert q.kernel.kernel == "gather_blocks"
+    q = plans.plan_sdd(s, "float16", 8, 4096, True, False, False, 90, SMS, 1 << 30)
+    assert q.path == "sparse"
+    assert q.kernel.panel
+    assert q.ratio == pytest.approx(1 / plans.SDD_PANEL_SPEED)
 
 
 def test_dsd_plan_takes_dense_panels_where_members_fill_them():
@@ -90,7 +97,8 @@ def test_dsd_plan_takes_dense_panels_where_members_fill_them():
         assert "gathered into the panels per call" in str(p)
         cover = worklists.panel_cover(band, trans, panel.group)
         assert 0 < cover < 0.5
-        assert p.ratio == pytest.approx(cover / plans.PANEL_SPEED[16])
+        assert p.ratio == pytest.approx(
+            cover / plans.panel_speed(16, band.nnzb / np.prod(band.block_shape)))
         assert plans.plan_dsd(band, "float16", 16, 128, trans, False, 90, SMS,
                               None).kernel != panel
     rand = structure(256, 256, 0.05)
@@ -226,6 +234,19 @@ def test_sdd_plan_takes_dense_panels_where_blocks_fill_them(b):
                               None).kernel == panel
 
 
+def test_panel_speed_follows_the_density():
+    """The panels' speed per MMA: the table's points at their densities, in between
+    interpolated in log density (rising with it), held past the ends."""
+    for b, points in plans.PANEL_SPEED.items():
+        for d, speed in points:
+            assert plans.panel_speed(b, d) == pytest.approx(speed)
+        (d0, s0), (d1, s1) = points[:2]
+        mid = plans.panel_speed(b, (d0 * d1) ** 0.5)
+        assert mid == pytest.approx((s0 + s1) / 2)
+        assert plans.panel_speed(b, d0 / 10) == pytest.approx(s0)
+        assert plans.panel_speed(b, 1.0) == pytest.approx(points[-1][1])
+
+
 def test_sdd_panels_give_way_to_other_forced_sdd_decisions():
     """A forced sdd kernel (short tile, TMA tile, tiled small-block kernel) is not replaced
     by the panels' rule; a forced ``sdd_panel`` still takes them."""
@@ -255,7 +276,8 @@ def test_panel_plans_take_their_tiles_in_bands():
     assert f"tiles taken in bands of {plans.DSD_PANEL_BAND} row tiles" in str(p)
     cover = worklists.panel_cover(band, False, p.kernel.group, 4)
     assert cover > worklists.panel_cover(band, False, p.kernel.group)
-    assert p.ratio == pytest.approx(cover / plans.PANEL_SPEED[16])
+    assert p.ratio == pytest.approx(
+            cover / plans.panel_speed(16, band.nnzb / np.prod(band.block_shape)))
     with plans.override(panel=True):
         short = plans.plan_dsd(band, "float16", 16, 300, False, False, 90, SMS, None)
     assert short.band == 3  # three row tiles of 128

@@ -56,10 +56,14 @@ PANEL_MIN_FILL = {8: 0.05, 16: 0.2, 32: 0.4}
 #: of them: its groups are few, and smaller products were not measured.
 PANEL_MIN_WAVES = 2
 #: Its time is predicted (for the dense path's choice) as dense cuBLAS's times the share
-#: of W's block grid its panels cover, over this speed per MMA against cuBLAS's (the same
-#: measurements, on the TMA kernel with bands of 8 row tiles; lowest where the panels are
-#: few and short: 0.22-0.41 at b = 8, 0.33-0.69 at b = 16 and 0.42-0.84 at b = 32).
-PANEL_SPEED = {8: 0.33, 16: 0.5, 32: 0.65}
+#: of W's block grid its panels cover, over its speed per MMA against cuBLAS's, which grows
+#: with W's density (longer lists per tile): (density, speed) points per block size,
+#: interpolated in log density (:func:`panel_speed`). The medians over random,
+#: Barabási-Albert, Watts-Strogatz and banded layouts of the TMA kernel's panels on an H100
+#: (N = C = K = 8192, fp16, 9c78958; banded ones lowest, e.g. 0.34-0.60 at b = 8).
+PANEL_SPEED = {8: ((0.05, 0.47), (0.1, 0.5), (0.25, 0.565), (0.5, 0.61)),
+               16: ((0.05, 0.48), (0.1, 0.62), (0.25, 0.82), (0.5, 0.89)),
+               32: ((0.05, 0.5), (0.1, 0.66), (0.25, 0.78), (0.5, 0.95))}
 #: The persistent TMA dsd kernel takes its tiles row tile by row tile, every work item of
 #: one before the next, so the CTAs running at one time share X's rows. Its dense panels
 #: instead take bands of this many row tiles, group by group within a band, so that the
@@ -148,10 +152,11 @@ SDD_PAIR_MIN_GAIN = 1.1
 SDD_PANEL_MIN_FILL = {8: 0.04, 16: 0.08, 32: 0.25}
 #: ... and there are this many tiles per SM (fewer leave SMs idle for the whole reduction).
 SDD_PANEL_MIN_WAVES = 1
-#: The panels' speed per MMA against cuBLAS (0.76-0.82 at fills of 0.5-0.9, the same
-#: measurements): their time, for the dense path's choice, is dense cuBLAS's times the share
-#: of W's block grid their tiles cover over this.
-SDD_PANEL_SPEED = 0.8
+#: The panels' speed per MMA against cuBLAS: their time, for the dense path's choice, is
+#: dense cuBLAS's times the share of W's block grid their tiles cover over this. On an
+#: H100 (N = C = K = 8192, fp16, 9c78958) 0.82-1.03 where the tiles cover all of W (random,
+#: Barabási-Albert and Watts-Strogatz layouts), 0.67-0.89 on banded ones.
+SDD_PANEL_SPEED = 0.92
 #: The paired tile's store of a group costs about this many 64-deep slices of its main loop
 #: (one CTA per SM: nothing else runs meanwhile), which the one-row tile's two CTAs per SM
 #: hide. Fitted to N = 256-1024 on the same H100 (banded d = 0.1: 1.26x at N = 256, 1.73x
@@ -181,6 +186,18 @@ def union_pays(structure, trans: bool, group: int, n: int) -> bool:
     """The union wgmma dsd's X slices feed enough members for ``n`` rows of X."""
     need = UNION_MIN_SHARING * (1 if n >= UNION_MIN_ROWS else 2)
     return worklists.sharing(structure, trans, group) >= need
+
+
+def panel_speed(b: int, density: float) -> float:
+    """The dense panels' speed per MMA against cuBLAS at block size ``b`` and W's
+    ``density`` (:data:`PANEL_SPEED`, interpolated in log density, held at its ends)."""
+    points = PANEL_SPEED.get(b, ((1.0, 0.5),))
+    d = min(max(density, points[0][0]), points[-1][0])
+    for (d0, s0), (d1, s1) in zip(points, points[1:]):
+        if d <= d1:
+            t = (np.log(d) - np.log(d0)) / (np.log(d1) - np.log(d0))
+            return float(s0 + t * (s1 - s0))
+    return float(points[-1][1])
 
 
 def panel_pays(structure, trans: bool, cfg: KernelConfig, b: int, n: int, ctas: int) -> bool:
@@ -547,8 +564,9 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
         grid = (min(grid[0] * -(-grid[1] // c) * c, persistent_ctas(cfg, sms)),)
     # The dense model's ratios are those of the other kernels; the panel kernel's time
     # follows the share of W its panels cover.
+    rows, cols = structure.block_shape
     panel_ratio = (worklists.panel_cover(structure, trans, cfg.group, pad)
-                   / PANEL_SPEED.get(b, 0.5) if panel else None)
+                   / panel_speed(b, structure.nnzb / (rows * cols)) if panel else None)
     dense, ratio = _dense_choice("matmul_t" if trans else "matmul", structure, name, b, n,
                                  tf32, dense_bytes_limit, panel_ratio)
     if dense:
