@@ -191,13 +191,8 @@ def union_pays(structure, trans: bool, group: int, n: int) -> bool:
 def panel_speed(b: int, density: float) -> float:
     """The dense panels' speed per MMA against cuBLAS at block size ``b`` and W's
     ``density`` (:data:`PANEL_SPEED`, interpolated in log density, held at its ends)."""
-    points = PANEL_SPEED.get(b, ((1.0, 0.5),))
-    d = min(max(density, points[0][0]), points[-1][0])
-    for (d0, s0), (d1, s1) in zip(points, points[1:]):
-        if d <= d1:
-            t = (np.log(d) - np.log(d0)) / (np.log(d1) - np.log(d0))
-            return float(s0 + t * (s1 - s0))
-    return float(points[-1][1])
+    points = np.array(PANEL_SPEED.get(b, ((1.0, 0.5),)))
+    return float(np.interp(np.log(max(density, 1e-9)), np.log(points[:, 0]), points[:, 1]))
 
 
 def panel_pays(structure, trans: bool, cfg: KernelConfig, b: int, n: int, ctas: int) -> bool:
