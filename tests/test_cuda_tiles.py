@@ -165,15 +165,11 @@ def tma_sdd_fixture(table, **decisions):
     return fixture
 
 
-def tma_sdd_cases(fixture, tile_list):
-    """The cases every TMA sdd tile runs: each tile of ``tile_list`` through ``fixture``,
-    both half types, reductions of one row, a partial slice and several slices, a CTA per
-    SM (or per group) or two CTAs walking all groups."""
-    marks = [pytest.mark.parametrize(fixture, tile_list, indirect=True,
-                                     ids=lambda t: f"b{t[0]}-{t[1]}"),
-             pytest.mark.parametrize("dtype", ["float16", "bfloat16"]),
-             pytest.mark.parametrize("n", [1, 77, 300]),
-             pytest.mark.parametrize("ctas", [0, 2])]
+def tile_cases(fixture, tile_list, ids=lambda t: f"b{t[0]}-{t[1]}", **params):
+    """A test's cases: each tile of ``tile_list`` through the indirect ``fixture``, times
+    every value of each of ``params`` (name: values)."""
+    marks = [pytest.mark.parametrize(fixture, tile_list, indirect=True, ids=ids)]
+    marks += [pytest.mark.parametrize(name, values) for name, values in params.items()]
 
     def apply(test):
         for mark in reversed(marks):
@@ -181,6 +177,14 @@ def tma_sdd_cases(fixture, tile_list):
         return test
 
     return apply
+
+
+def tma_sdd_cases(fixture, tile_list):
+    """The cases every TMA sdd tile runs: both half types, reductions of one row, a
+    partial slice and several slices, a CTA per SM (or per group) or two CTAs walking all
+    groups."""
+    return tile_cases(fixture, tile_list, dtype=["float16", "bfloat16"], n=[1, 77, 300],
+                      ctas=[0, 2])
 
 
 sdd_tma_tile = tma_sdd_fixture(tiles.WGMMA_SDD_TMA, sdd_tma=True, sdd_pair=False)
@@ -660,12 +664,15 @@ def union_tile(request, monkeypatch):
         yield kind, forced_b
 
 
-@pytest.mark.parametrize("union_tile", [("union", *t) for t in UNION_TILES]
-                         + [("panel", *t) for t in PANEL_TILES], indirect=True,
-                         ids=lambda t: f"{t[0]}-b{t[1]}-{t[2]}")
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("grid_limit", [None, 3])
-@pytest.mark.parametrize("n", [65, 300])
+def union_dsd_cases(fixture, tile_list, ids=lambda t: f"b{t[0]}-{t[1]}"):
+    """The cases every union or panel dsd tile runs: both half types, the device's grid or
+    three CTAs, 65 and 300 rows of X."""
+    return tile_cases(fixture, tile_list, ids, dtype=["float16", "bfloat16"],
+                      grid_limit=[None, 3], n=[65, 300])
+
+
+@union_dsd_cases("union_tile", [("union", *t) for t in UNION_TILES]
+                 + [("panel", *t) for t in PANEL_TILES], lambda t: f"{t[0]}-b{t[1]}-{t[2]}")
 def test_union_dsd_tiles_match_scipy(backend, monkeypatch, force, union_tile, dtype,
         grid_limit, n):
     """The persistent union kernel, its members' MMAs per present block or as dense panels
@@ -709,11 +716,7 @@ def panel_tma_tile(request, monkeypatch):
                            dense=False)
 
 
-@pytest.mark.parametrize("panel_tma_tile", PANEL_TMA_TILES, indirect=True,
-                         ids=lambda t: f"b{t[0]}-{t[1]}")
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("grid_limit", [None, 3])
-@pytest.mark.parametrize("n", [65, 300])
+@union_dsd_cases("panel_tma_tile", PANEL_TMA_TILES)
 def test_tma_panel_dsd_tiles_match_scipy(backend, monkeypatch, force, panel_tma_tile, dtype,
                                          grid_limit, n):
     """X @ W and dY @ W.T on the TMA kernel's dense panels: absent blocks landing as zeros
