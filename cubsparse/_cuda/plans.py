@@ -422,9 +422,14 @@ class DsdPlan:
     slots: int  # float32 workspace tiles of the split lists
     grid: tuple
     ratio: float | None  # the dense model's sparse / dense time, where it has one
-    panel: bool = False  # dense panels of a group's blocks (absent ones multiplied as zeros)
     band: int = 1  # TMA kernels: row tiles per band of the tile order (DSD_PANEL_BAND)
     pad: int = 1  # the union lists padded to a multiple of this many entries (TMA panels)
+
+    @property
+    def panel(self) -> bool:
+        """Whether the sparse kernel multiplies dense panels of a group's blocks (absent
+        ones as zeros)."""
+        return self.path == "sparse" and self.kernel.panel
 
     def __str__(self) -> str:
         if self.path == "dense":
@@ -509,16 +514,17 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
     small = n <= SMALL_ROWS
     # The kernel ladder: Hopper wgmma (dense panels, union, persistent, tall), else
     # grouped mma.sync, else one block per CTA on mma.sync or CUDA cores.
-    wcfg, kn, panel = (_wgmma_choice(structure, name, b, n, n_out, trans, sms, panels)
-                       if name in TC_TAGS and not small and arch == 90 else (None, False, False))
+    wcfg, kn = (_wgmma_choice(structure, name, b, n, n_out, trans, sms, panels)
+                if name in TC_TAGS and not small and arch == 90 else (None, False))
     gcfg = group_config(name, b, trans) if wcfg is None and not small else None
     if gcfg is not None and not _decide("group", group_pays, structure, trans, gcfg.group):
         gcfg = None
     if wcfg is None and gcfg is None and not small:
         small = _decide("short", short_pays, dsd_config(name, b, trans, tf32), n, n_out, sms)
     cfg = wcfg or gcfg or dsd_config(name, b, trans, tf32, small)
+    panel = cfg.panel
     w_copy = None
-    if panel and wcfg.tma:  # the TMA kernel reads whole panels, zeros included
+    if panel and cfg.tma:  # the TMA kernel reads whole panels, zeros included
         w_copy = "panel_blocks"
     elif not trans and (tf32 or (wcfg is not None and not kn)):
         # These kernels read W's blocks with k contiguous ([n][k]): TF32 because ldmatrix
@@ -572,20 +578,20 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
         raise ValueError(f"a band is at least one row tile, got band = {band!r}")
     band = min(band, max(1, row_tiles))  # (keeps band x work items within the kernel's int)
     return DsdPlan("X @ W.T" if trans else "X @ W", n, name, b, "sparse", cfg, kn or trans,
-                   w_copy, split, n_slots if split else 0, grid, ratio, panel, band, pad)
+                   w_copy, split, n_slots if split else 0, grid, ratio, band, pad)
 
 
 def _wgmma_choice(structure, name: str, b: int, n: int, n_out: int, trans: bool, sms: int,
-                  panels: bool) -> tuple[KernelConfig | None, bool, bool]:
+                  panels: bool) -> tuple[KernelConfig | None, bool]:
     """The Hopper step of :func:`plan_dsd`'s ladder: (the wgmma kernel or None, whether it
-    reads W's blocks as stored, whether it multiplies dense panels)."""
+    reads W's blocks as stored)."""
     pcfg = wgmma_config(name, b, panel=True) if panels else None
     if pcfg is not None and _decide("panel", panel_pays, structure, trans, pcfg, b, n,
                                     persistent_ctas(pcfg, sms)):
-        return pcfg, False, True  # panels read W's blocks transposed
+        return pcfg, False  # panels read W's blocks transposed
     wcfg = wgmma_config(name, b)
     if wcfg is None:
-        return None, False, False
+        return None, False
     union = wcfg.group > 1
     if union and not _decide("union", union_pays, structure, trans, wcfg.group, n):
         union, wcfg = False, wgmma_config(name, b, union=False)
@@ -602,12 +608,12 @@ def _wgmma_choice(structure, name: str, b: int, n: int, n_out: int, trans: bool,
             pcfg = wgmma_config(name, b, not trans, union, pair=True)
             if pcfg is not None and _decide("dsd_pair", dsd_pair_pays, pcfg, structure, trans,
                                             n, n_out, persistent_ctas(pcfg, sms)):
-                return pcfg, True, False
+                return pcfg, True
             ccfg = wgmma_config(name, b, not trans, union, cluster=True)
             if ccfg is not None and _decide("cluster", cluster_pays, ccfg, structure, trans,
                                             b, n, n_out, persistent_ctas(ccfg, sms)):
-                return ccfg, True, False
-    return wcfg, kn, False
+                return ccfg, True
+    return wcfg, kn
 
 
 def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32: bool,
@@ -617,11 +623,14 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
     name = dtype_name(dtype)
     tf32 = tf32 and name == "float32"
     tiled, wcfg = False, None
+    hopper = name in TC_TAGS and a_km and not b_nk and arch == 90
+    pcfg = sdd_wgmma_config(name, b, panel=True) if hopper and not tf32 else None
     if tf32:  # TF32 reads A[m][k] and B[n][k]
         cfg, a_km, b_nk = sdd_config(name, b, tf32=True), False, True
+    elif pcfg is not None and _sdd_panel_taken(structure, pcfg, b, inner, sms):
+        cfg = pcfg  # the dense panels, first where they pay
     else:
-        wcfg = (sdd_wgmma_config(name, b) if name in TC_TAGS and a_km and not b_nk
-                and arch == 90 else None)
+        wcfg = sdd_wgmma_config(name, b) if hopper else None
         tcfg = sdd_tile_config(name, b) if a_km and not b_nk and wcfg is None else None
         if tcfg is not None:
             tiled = _decide("sdd_tiled", sdd_tiled_pays, structure, name, b,
@@ -644,14 +653,6 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
                 if alt is not None and _decide(decision, sdd_wide_pays, structure, b):
                     cfg = alt
                     break
-    # the dense panels, where they pay and no other sdd kernel is forced
-    pcfg = (sdd_wgmma_config(name, b, panel=True)
-            if not tf32 and name in TC_TAGS and a_km and not b_nk and arch == 90 else None)
-    others = any(_FORCED.get(k) for k in ("sdd_short", "sdd_tiled", "sdd_tma", "sdd_wide",
-                                          "sdd_pair"))
-    if pcfg is not None and (_FORCED.get("sdd_panel") if "sdd_panel" in _FORCED else
-                             not others and sdd_panel_pays(structure, pcfg, b, inner, sms)):
-        cfg, tiled = pcfg, False
     # a persistent grid: every CTA walks groups (or panel tiles)
     count = worklists.sdd_work_host(structure, cfg.group, cfg.block_rows, cfg.panel).shape[0]
     grid = min(count, persistent_ctas(cfg, sms)) if cfg.persistent else 0
@@ -663,6 +664,16 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
     if dense:
         return SddPlan(name, b, "dense", gather_config(name, b), False, a_km, b_nk, tf32, ratio)
     return SddPlan(name, b, "sparse", cfg, tiled, a_km, b_nk, tf32, ratio, grid)
+
+
+def _sdd_panel_taken(structure, cfg: KernelConfig, b: int, inner: int, sms: int) -> bool:
+    """The ``sdd_panel`` decision: as forced, else off while another sdd kernel is forced,
+    else :func:`sdd_panel_pays`."""
+    if "sdd_panel" in _FORCED:
+        return bool(_FORCED["sdd_panel"])
+    others = ("sdd_short", "sdd_tiled", "sdd_tma", "sdd_wide", "sdd_pair")
+    return not any(_FORCED.get(k) for k in others) and sdd_panel_pays(structure, cfg, b,
+                                                                     inner, sms)
 
 
 def _itemsize(name: str) -> int:
