@@ -313,24 +313,35 @@ class _DsdRunner:
         self.i_y = sig.index("pl" + f + f)
         self.i_ws = self.i_y + 4  # then ws_ld, segs, counts
         self.i_counts = self.i_ws + 3
-        self.tma, self.cluster = cfg.tma, cfg.cluster
-        self.panel_rows = cfg.group * b if panel_tma else 0  # rows of a slice of panels
-        self.kn_w = p.reads_w_as_stored and not trans  # W as stored ([k][n]) in X @ W
-        self.tcopy = (Launch(get_kernel(transpose_config(b)), (s.nnzb, (b // min(b, 32)) ** 2),
-                             (256,), 0, "pp", [None, None])
-                      if p.w_copy == "transpose_blocks" and s.nnzb else None)
-        # the TMA kernel's panels: entry q's blocks (or zeros) gathered at q * group..
-        nvec = blk.size * b * b // 8  # 16-byte vectors of the panels
-        self.pcopy = (Launch(get_kernel(panel_copy_config(b, not trans)),
-                             (_stride_grid(nvec),), (256,), 0, "pppil",
-                             [None, None, blk, cfg.group, nvec])
-                      if p.w_copy == "panel_blocks" and s.nnzb and blk.size else None)
-        self.panel_blocks = blk.size
-        self.w_copy = (self.tcopy is not None or self.pcopy is not None
-                       or p.w_copy == "transpose")
+        self.tma = cfg.tma
+        if cfg.tma:
+            # W's map: rows of w_inner elements in boxes of w_box, each CTA of a cluster
+            # copying 1 / cluster of a block's (or a slice of panels') rows
+            c, ek = cfg.cluster, min(b, 64)
+            if panel_tma:  # slices of panels: rows of 64 k, group * b of them per slice
+                self.w_inner, self.w_box = 64, (64, cfg.group * b // c)
+            elif p.reads_w_as_stored and not trans:  # W as stored ([k][n]) in X @ W
+                self.w_inner, self.w_box = b, (ek, ek // c)
+            else:
+                self.w_inner, self.w_box = b, (ek, b // c)
+        # W's blocks rearranged per call (`copy_blocks` of them out): transposed for the
+        # wgmma kernels reading [n][k] blocks, or gathered into the TMA kernel's panels,
+        # entry q's blocks (or zeros) at q * group..
+        self.copy, self.copy_blocks = None, 0
+        if p.w_copy == "transpose_blocks" and s.nnzb:
+            self.copy = Launch(get_kernel(transpose_config(b)),
+                               (s.nnzb, (b // min(b, 32)) ** 2), (256,), 0, "pp", [None, None])
+            self.copy_blocks = s.nnzb
+        elif p.w_copy == "panel_blocks" and s.nnzb and blk.size:
+            nvec = blk.size * b * b // 8  # 16-byte vectors of the panels
+            self.copy = Launch(get_kernel(panel_copy_config(b, not trans)),
+                               (_stride_grid(nvec),), (256,), 0, "pppil",
+                               [None, None, blk, cfg.group, nvec])
+            self.copy_blocks = blk.size
+        self.w_copy = self.copy is not None or p.w_copy == "transpose"
         # (a box of panels spans a slice of the group's blocks: the stand-in holds one)
-        self.stand_in = (_cupy().zeros((cfg.group * 64 // b if self.panel_rows else 1, b, b),
-                                       dtype) if cfg.tma and s.nnzb == 0 else None)
+        self.stand_in = (_cupy().zeros((cfg.group * 64 // b if panel_tma else 1, b, b), dtype)
+                         if cfg.tma and s.nnzb == 0 else None)
         if cfg.tma:  # made now, not inside a stream capture
             device.tile_counter(dev, _stream())
         self._xkey, self._wptr, self._ctr_stream = None, None, None  # set by the first call
@@ -338,16 +349,10 @@ class _DsdRunner:
     def _copy_w(self, wdata, stream):
         """W's blocks transposed, or gathered into panels, where the kernel reads them so."""
         cupy = _cupy()
-        if self.pcopy is not None:
-            v = self.pcopy.v
-            t = _held(cupy.ndarray((self.panel_blocks, self.b, self.b), wdata.dtype))
-            v[0].value, v[1].value = wdata.data.ptr, t.data.ptr
-            self.pcopy(stream)
-            return t
-        if self.tcopy is not None:  # wgmma kernels reading [n][k] blocks: transpose W's
-            t = _held(cupy.ndarray(wdata.shape, wdata.dtype))
-            self.tcopy.v[0].value, self.tcopy.v[1].value = wdata.data.ptr, t.data.ptr
-            self.tcopy(stream)
+        if self.copy is not None:
+            t = _held(cupy.ndarray((self.copy_blocks, self.b, self.b), wdata.dtype))
+            self.copy.v[0].value, self.copy.v[1].value = wdata.data.ptr, t.data.ptr
+            self.copy(stream)
             return t
         # TF32 reads [n][k] blocks too
         return _held(cupy.ascontiguousarray(wdata.transpose(0, 2, 1)))
@@ -394,20 +399,11 @@ class _DsdRunner:
                                                *self.x_box))
                 self._xkey = xkey
             wptr = wdata.data.ptr
-            if wptr != self._wptr and self.panel_rows:  # slices of panels, rows of 64 k
-                rows = wdata.size // 64
-                L.set_map(1, device.tensor_map(wptr, 64, rows, 128, 64,
-                                               self.panel_rows // self.cluster))
+            if wptr != self._wptr:
+                rows = wdata.size // self.w_inner
+                L.set_map(1, device.tensor_map(wptr, self.w_inner, rows, 2 * self.w_inner,
+                                               *self.w_box))
                 v[4].value = rows
-                self._wptr = wptr
-            elif wptr != self._wptr:
-                b = self.b
-                ek = min(b, 64)
-                # each CTA of a cluster copies 1 / cluster of a block's rows
-                c = self.cluster
-                box = (min(b, 64), ek // c) if self.kn_w else (ek, b // c)
-                L.set_map(1, device.tensor_map(wptr, b, wdata.shape[0] * b, 2 * b, *box))
-                v[4].value = wdata.shape[0] * b
                 self._wptr = wptr
             if stream != self._ctr_stream:
                 v[-2].value = device.tile_counter(self.dev, stream).data.ptr
