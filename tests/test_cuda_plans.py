@@ -59,8 +59,20 @@ def test_dense_path_where_the_model_says_so():
     assert dense_model.ratio("matmul", "float16", 8, 4096, 0.5) > 2
     p = plans.plan_dsd(s, "float16", 8, 4096, False, False, 90, SMS, dense_bytes_limit=1 << 30)
     assert p.path == "dense"
+    # b = 8 in 16 bits at half density: W written whole (its 16-byte block rows scattered
+    # alone would half-fill each sector they write)
+    assert p.kernel.kernel == "fill_dense"
+    assert "dense (W written whole" in str(p)
+    with plans.override(fill=False):
+        p = plans.plan_dsd(s, "float16", 8, 4096, False, False, 90, SMS, 1 << 30)
     assert p.kernel.kernel == "scatter_blocks"
-    assert "dense" in str(p)
+    assert "dense (W's blocks scattered" in str(p)
+    sparse = structure(512, 512, 0.1)  # below FILL_MIN_DENSITY: the scatter moves less
+    with plans.override(dense=True):
+        p = plans.plan_dsd(sparse, "float16", 8, 4096, False, False, 90, SMS, 1 << 30)
+        assert (p.path, p.kernel.kernel) == ("dense", "scatter_blocks")
+        p = plans.plan_dsd(s, "float32", 8, 4096, False, False, 90, SMS, 1 << 30)
+        assert (p.path, p.kernel.kernel) == ("dense", "scatter_blocks")  # 32-byte rows
     # forbidden, or over the memory bound: sparse
     assert plans.plan_dsd(s, "float16", 8, 4096, False, False, 90, SMS, None).path == "sparse"
     assert plans.plan_dsd(s, "float16", 8, 4096, False, False, 90, SMS, 1 << 20).path == "sparse"
@@ -513,16 +525,25 @@ def _ref(x, w, trans):
 @pytest.mark.parametrize("backend", CUDA, indirect=True)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
 @pytest.mark.parametrize("b", [8, 32])
-def test_dense_path_matches_scipy(backend, dtype, b):
+@pytest.mark.parametrize("fill", [False, True])
+def test_dense_path_matches_scipy(backend, dtype, b, fill):
     rng = np.random.default_rng(b)
     lay = rng.random((9, 7)) < 0.5
     lay[:, 3] = False
     w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=3, backend=backend)
     tol = cs._dtypes.TOLERANCE[dtype]
-    with plans.override(dense=True):
+    with plans.override(dense=True, fill=fill):
         x = to_backend(rng.standard_normal((50, 9 * b)), backend).astype(dtype)
         dy = to_backend(rng.standard_normal((50, 7 * b)), backend).astype(dtype)
-        assert cs.matmul_plan(x, w).path == "dense"
+        plan = cs.matmul_plan(x, w)
+        assert plan.path == "dense"
+        assert plan.kernel.kernel == ("fill_dense" if fill else "scatter_blocks")
+        # W's values change in place between calls: each call writes the buffer again
+        before = to_numpy(cs.matmul(x, w))
+        w.data *= 2
+        np.testing.assert_allclose(to_numpy(cs.matmul(x, w)).astype(np.float64),
+                                   2 * before.astype(np.float64), rtol=0, atol=0)
+        w.data /= 2
         for a, op, trans in ((x, w, False), (dy, w.T, True)):
             ref = _ref(a, w, trans)
             got = to_numpy(cs.matmul(a, op, out=poison(ref.shape, dtype, backend)))
@@ -623,6 +644,54 @@ def test_cuda_graph_replays_after_in_place_updates(backend, dtype, b, n):
             ref = (to_numpy(x).astype(np.float64).T @ to_numpy(dy).astype(np.float64)) * mask
             got = to_numpy(dw.toarray()).astype(np.float64)
             assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < tol
+
+
+@pytest.mark.parametrize("backend", CUDA, indirect=True)
+@pytest.mark.parametrize("dense", [False, True])
+def test_cuda_graph_captures_on_a_stream_without_a_tile_counter(backend, dense):
+    """A stream that never ran the persistent TMA kernel eagerly (the plan was built on
+    another stream, or its eager calls take the dense path, which the capture replaces by
+    the sparse kernel) has no tile counter: one is made inside the capture and kept for
+    that graph only, and the graph replays correctly."""
+    import cupy
+
+    from cubsparse._cuda import device
+
+    b, n = 64, 512
+    rng = cupy.random.default_rng(8)
+    lay = cs.layouts.random(1024 // b, 1024 // b, 0.25, seed=9)
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", seed=10, backend=backend)
+    x = rng.standard_normal((n, 1024)).astype("float16")
+    y = cupy.empty((n, 1024), "float16")
+    with plans.override(dense=False):
+        sparse = cs.matmul_plan(x, w)
+    if not sparse.kernel.tma:
+        pytest.skip(f"this device's plan has no persistent TMA kernel: {sparse}")
+    with plans.override(dense=dense):
+        assert cs.matmul_plan(x, w).path == ("dense" if dense else "sparse")
+        cs.matmul(x, w, out=y)  # builds the runner on the default stream
+        cupy.cuda.Device().synchronize()
+        stream = cupy.cuda.Stream(non_blocking=True)
+        with stream:
+            if dense:
+                cs.matmul(x, w, out=y)  # eager on this stream: the dense path
+            assert not device.counter_kept(x.device.id, stream.ptr)
+            stream.begin_capture()
+            cs.matmul(x, w, out=y)
+            graph = stream.end_capture()
+            assert not device.counter_kept(x.device.id, stream.ptr)
+            for _ in range(2):
+                x[...] = rng.standard_normal(x.shape).astype("float16")
+                y.fill(cupy.nan)
+                graph.launch(stream)
+                stream.synchronize()
+                ref = _ref(x, w, False)
+                got = to_numpy(y).astype(np.float64)
+                assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 1e-2
+            fresh = cs.matmul(x, w)  # eager again: its own counter, zeroed now
+            stream.synchronize()
+            got = to_numpy(fresh).astype(np.float64)
+            assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 1e-2
 
 
 def test_launch_packs_parameters_once(monkeypatch):

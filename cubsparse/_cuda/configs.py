@@ -320,6 +320,13 @@ def scatter_config(dtype, b: int) -> KernelConfig:
 
 
 @functools.cache
+def fill_config(dtype, b: int) -> KernelConfig:
+    """Writes the whole dense matrix of W, zeros where it has no block (the dense path)."""
+    return KernelConfig("dense", f"fill_dense<{_STORAGE[dtype_name(dtype)]},{b}>",
+                        256, 0, 0, 1)
+
+
+@functools.cache
 def gather_config(dtype, b: int) -> KernelConfig:
     """Reads W's blocks out of a dense product, with alpha and beta (the dense path)."""
     return KernelConfig("dense", f"gather_blocks<{_VALUE_TAGS[dtype_name(dtype)]},{b}>",
@@ -395,5 +402,5 @@ def _family_configs(fam: str, dt: str, b: int) -> list[KernelConfig]:
         out += [sdd_tile_config(dt, b)] if sdd_tile_config(dt, b) is not None else []
         out += [sdd_config(dt, b, tf32=True)] if tf32 else []
     elif fam == "dense":
-        out += [scatter_config(dt, b), gather_config(dt, b)]
+        out += [scatter_config(dt, b), fill_config(dt, b), gather_config(dt, b)]
     return out

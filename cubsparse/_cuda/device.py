@@ -91,6 +91,7 @@ def tensor_map(ptr: int, inner: int, outer: int, row_bytes: int, box_inner: int,
 
 
 _counters: dict = {}
+_captured_counters: list = []  # made inside a capture: their graphs replay their addresses
 
 
 def tile_counter(device: int, stream: int):
@@ -98,16 +99,28 @@ def tile_counter(device: int, stream: int):
     stream) and, for the per-thread default stream (whose handle every thread shares),
     per thread. The kernel's last tile request sets it back to zero, so the next launch on
     the stream finds it zeroed without a memset; launches on one stream never overlap,
-    so they can share it."""
+    so they can share it.
+
+    Asked for inside a CUDA-graph capture on a stream that has none yet (a plan whose
+    eager calls take the dense path, which needs none, captures its sparse kernel), it is
+    made inside the capture: its zeroing is then only recorded into the graph, which zeroes
+    it before each replay. Such a counter is kept alive for the graph and never handed to
+    an eager call; callers must not remember it either (:func:`counter_kept`)."""
     key = (device, stream, threading.get_ident() if stream in (1, 2) else 0)
     ctr = _counters.get(key)
     if ctr is None:
         import cupy
 
+        ctr = cupy.zeros(1, dtype=cupy.int32)
         if cupy.cuda.get_current_stream().is_capturing():
-            # Its zeroing would only be recorded into the graph, not done.
-            raise RuntimeError(
-                "cubsparse: this stream has no tile counter yet and it cannot be made during "
-                "a CUDA-graph capture; call the op once on the stream before capturing")
-        ctr = _counters[key] = cupy.zeros(1, dtype=cupy.int32)
+            _captured_counters.append(ctr)
+        else:
+            _counters[key] = ctr
     return ctr
+
+
+def counter_kept(device: int, stream: int) -> bool:
+    """Whether ``stream`` has a tile counter that eager calls may reuse (one made inside a
+    capture is not)."""
+    key = (device, stream, threading.get_ident() if stream in (1, 2) else 0)
+    return key in _counters

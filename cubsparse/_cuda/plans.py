@@ -24,6 +24,7 @@ from .configs import (
     ctas_per_sm,
     dsd_config,
     dtype_name,
+    fill_config,
     gather_config,
     group_config,
     scatter_config,
@@ -162,6 +163,12 @@ SDD_PANEL_SPEED = 0.92
 #: hide. Fitted to N = 256-1024 on the same H100 (banded d = 0.1: 1.26x at N = 256, 1.73x
 #: at 1024; random d = 0.25: 0.90x and 1.05x; Watts-Strogatz d = 0.25, N = 512: 1.22x).
 SDD_PAIR_STORE_SLICES = 2.4
+#: The dense path writes the whole dense W (``fill_dense``: the zeros too) instead of
+#: scattering W's blocks, where a block row is this many bytes and W at least this dense:
+#: a 16-byte block row written alone fills half a memory sector, which halves the
+#: scatter's write rate, so from about a quarter of the blocks on, writing every element
+#: in whole sectors is faster.
+FILL_MIN_DENSITY = {16: 0.25}
 
 
 def split_length(lens: np.ndarray, row_tiles: int, slots: int, shortest: int = 4) -> int:
@@ -180,6 +187,14 @@ def split_length(lens: np.ndarray, row_tiles: int, slots: int, shortest: int = 4
 def group_pays(structure, trans: bool, group: int) -> bool:
     """The grouped mma.sync dsd's X slices feed at least GROUP_MIN_SHARING members."""
     return worklists.sharing(structure, trans, group) >= GROUP_MIN_SHARING
+
+
+def fill_pays(structure, b: int, itemsize: int) -> bool:
+    """The dense path writes W whole (FILL_MIN_DENSITY): its block rows are short and W is
+    dense enough."""
+    rows, cols = structure.block_shape
+    least = FILL_MIN_DENSITY.get(b * itemsize)
+    return least is not None and rows * cols > 0 and structure.nnzb >= least * rows * cols
 
 
 def union_pays(structure, trans: bool, group: int, n: int) -> bool:
@@ -319,7 +334,7 @@ def sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:
 _FORCED: dict = {}
 DECISIONS = ("panel", "union", "group", "tall", "cluster", "dsd_pair", "short", "kn",
              "sdd_tiled", "sdd_short", "sdd_wide", "sdd_tma", "sdd_pair", "sdd_panel", "split",
-             "grid_limit", "band", "dense")
+             "grid_limit", "band", "dense", "fill")
 
 
 @contextlib.contextmanager
@@ -367,6 +382,9 @@ def override(**decisions):
         least 1.
     ``dense`` : bool
         Take the dense path (where the dtype has one) or never.
+    ``fill`` : bool
+        The dense path writes the whole dense W (zeros too) rather than scattering W's
+        blocks into a buffer that keeps its zeros.
 
     Examples
     --------
@@ -413,7 +431,7 @@ class DsdPlan:
     dtype: str
     blocksize: int
     path: str  # "sparse" or "dense"
-    kernel: KernelConfig  # the sparse kernel (dense path: the block scatter)
+    kernel: KernelConfig  # the sparse kernel (dense path: the scatter or the fill)
     reads_w_as_stored: bool  # else W's blocks are read transposed ([n][k])
     # per call: None, "transpose_blocks" (wgmma), "transpose" (TF32) or "panel_blocks" (the
     # TMA kernel's dense panels gathered, zeros for absent members)
@@ -433,9 +451,10 @@ class DsdPlan:
 
     def __str__(self) -> str:
         if self.path == "dense":
+            how = ("W written whole" if self.kernel.name.startswith("fill_dense")
+                   else "W's blocks scattered")
             return (f"{self.product}, {self.rows} rows, {self.dtype}, b = {self.blocksize}: "
-                    f"dense (W's blocks scattered, then cuBLAS; model: sparse "
-                    f"{self.ratio:.2f}x dense)")
+                    f"dense ({how}, then cuBLAS; model: sparse {self.ratio:.2f}x dense)")
         k = self.kernel
         parts = [f"{self.product}, {self.rows} rows, {self.dtype}, b = {self.blocksize}: "
                  f"{k.name}", f"{k.rows_per_cta} rows x {k.group} block(s) per tile",
@@ -571,8 +590,10 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
     dense, ratio = _dense_choice("matmul_t" if trans else "matmul", structure, name, b, n,
                                  tf32, dense_bytes_limit, panel_ratio)
     if dense:
+        fill = _decide("fill", fill_pays, structure, b, _itemsize(name))
         return DsdPlan("X @ W.T" if trans else "X @ W", n, name, b, "dense",
-                       scatter_config(name, b), kn or trans, None, 0, 0, (), ratio)
+                       (fill_config if fill else scatter_config)(name, b), kn or trans, None,
+                       0, 0, (), ratio)
     band = forced("band", DSD_PANEL_BAND if panel else 1) if cfg.tma else 1
     if not (isinstance(band, int) and band >= 1):
         raise ValueError(f"a band is at least one row tile, got band = {band!r}")

@@ -24,7 +24,6 @@ from .compile import get_kernel
 from .configs import (
     GENERATION,
     panel_copy_config,
-    scatter_config,
     sdd_tile_shape,
     transpose_config,
 )
@@ -360,14 +359,20 @@ class _DsdRunner:
     def _init_dense(self, w, dev):
         s, b = w._structure, w.blocksize
         self.trans = self.plan.product == "X @ W.T"
-        rows, cols = worklists.block_coordinates(s, dev)
         dtype = w._data.dtype
         self.structure, self.dense_shape, self.dense_dtype = s, (
             s.block_shape[0] * b, s.block_shape[1] * b), dtype
-        nvec = s.nnzb * b * b * dtype.itemsize // 16
-        self.scatter = Launch(get_kernel(scatter_config(dtype.name, b)), (_stride_grid(nvec),),
-                              (256,), 0, "ppppll",
-                              [None, rows, cols, None, self.dense_shape[1], nvec])
+        ld = self.dense_shape[1]
+        kernel = get_kernel(self.plan.kernel)
+        # both take W's blocks as parameter 0 and the dense buffer as parameter 3
+        if self.plan.kernel.name.startswith("fill_dense"):  # every element, zeros too
+            nvec = self.dense_shape[0] * ld * dtype.itemsize // 16
+            sig, args = "ppipll", [worklists.block_map(s, dev), s.block_shape[1]]
+        else:  # W's blocks only, into a buffer that keeps its zeros
+            nvec = s.nnzb * b * b * dtype.itemsize // 16
+            sig, args = "ppppll", list(worklists.block_coordinates(s, dev))
+        self.scatter = Launch(kernel, (_stride_grid(nvec),), (256,), 0, sig,
+                              [None, *args, None, ld, nvec])
 
     def _dense_buffer(self, stream):
         """The dense W of this layout, dtype, device and stream: zero but for W's blocks,
@@ -407,7 +412,8 @@ class _DsdRunner:
                 self._wptr = wptr
             if stream != self._ctr_stream:
                 v[-2].value = device.tile_counter(self.dev, stream).data.ptr
-                self._ctr_stream = stream
+                # one made inside a capture belongs to that graph
+                self._ctr_stream = stream if device.counter_kept(self.dev, stream) else None
         else:
             v[0].value = x.data.ptr
             v[1].value = x.strides[0] // it

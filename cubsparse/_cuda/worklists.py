@@ -282,6 +282,19 @@ def block_coordinates(structure, device: int):
                          lambda: (structure.rows, structure.host_indices))
 
 
+def block_map(structure, device: int):
+    """Each block position's index into W's blocks, -1 where W has none (the layout's
+    block rows x block columns, int32, on the device), for the dense path's fill."""
+    def build():
+        rows, cols = structure.block_shape
+        m = np.full(rows * cols, -1, np.int32)
+        m[structure.rows.astype(np.int64) * cols + structure.host_indices] = np.arange(
+            structure.nnzb, dtype=np.int32)
+        return (m,)
+
+    return device_tables(structure, device, ("block_map",), build)[0]
+
+
 def union_entries(structure, trans: bool, group: int, pad: int = 1) -> int:
     """Entries of the union lists of ``group`` adjacent output blocks, all groups (each
     padded to a multiple of ``pad``)."""

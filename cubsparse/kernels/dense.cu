@@ -1,8 +1,10 @@
 // The dense path: where a cost model predicts dense cuBLAS faster than the sparse kernels
 // (small blocks at high density), W's blocks are written into a dense matrix whose other
-// elements stay zero (scatter_blocks, then the dense product), and the weight gradient is
-// a dense product whose blocks are read out (gather_blocks). Both move nnzb * b * b
-// elements, a small fraction of the product's cost wherever that path is taken.
+// elements stay zero (scatter_blocks, or fill_dense, then the dense product), and the
+// weight gradient is a dense product whose blocks are read out (gather_blocks). The
+// scatter and gather move nnzb * b * b elements, a small fraction of the product's cost
+// wherever that path is taken; fill_dense writes the whole matrix, for blocks whose rows
+// are too short for the scatter's writes to fill whole memory sectors.
 #include "common.cuh"
 
 struct F32 { typedef float storage; };
@@ -64,5 +66,28 @@ __global__ void __launch_bounds__(256)
       }
     }
     ((int4*)data)[v] = src;
+  }
+}
+
+// dense[r][c] = W's element (r, c), zero where W has no block: one thread per 16-byte
+// vector of the dense matrix (grid-stride over its `nvec` vectors), each looking up its
+// block's index in `map` (the layout's block rows x `nbc` block columns, -1 where absent).
+// Every write is whole and consecutive threads write consecutive vectors of one row, so
+// the writes fill whole sectors; a block row of 16 bytes (b = 8 in 16 bits) scattered
+// alone fills half of one, which halves the scatter's write rate. Writing the zeros too
+// costs rows x cols elements instead of nnzb * b * b: it pays from a density of about a
+// quarter at b = 8 in 16 bits (plans.FILL_MIN_DENSITY).
+template <class T, int B>
+__global__ void __launch_bounds__(256)
+    fill_dense(const T* __restrict__ data, const int* __restrict__ map, int nbc,
+               T* __restrict__ dense, i64 ld, i64 nvec) {
+  constexpr int VEC = 16 / sizeof(T);
+  const i64 row_vecs = ld / VEC;
+  for (i64 v = (i64)blockIdx.x * 256 + threadIdx.x; v < nvec; v += (i64)gridDim.x * 256) {
+    const i64 r = v / row_vecs, c = (v % row_vecs) * VEC;
+    const int p = map[(r / B) * nbc + c / B];
+    int4 val = make_int4(0, 0, 0, 0);
+    if (p >= 0) val = *(const int4*)(data + ((i64)p * B + r % B) * B + c % B);
+    ((int4*)dense)[v] = val;
   }
 }
