@@ -193,6 +193,9 @@ def _run() -> int:
                 results["dy@W.T dense"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
                 results["sdd dense"] = (cs.sampled_matmul(x.T, dy, like=W).toarray(),
                                         (xh.T @ dyh) * mask)
+            with plans.override(dense=True, fill=True):  # W written whole, zeros too
+                results["x@W dense fill"] = (cs.matmul(xl, W), xlh @ Wd)
+                results["dy@W.T dense fill"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
             for name, (out, ref) in results.items():
                 err = np.linalg.norm(_f64(out) - ref) / max(np.linalg.norm(ref), 1e-30)
                 if not err < tol:
