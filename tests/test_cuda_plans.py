@@ -694,6 +694,36 @@ def test_cuda_graph_captures_on_a_stream_without_a_tile_counter(backend, dense):
             assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 1e-2
 
 
+def test_split_scratch_kept_in_the_layout_cache(monkeypatch):
+    """A split product's kept workspace and counters live in the layout's cache (per
+    device, thread and shape), so runners of one layout share them and a repeated call
+    returns them without asking whether the stream is being captured."""
+    from cubsparse._cuda import run
+
+    class Layout:
+        def __init__(self):
+            self.cache = {}
+
+        def cached(self, key, build):
+            if key not in self.cache:
+                self.cache[key] = build()
+            return self.cache[key]
+
+    lay = Layout()
+    a = run._SplitScratch(lay, 0, (2, 32, 64), 4)
+    b = run._SplitScratch(lay, 0, (2, 32, 64), 4)
+    kept = (object(), object())
+    a._ws[77], a._counts[77] = kept
+
+    def no_stream():
+        raise AssertionError("a kept scratch needs no stream query")
+
+    monkeypatch.setattr(run, "_current_stream", no_stream)
+    assert a(77) == kept
+    assert b(77) == kept  # another runner of the layout: the same arrays
+    assert run._SplitScratch(lay, 0, (2, 32, 32), 4)._ws == {}  # another shape: its own
+
+
 def test_launch_packs_parameters_once(monkeypatch):
     """A Launch hands cuLaunchKernel pointers to its packed values: constants set once,
     per-call values written in place, tensor maps pointed at (a fake driver here)."""

@@ -121,28 +121,39 @@ class _SplitScratch:
     """A kernel's float32 workspace and int32 counters for work summed in pieces inside one
     launch (split lists), per stream. Launches on one stream run in order,
     so a stream's calls share one workspace (kept where small, else allocated per call)
-    and one set of counters, which each launch leaves at zero."""
+    and one set of counters, which each launch leaves at zero.
 
-    def __init__(self, ws_shape: tuple, n_counts: int):
+    The kept ones live in the layout's cache (per device, thread and shape), beside the
+    work lists the kernel reads: a CUDA graph that captured a launch needs both for as long
+    as it replays, and the layout outlives any runner, so a repeated call returns them
+    without the capture check that per-call arrays need."""
+
+    def __init__(self, structure, dev: int, ws_shape: tuple, n_counts: int):
         self.ws_shape, self.n_counts = ws_shape, n_counts
-        self._ws, self._counts = {}, {}
+        self._ws, self._counts = structure.cached(
+            ("split_scratch", dev, _get_ident(), ws_shape, n_counts), lambda: ({}, {}))
 
     def __call__(self, stream):
         """(workspace, counters) for a launch on ``stream``."""
-        cupy = _cupy()
         ws = self._ws.get(stream)
+        counts = self._counts.get(stream)
+        if ws is not None and counts is not None:
+            return ws, counts
+        cupy = _cupy()
         if ws is None:
             ws = cupy.ndarray(self.ws_shape, np.float32)
             if ws.nbytes <= _KEEP_WORKSPACE:
                 self._ws[stream] = ws
-        counts = self._counts.get(stream)
+            else:
+                _held(ws)  # per call: a graph replaying it keeps it
         if counts is None:
             counts = cupy.zeros(self.n_counts, np.int32)
             # Made inside a capture, its zeroing is only recorded into the graph (each
             # replay zeroes it): the graph keeps it, and a later call makes its own.
-            if not _current_stream().is_capturing():
+            if _current_stream().is_capturing():
+                _held(counts)
+            else:
                 self._counts[stream] = counts
-        _held((ws, counts))  # kept ones too: their runner may be dropped
         return ws, counts
 
 
@@ -287,8 +298,8 @@ class _DsdRunner:
         panel_tma = p.panel and cfg.tma
         width = cfg.group * b
         # split lists: a counter per (list, row tile), indexed by the list's first slot
-        self.split = (_SplitScratch((p.slots, n, width), p.slots * -(-n // cfg.rows_per_cta))
-                      if p.slots else None)
+        self.split = (_SplitScratch(s, dev, (p.slots, n, width),
+                                    p.slots * -(-n // cfg.rows_per_cta)) if p.slots else None)
         f = "d" if p.dtype == "float64" else "f"  # alpha, beta: float32 but for float64
         if cfg.tma:
             #   xmap wmap rows xcols wrows work nwork blk gidx y ldy alpha beta
