@@ -24,7 +24,7 @@ SOURCE = r"""
 typedef unsigned short u16;
 typedef long long i64;
 
-template <int MT, int KC, int G, int U>
+template <int MT, int KC, int G, int U, bool PF>
 __global__ void __launch_bounds__(256)
 stream_dsd8(const u16* __restrict__ x, int ldx, const u16* __restrict__ w,
             const int* __restrict__ rowblk, const int* __restrict__ blkid,
@@ -45,30 +45,60 @@ stream_dsd8(const u16* __restrict__ x, int ldx, const u16* __restrict__ w,
     float acc[MT][4];
 #pragma unroll
     for (int t = 0; t < MT; ++t) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.f;
-    for (int q = q0; q < q1; q += U) {
-      unsigned wv[U];
-      int rr[U];
+    auto mma_block = [&](unsigned wv, int rr) {
+      unsigned bf;
+      asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;" : "=r"(bf) : "r"(wv));
+      const u16* a = xs + (lane >> 2) * LD + rr * 8 + (lane & 3) * 2;
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const int qq = q + u < q1 ? q + u : q1 - 1;
-        rr[u] = rowblk[qq] - c * KC;
-        wv[u] = __ldg((const unsigned*)(w + (i64)blkid[qq] * 64) + lane);
+      for (int t = 0; t < MT; ++t) {
+        const unsigned a0 = *(const unsigned*)(a + t * 16 * LD);
+        const unsigned a1 = *(const unsigned*)(a + (t * 16 + 8) * LD);
+        asm volatile(
+            "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
+            "{%0,%1,%2,%3};"
+            : "+f"(acc[t][0]), "+f"(acc[t][1]), "+f"(acc[t][2]), "+f"(acc[t][3])
+            : "r"(a0), "r"(a1), "r"(bf));
       }
+    };
+    if (!PF) {  // each batch: U index loads, then U dependent block loads
+      for (int q = q0; q < q1; q += U) {
+        unsigned wv[U];
+        int rr[U];
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
-        if (q + u >= q1) break;
-        unsigned bf;
-        asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;" : "=r"(bf) : "r"(wv[u]));
-        const u16* a = xs + (lane >> 2) * LD + rr[u] * 8 + (lane & 3) * 2;
+        for (int u = 0; u < U; ++u) {
+          const int qq = q + u < q1 ? q + u : q1 - 1;
+          rr[u] = rowblk[qq] - c * KC;
+          wv[u] = __ldg((const unsigned*)(w + (i64)blkid[qq] * 64) + lane);
+        }
 #pragma unroll
-        for (int t = 0; t < MT; ++t) {
-          const unsigned a0 = *(const unsigned*)(a + t * 16 * LD);
-          const unsigned a1 = *(const unsigned*)(a + (t * 16 + 8) * LD);
-          asm volatile(
-              "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
-              "{%0,%1,%2,%3};"
-              : "+f"(acc[t][0]), "+f"(acc[t][1]), "+f"(acc[t][2]), "+f"(acc[t][3])
-              : "r"(a0), "r"(a1), "r"(bf));
+        for (int u = 0; u < U; ++u)
+          if (q + u < q1) mma_block(wv[u], rr[u]);
+      }
+    } else {  // a window of 32 entries' indices in one load, the next batch's blocks
+              // loaded while this batch multiplies
+      for (int win = q0; win < q1; win += 32) {
+        const int L = min(32, q1 - win);
+        const int myrow = lane < L ? rowblk[win + lane] - c * KC : 0;
+        const int myblk = lane < L ? blkid[win + lane] : 0;
+        unsigned cur[U], nxt[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+          cur[u] = __ldg((const unsigned*)(w + (i64)__shfl_sync(~0u, myblk, u) * 64) + lane);
+        for (int base = 0; base < L; base += U) {
+          if (base + U < L) {
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+              nxt[u] = __ldg((const unsigned*)(w + (i64)__shfl_sync(~0u, myblk,
+                                                                    (base + U + u) & 31) * 64) +
+                             lane);
+          }
+#pragma unroll
+          for (int u = 0; u < U; ++u) {
+            const int rr = __shfl_sync(~0u, myrow, (base + u) & 31);
+            if (base + u < L) mma_block(cur[u], rr);
+          }
+#pragma unroll
+          for (int u = 0; u < U; ++u) cur[u] = nxt[u];
         }
       }
     }
@@ -139,7 +169,7 @@ def _columns(w, b: int, K: int):
     return colptr, rows[perm], perm
 
 
-def _probe(mod, x, w, cols, ref, K: int, kc: int, g: int, u: int):
+def _probe(mod, x, w, cols, ref, K: int, kc: int, g: int, u: int, pf: bool):
     """(µs of the main kernel, µs with the combine, max relative error) of one variant."""
     import cupy as cp
 
@@ -154,7 +184,7 @@ def _probe(mod, x, w, cols, ref, K: int, kc: int, g: int, u: int):
     starts_d = cp.asarray(starts.ravel())
     ws = cp.full((nchunks, n, K), np.nan, np.float32)
     y = cp.empty((n, K), np.float16)
-    f = mod.get_function(f"stream_dsd8<{n // 16},{kc},{g},{u}>")
+    f = mod.get_function(f"stream_dsd8<{n // 16},{kc},{g},{u},{'true' if pf else 'false'}>")
     comb = mod.get_function("combine")
     smem = n * (kc * 8 + 8) * 2
     f.max_dynamic_shared_size_bytes = smem
@@ -180,8 +210,10 @@ def main(argv=None) -> int:
     ap.add_argument("--n", default="32,128")
     ap.add_argument("--ck", type=int, default=8192)
     ap.add_argument("--d", default="0.1,0.25,0.5")
-    ap.add_argument("--variants", default="256.64.8,128.64.8,64.64.8,64.32.8,128.64.16",
-                    help="KC.G.U: block rows per chunk, output blocks per CTA, blocks in flight")
+    ap.add_argument("--variants", default="64.32.8,64.32.8.p,64.16.8.p,64.32.4.p,128.32.8.p",
+                    help="KC.G.U[.p]: block rows per chunk, output blocks per CTA, blocks "
+                    "in flight per warp; .p: indices a window at a time, the next batch "
+                    "prefetched")
     args = ap.parse_args(argv)
     import cupy as cp
 
@@ -190,8 +222,10 @@ def main(argv=None) -> int:
 
     b, K = 8, args.ck
     ns = [int(v) for v in args.n.split(",")]
-    variants = [tuple(int(t) for t in v.split(".")) for v in args.variants.split(",")]
-    names = [f"stream_dsd8<{n // 16},{kc},{g},{u}>" for n in ns for kc, g, u in variants]
+    variants = [(*(int(t) for t in v.split(".")[:3]), v.endswith(".p"))
+                for v in args.variants.split(",")]
+    names = [f"stream_dsd8<{n // 16},{kc},{g},{u},{'true' if pf else 'false'}>"
+             for n in ns for kc, g, u, pf in variants]
     mod = cp.RawModule(code=SOURCE, options=("--std=c++17",),
                        name_expressions=[*names, "combine"])
     rate = _copy_rate()
@@ -212,12 +246,13 @@ def main(argv=None) -> int:
             with plans.override(dense=False):
                 t_cs = _timeit(lambda w=w, x=x: cs.matmul(x, w))
             t_dense = _timeit(lambda wd=wd, x=x: cp.matmul(x, wd))
-            for kc, g, u in variants:
+            for kc, g, u, pf in variants:
                 if n * (kc * 8 + 8) * 2 > 227 * 1024:
                     continue
-                t_p, t_b, err = _probe(mod, x, w, cols, ref, K, kc, g, u)
+                t_p, t_b, err = _probe(mod, x, w, cols, ref, K, kc, g, u, pf)
                 ok = "" if err < 1e-2 else f"  WRONG (max err {err:.1e})"
-                print(f"{n:>4} {d:>5} {kc:>4}.{g}.{u:<4} {t_p:8.1f} {t_b:8.1f} "
+                tag = f"{kc}.{g}.{u}" + (".p" if pf else "")
+                print(f"{n:>4} {d:>5} {tag:>12} {t_p:8.1f} {t_b:8.1f} "
                       f"{nbytes / t_b / rate / 1e3:5.2f} {t_cs:9.1f} "
                       f"{nbytes / t_cs / rate / 1e3:5.2f} {t_dense:7.1f}{ok}")
     return 0
