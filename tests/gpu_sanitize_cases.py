@@ -193,6 +193,12 @@ def _run() -> int:
                 results["dy@W.T dense"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
                 results["sdd dense"] = (cs.sampled_matmul(x.T, dy, like=W).toarray(),
                                         (xh.T @ dyh) * mask)
+            if b == 8 and dtype in ("float16", "bfloat16"):
+                # the small-N dsd with X in shared memory: one partial chunk of X's block
+                # columns, warps past the last output block of the group
+                with plans.override(stream=True, dense=False):
+                    results["x@W stream"] = (cs.matmul(x[:17], W), xh[:17] @ Wd)
+                    results["dy@W.T stream"] = (cs.matmul(dy[:5], W.T), dyh[:5] @ Wd.T)
             with plans.override(dense=True, fill=True):  # W written whole, zeros too
                 results["x@W dense fill"] = (cs.matmul(xl, W), xlh @ Wd)
                 results["dy@W.T dense fill"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)

@@ -91,6 +91,36 @@ def test_dense_path_where_the_model_says_so():
     assert q.ratio == pytest.approx(1 / plans.SDD_PANEL_SPEED)
 
 
+def test_small_n_plan_streams_w_with_x_in_shared_memory():
+    """b = 8 in 16 bits at N <= STREAM_MAX_ROWS rows, where the grid fills the device: X's
+    chunks in shared memory, W read once; the dense path is not weighed against it."""
+    s = structure(1024, 1024, 0.25)
+    for n, trans, arch in ((1, False, 90), (32, True, 80), (17, False, 90)):
+        p = plans.plan_dsd(s, "bfloat16", 8, n, trans, False, arch, SMS, 1 << 34)
+        assert (p.path, p.kernel.kernel) == ("sparse", "dsd_stream")
+        assert p.kernel.rows_per_cta == (16 if n <= 16 else 32)
+        assert p.grid == (1024 // tiles.DSD_STREAM[8].group, 1024 // tiles.DSD_STREAM[8].chunk)
+        assert p.ratio is None
+        assert p.w_copy is None
+    assert plans.plan_dsd(s, "float16", 8, 33, False, False, 90, SMS, 1 << 34).kernel.kernel \
+        != "dsd_stream"
+    assert plans.plan_dsd(s, "float32", 8, 32, False, False, 90, SMS).kernel.kernel \
+        != "dsd_stream"
+    assert plans.plan_dsd(s, "float16", 16, 32, False, False, 90, SMS).kernel.kernel \
+        != "dsd_stream"
+    assert plans.plan_dsd(s, "float16", 8, 32, False, False, 75, SMS).kernel.kernel \
+        != "dsd_stream"  # mma m16n8k8 in bfloat16 and movmatrix: sm_80 on
+    small = structure(128, 128, 0.25)  # 4 x 2 CTAs: too few for the device
+    assert plans.plan_dsd(small, "float16", 8, 32, False, False, 90, SMS).kernel.kernel \
+        != "dsd_stream"
+    with plans.override(stream=True):
+        assert plans.plan_dsd(small, "float16", 8, 32, False, False, 90, SMS).kernel.kernel \
+            == "dsd_stream"
+    with plans.override(stream=False):
+        assert plans.plan_dsd(s, "float16", 8, 32, False, False, 90, SMS).kernel.kernel \
+            != "dsd_stream"
+
+
 def test_dsd_plan_takes_dense_panels_where_members_fill_them():
     """A banded W (neighbouring output blocks share their lists) at N = 8192: the TMA
     kernel's dense panels, gathered per call; its dense-path ratio follows the share
@@ -574,6 +604,44 @@ def test_dense_path_matches_scipy(backend, dtype, b, fill):
         cs.sampled_matmul(x.T, dy, like=w, out=g, alpha=0.5, beta=2.0)
         got2 = to_numpy(g.toarray()).astype(np.float64)
         assert np.linalg.norm(got2 - 2.5 * got) / np.linalg.norm(2.5 * got) < 2 * tol
+
+
+@pytest.mark.parametrize("backend", CUDA, indirect=True)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("n", [1, 7, 16, 17, 32])
+def test_stream_kernel_matches_scipy(backend, dtype, n):
+    """The small-N dsd with X in shared memory, forced: a W whose block rows and columns
+    are not whole chunks or groups, an empty block row and column, both products, alpha
+    and beta, a poisoned output, and repeated calls giving the same bits."""
+    import cupy
+
+    if cupy.cuda.Device().compute_capability < "80":
+        pytest.skip("mma m16n8k8 in bfloat16 and movmatrix need sm_80")
+    b = 8
+    rng = np.random.default_rng(n)
+    lay = rng.random((75, 45)) < 0.3  # 2 chunks of X's block columns (64 + 11), 2 groups
+    lay[:, 7] = False
+    lay[13, :] = False
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=n, backend=backend)
+    tol = cs._dtypes.TOLERANCE[dtype]
+    x = to_backend(rng.standard_normal((n, 75 * b)), backend).astype(dtype)
+    dy = to_backend(rng.standard_normal((n, 45 * b)), backend).astype(dtype)
+    with plans.override(stream=True, dense=False):
+        for a, op, trans in ((x, w, False), (dy, w.T, True)):
+            assert cs.matmul_plan(a, op).kernel.kernel == "dsd_stream"
+            ref = _ref(a, w, trans)
+            got = cs.matmul(a, op, out=poison(ref.shape, dtype, backend))
+            err = np.linalg.norm(to_numpy(got).astype(np.float64) - ref) / np.linalg.norm(ref)
+            assert err < tol
+            again = [to_numpy(cs.matmul(a, op)) for _ in range(2)]
+            np.testing.assert_array_equal(again[0], to_numpy(got))
+            np.testing.assert_array_equal(again[1], to_numpy(got))
+            y = to_backend(rng.standard_normal(ref.shape), backend).astype(dtype)
+            y0 = to_numpy(y).astype(np.float64)
+            cs.matmul(a, op, out=y, alpha=0.5, beta=2.0)
+            want = 0.5 * ref + 2.0 * y0
+            err = np.linalg.norm(to_numpy(y).astype(np.float64) - want) / np.linalg.norm(want)
+            assert err < 2 * tol
 
 
 @pytest.mark.parametrize("backend", CUDA, indirect=True)

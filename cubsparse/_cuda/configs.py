@@ -14,6 +14,7 @@ from .tiles import (
     DSD_GROUP,
     DSD_SIMT,
     DSD_SIMT_SMALL,
+    DSD_STREAM,
     DSD_TC,
     DSD_TC_SMALL,
     SDD_SIMT,
@@ -21,6 +22,7 @@ from .tiles import (
     SDD_TC,
     SDD_TILE,
     SDD_TILE_SIMT,
+    STREAM_MAX_ROWS,
     TABLES,
     WGMMA_DSD,
     WGMMA_DSD_CLUSTER,
@@ -42,7 +44,7 @@ TC_TAGS = {"float16": "F16", "bfloat16": "BF16"}
 SIMT_TYPES = {"float32": "float", "float64": "double"}
 #: The kernel sources, ``kernels/<family>.cu``: one kernel schedule per file, named after
 #: its kernel (``dense.cu`` holds the dense path's scatter and gather).
-FAMILIES = ("dsd_tc", "dsd_group_tc", "dsd_simt", "sdd_tc", "sdd_tile_tc",
+FAMILIES = ("dsd_tc", "dsd_group_tc", "dsd_stream", "dsd_simt", "sdd_tc", "sdd_tile_tc",
             "sdd_simt", "sdd_tile_simt", "dsd_wgmma_single", "dsd_wgmma_ws", "dsd_wgmma_tma",
             "dsd_wgmma_union", "transpose_blocks", "sdd_wgmma", "sdd_wgmma_tma", "dense")
 #: Groups of kernels for :func:`all_configs` (what ``warmup`` compiles per op).
@@ -182,6 +184,25 @@ def group_config(dtype, b: int, trans: bool) -> KernelConfig | None:
             f"{t.entries},{t.stages},{_b(trans)}>")
     smem = t.stages * t.entries * (t.rows + t.group * b) * b * 2
     return _instance(expr, t.warps_m * t.warps_n * 32, smem, t.rows, t.group)
+
+
+@functools.cache
+def stream_config(dtype, b: int, trans: bool, n: int) -> KernelConfig | None:
+    """The small-N dsd with X in shared memory for ``n`` rows of X, or None where unused."""
+    name = dtype_name(dtype)
+    t = DSD_STREAM.get(b)
+    if name not in TC_TAGS or t is None or not 0 < n <= STREAM_MAX_ROWS:
+        return None
+    mt = -(-n // 16)
+    expr = f"dsd_stream<{TC_TAGS[name]},{mt},{t.chunk},{t.group},{t.in_flight},{_b(trans)}>"
+    return _instance(expr, 256, mt * 16 * (t.chunk * 8 + 8) * 2, mt * 16, t.group)
+
+
+@functools.cache
+def stream_finish_config(dtype) -> KernelConfig:
+    """Adds ``dsd_stream``'s partial products in chunk order, with alpha and beta."""
+    return KernelConfig("dsd_stream", f"stream_finish<{TC_TAGS[dtype_name(dtype)]}>", 256, 0,
+                        0, 1)
 
 
 def _union_instance(tag: str, b: int, u, kn: bool, panel: bool) -> KernelConfig:
@@ -342,8 +363,8 @@ def set_tiles(**tables) -> None:
         table, record = TABLES[key]
         for b, tile in (entries or {}).items():
             table[b] = None if tile is None else record(*tile)
-    for f in (dsd_config, sdd_config, group_config, wgmma_config, sdd_wgmma_config,
-              sdd_tile_config):
+    for f in (dsd_config, sdd_config, group_config, stream_config, wgmma_config,
+              sdd_wgmma_config, sdd_tile_config):
         f.cache_clear()
     GENERATION[0] += 1
 
@@ -367,6 +388,10 @@ def _family_configs(fam: str, dt: str, b: int) -> list[KernelConfig]:
     tf32 = dt == "float32"  # float32 also has the opt-in TF32 kernels
     out = []
     if fam == "dsd":
+        for n in (16, 32):
+            if stream_config(dt, b, False, n) is not None:
+                out += [stream_config(dt, b, t, n) for t in (False, True)]
+                out += [stream_finish_config(dt)]
         if group_config(dt, b, False) is not None:
             out += [group_config(dt, b, t) for t in (False, True)]
         for small in (False, True):

@@ -32,9 +32,10 @@ from .configs import (
     sdd_tile_config,
     sdd_tile_shape,
     sdd_wgmma_config,
+    stream_config,
     wgmma_config,
 )
-from .tiles import SMALL_ROWS, WGMMA_DSD_KN, WGMMA_DSD_KN_ROWS, WGMMA_DSD_TALL
+from .tiles import DSD_STREAM, SMALL_ROWS, WGMMA_DSD_KN, WGMMA_DSD_KN_ROWS, WGMMA_DSD_TALL
 
 # -- rules ---------------------------------------------------------------------------------
 #: Blocks per union entry from which the grouped small-block dsd beats one block per CTA.
@@ -169,6 +170,10 @@ SDD_PAIR_STORE_SLICES = 2.4
 #: scatter's write rate, so from about a quarter of the blocks on, writing every element
 #: in whole sectors is faster.
 FILL_MIN_DENSITY = {16: 0.25}
+#: The small-N dsd with X in shared memory (``dsd_stream``) is taken where it makes at
+#: least this many CTAs per SM: measured at C = K = 8192 (512 CTAs on an H200), where it
+#: ran b = 8 at N = 32 1.9-3.9x faster than the tile kernels (bench/NOTES.md 145-146).
+STREAM_MIN_FILL = 1.0
 
 
 def split_length(lens: np.ndarray, row_tiles: int, slots: int, shortest: int = 4) -> int:
@@ -195,6 +200,16 @@ def fill_pays(structure, b: int, itemsize: int) -> bool:
     rows, cols = structure.block_shape
     least = FILL_MIN_DENSITY.get(b * itemsize)
     return least is not None and rows * cols > 0 and structure.nnzb >= least * rows * cols
+
+
+def stream_pays(structure, trans: bool, b: int, group: int, sms: int) -> bool:
+    """The small-N dsd with X in shared memory makes at least STREAM_MIN_FILL x ``sms``
+    CTAs (groups of ``group`` output blocks x chunks of X's block columns), and W has
+    blocks."""
+    rows, cols = structure.block_shape
+    nout, nk = (rows, cols) if trans else (cols, rows)
+    ctas = -(-nout // group) * -(-nk // DSD_STREAM[b].chunk)
+    return structure.nnzb > 0 and ctas >= STREAM_MIN_FILL * sms
 
 
 def union_pays(structure, trans: bool, group: int, n: int) -> bool:
@@ -334,7 +349,7 @@ def sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:
 _FORCED: dict = {}
 DECISIONS = ("panel", "union", "group", "tall", "cluster", "dsd_pair", "short", "kn",
              "sdd_tiled", "sdd_short", "sdd_wide", "sdd_tma", "sdd_pair", "sdd_panel", "split",
-             "grid_limit", "band", "dense", "fill")
+             "grid_limit", "band", "dense", "fill", "stream")
 
 
 @contextlib.contextmanager
@@ -385,6 +400,9 @@ def override(**decisions):
     ``fill`` : bool
         The dense path writes the whole dense W (zeros too) rather than scattering W's
         blocks into a buffer that keeps its zeros.
+    ``stream`` : bool
+        Take (or not) the small-N dsd that keeps X in shared memory and reads each block
+        of W once, wherever one is configured (at most ``STREAM_MAX_ROWS`` rows of X).
 
     Examples
     --------
@@ -531,6 +549,15 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
     tf32 = tf32 and name == "float32"
     tc = name in TC_TAGS or tf32
     small = n <= SMALL_ROWS
+    product = "X @ W.T" if trans else "X @ W"
+    # At a few rows of X and small blocks, X in shared memory and W streamed once; it beats
+    # the dense path there too (the path's rewrite of W alone costs more), so no ratio.
+    scfg = stream_config(name, b, trans, n) if arch >= 80 else None
+    if scfg is not None and _decide("stream", stream_pays, structure, trans, b, scfg.group,
+                                    sms):
+        nk = structure.block_shape[1] if trans else structure.block_shape[0]
+        grid = (-(-n_out // scfg.group), -(-nk // DSD_STREAM[b].chunk))
+        return DsdPlan(product, n, name, b, "sparse", scfg, True, None, 0, 0, grid, None)
     # The kernel ladder: Hopper wgmma (dense panels, union, persistent, tall), else
     # grouped mma.sync, else one block per CTA on mma.sync or CUDA cores.
     wcfg, kn = (_wgmma_choice(structure, name, b, n, n_out, trans, sms, panels)

@@ -25,11 +25,13 @@ from .configs import (
     GENERATION,
     panel_copy_config,
     sdd_tile_shape,
+    stream_finish_config,
     transpose_config,
 )
 from .launch import Launch
 from .outputs import Outputs
 from .plans import MAX_GRID_Y, plan_dsd, plan_sdd
+from .tiles import DSD_STREAM
 
 
 def _aligned(arr, align: int) -> bool:
@@ -294,6 +296,10 @@ class _DsdRunner:
             self.sparse = _DsdRunner(w, dev, n, trans, tf32, sparse_only=True)
             return
         cfg = p.kernel
+        self.finish = None  # the small-N stream kernel's second launch
+        if cfg.family == "dsd_stream":
+            self._init_stream(s, dev, n, trans, dtype)
+            return
         work, blk, gidx, segs = worklists.dsd_tables(s, dev, trans, p.split, cfg.group, p.pad)
         panel_tma = p.panel and cfg.tma
         width = cfg.group * b
@@ -367,6 +373,43 @@ class _DsdRunner:
         # TF32 reads [n][k] blocks too
         return _held(cupy.ascontiguousarray(wdata.transpose(0, 2, 1)))
 
+    def _init_stream(self, s, dev, n, trans, dtype):
+        """The small-N dsd with X in shared memory: the chunks' partial products into a
+        float32 workspace (kept per stream in the layout's cache, as a split product's
+        is), then stream_finish adds them in chunk order into Y."""
+        p, b = self.plan, self.b
+        cfg, nchunks = p.kernel, p.grid[1]
+        blk, gidx, starts = worklists.stream_tables(s, dev, trans, DSD_STREAM[b].chunk)
+        nk = s.block_shape[1] if trans else s.block_shape[0]
+        #   x ldx nrows kcols w blk gidx starts nout nchunks ws
+        self.main = Launch(get_kernel(cfg), p.grid, (cfg.threads,), cfg.smem, "pliipppppiip",
+                           [None, None, n, nk * b, None, blk, gidx, starts,
+                            self.width // b, nchunks, None])
+        self.i_w = 4
+        rows = cfg.rows_per_cta
+        self.split = _SplitScratch(s, dev, (nchunks, rows, self.width), 0)
+        pairs = n * self.width // 2
+        #   ws nchunks rows nrows width y ldy alpha beta
+        self.finish = Launch(get_kernel(stream_finish_config(dtype)), (_stride_grid(pairs),),
+                             (256,), 0, "piiiiplff",
+                             [None, nchunks, rows, n, self.width, None, None, None, None])
+
+    def _call_stream(self, x, wdata, y, alpha, beta, stream):
+        v, it = self.main.v, self.it
+        v[0].value = x.data.ptr
+        v[1].value = x.strides[0] // it
+        v[4].value = wdata.data.ptr
+        ws, _ = self.split(stream)
+        v[10].value = ws.data.ptr
+        self.main(stream)
+        f = self.finish.v
+        f[0].value = ws.data.ptr
+        f[5].value = y.data.ptr
+        f[6].value = y.strides[0] // it
+        f[7].value = alpha
+        f[8].value = beta
+        self.finish(stream)
+
     def _init_dense(self, w, dev):
         s, b = w._structure, w.blocksize
         self.trans = self.plan.product == "X @ W.T"
@@ -395,6 +438,8 @@ class _DsdRunner:
             lambda: _cupy().zeros(self.dense_shape, self.dense_dtype))
 
     def __call__(self, x, wdata, y, alpha, beta, stream):
+        if self.finish is not None:
+            return self._call_stream(x, wdata, y, alpha, beta, stream)
         it = self.it
         if self.w_copy:
             wdata = self._copy_w(wdata, stream)

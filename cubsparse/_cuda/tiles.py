@@ -23,6 +23,15 @@ class MmaTile(NamedTuple):
     stages: int
 
 
+class StreamTile(NamedTuple):
+    """The small-N dsd that keeps X in shared memory (``dsd_stream``): a CTA owns ``chunk``
+    of X's block columns and ``group`` output blocks, its warps ``in_flight`` blocks ahead."""
+
+    chunk: int
+    group: int
+    in_flight: int
+
+
 class GroupTile(NamedTuple):
     """mma.sync dsd for small blocks: a group of adjacent output blocks shares X slices."""
 
@@ -125,6 +134,9 @@ SDD_TC = {8: MmaTile(16, 1, 4, 32, 4), 16: MmaTile(16, 1, 4, 32, 4),
           32: MmaTile(8, 1, 4, 32, 4), 64: MmaTile(2, 1, 2, 32, 4),
           128: MmaTile(1, 2, 2, 32, 4)}
 DSD_GROUP = {8: GroupTile(16, 128, 4, 2, 4, 4)}
+#: The small-N dsd with X in shared memory, for at most STREAM_MAX_ROWS rows of X.
+DSD_STREAM = {8: StreamTile(64, 32, 8)}
+STREAM_MAX_ROWS = 32
 WGMMA_DSD = {8: None, 16: WgmmaTile(1, 2, 4), 32: WgmmaTile(1, 2, 5), 64: WgmmaTile(1, 2, 4),
              128: WgmmaTile(1, 2, 4)}
 #: Block sizes whose X @ W on a wgmma kernel reads W's blocks as stored (an N-major B
@@ -225,7 +237,8 @@ SDD_SIMT_F64 = {8: SimtTile(16, 4, 4, 16, 3), 16: SimtTile(8, 4, 4, 16, 3),
 #: The tables :func:`set_tiles` knows, by keyword; each entry's record type.
 TABLES = {
     "dsd": (DSD_TC, MmaTile), "dsd_small": (DSD_TC_SMALL, MmaTile), "sdd": (SDD_TC, MmaTile),
-    "group": (DSD_GROUP, GroupTile), "wgmma": (WGMMA_DSD, WgmmaTile),
+    "group": (DSD_GROUP, GroupTile), "stream": (DSD_STREAM, StreamTile),
+    "wgmma": (WGMMA_DSD, WgmmaTile),
     "wgmma_ws": (WGMMA_DSD_WS, PersistentTile), "wgmma_tall": (WGMMA_DSD_TALL, PersistentTile),
     "wgmma_cluster": (WGMMA_DSD_CLUSTER, PersistentTile),
     "wgmma_pair": (WGMMA_DSD_PAIR, PersistentTile),

@@ -282,6 +282,26 @@ def block_coordinates(structure, device: int):
                          lambda: (structure.rows, structure.host_indices))
 
 
+def stream_tables(structure, device: int, trans: bool, chunk: int):
+    """(blk, gidx, starts) of the small-N dsd with X in shared memory, on the device: the
+    output blocks' lists (X's block column ascending within each) and, per output block,
+    the first entry of each chunk of ``chunk`` block columns of X and the list's end
+    (output blocks x (chunks + 1), int32)."""
+    def build():
+        ptr, blk, gidx = structure.work_lists(trans)
+        nout = ptr.shape[0] - 1
+        nk = structure.block_shape[1] if trans else structure.block_shape[0]
+        nchunks = max(1, -(-nk // chunk))
+        owner = np.repeat(np.arange(nout, dtype=np.int64), np.diff(ptr))
+        key = owner * nchunks + gidx.astype(np.int64) // chunk  # ascending over the lists
+        bounds = (np.arange(nout, dtype=np.int64)[:, None] * nchunks
+                  + np.arange(nchunks + 1, dtype=np.int64)[None, :])
+        starts = np.searchsorted(key, bounds.ravel()).astype(np.int32)
+        return blk, gidx, starts
+
+    return device_tables(structure, device, ("stream", trans, chunk), build)
+
+
 def block_map(structure, device: int):
     """Each block position's index into W's blocks, -1 where W has none (the layout's
     block rows x block columns, int32, on the device), for the dense path's fill."""
