@@ -47,6 +47,9 @@ class Launch:
 
     def __init__(self, function, grid, block, smem: int, signature: str, values):
         self.name = getattr(function, "name", "kernel")
+        if len(values) != len(signature):
+            raise ValueError(f"{self.name}: {len(values)} parameter values for the "
+                             f"{len(signature)} of signature {signature!r}")
         self._fn = function.ptr
         self._launch = _launcher()
         grid = tuple(grid) + (1,) * (3 - len(grid))

@@ -382,7 +382,7 @@ class _DsdRunner:
         blk, gidx, starts = worklists.stream_tables(s, dev, trans, DSD_STREAM[b].chunk)
         nk = s.block_shape[1] if trans else s.block_shape[0]
         #   x ldx nrows kcols w blk gidx starts nout nchunks ws
-        self.main = Launch(get_kernel(cfg), p.grid, (cfg.threads,), cfg.smem, "pliipppppiip",
+        self.main = Launch(get_kernel(cfg), p.grid, (cfg.threads,), cfg.smem, "pliippppiip",
                            [None, None, n, nk * b, None, blk, gidx, starts,
                             self.width // b, nchunks, None])
         self.i_w = 4
