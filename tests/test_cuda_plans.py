@@ -552,6 +552,16 @@ def _ref(x, w, trans):
     return to_numpy(x).astype(np.float64) @ (wd.T if trans else wd)
 
 
+def _check_alpha_beta(a, op, ref, rng, dtype, backend, tol):
+    """``matmul(a, op, out=y, alpha=0.5, beta=2.0)`` against 0.5 ``ref`` + 2 ``y``."""
+    y = to_backend(rng.standard_normal(ref.shape), backend).astype(dtype)
+    y0 = to_numpy(y).astype(np.float64)
+    cs.matmul(a, op, out=y, alpha=0.5, beta=2.0)
+    want = 0.5 * ref + 2.0 * y0
+    err = np.linalg.norm(to_numpy(y).astype(np.float64) - want) / np.linalg.norm(want)
+    assert err < 2 * tol
+
+
 @pytest.mark.parametrize("backend", CUDA, indirect=True)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
 @pytest.mark.parametrize("b", [8, 32])
@@ -578,12 +588,7 @@ def test_dense_path_matches_scipy(backend, dtype, b, fill):
             ref = _ref(a, w, trans)
             got = to_numpy(cs.matmul(a, op, out=poison(ref.shape, dtype, backend)))
             assert np.linalg.norm(got.astype(np.float64) - ref) / np.linalg.norm(ref) < tol
-            y = to_backend(rng.standard_normal(ref.shape), backend).astype(dtype)
-            y0 = to_numpy(y).astype(np.float64)
-            cs.matmul(a, op, out=y, alpha=0.5, beta=2.0)
-            want = 0.5 * ref + 2.0 * y0
-            err = np.linalg.norm(to_numpy(y).astype(np.float64) - want) / np.linalg.norm(want)
-            assert err < 2 * tol
+            _check_alpha_beta(a, op, ref, rng, dtype, backend, tol)
             first = to_numpy(cs.matmul(a, op))  # a repeated call takes the eager route
             np.testing.assert_array_equal(to_numpy(cs.matmul(a, op)), first)
             assert np.linalg.norm(first.astype(np.float64) - ref) / np.linalg.norm(ref) < tol
@@ -636,12 +641,7 @@ def test_stream_kernel_matches_scipy(backend, dtype, n):
             again = [to_numpy(cs.matmul(a, op)) for _ in range(2)]
             np.testing.assert_array_equal(again[0], to_numpy(got))
             np.testing.assert_array_equal(again[1], to_numpy(got))
-            y = to_backend(rng.standard_normal(ref.shape), backend).astype(dtype)
-            y0 = to_numpy(y).astype(np.float64)
-            cs.matmul(a, op, out=y, alpha=0.5, beta=2.0)
-            want = 0.5 * ref + 2.0 * y0
-            err = np.linalg.norm(to_numpy(y).astype(np.float64) - want) / np.linalg.norm(want)
-            assert err < 2 * tol
+            _check_alpha_beta(a, op, ref, rng, dtype, backend, tol)
 
 
 @pytest.mark.parametrize("backend", CUDA, indirect=True)
