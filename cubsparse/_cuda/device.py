@@ -94,6 +94,11 @@ _counters: dict = {}
 _captured_counters: list = []  # made inside a capture: their graphs replay their addresses
 
 
+def _counter_key(device: int, stream: int) -> tuple:
+    # the per-thread default stream's handle is every thread's: one counter per thread
+    return device, stream, threading.get_ident() if stream in (1, 2) else 0
+
+
 def tile_counter(device: int, stream: int):
     """A zeroed int32 the persistent TMA kernel takes its tiles from, one per (device,
     stream) and, for the per-thread default stream (whose handle every thread shares),
@@ -106,7 +111,7 @@ def tile_counter(device: int, stream: int):
     made inside the capture: its zeroing is then only recorded into the graph, which zeroes
     it before each replay. Such a counter is kept alive for the graph and never handed to
     an eager call; callers must not remember it either (:func:`counter_kept`)."""
-    key = (device, stream, threading.get_ident() if stream in (1, 2) else 0)
+    key = _counter_key(device, stream)
     ctr = _counters.get(key)
     if ctr is None:
         import cupy
@@ -122,5 +127,4 @@ def tile_counter(device: int, stream: int):
 def counter_kept(device: int, stream: int) -> bool:
     """Whether ``stream`` has a tile counter that eager calls may reuse (one made inside a
     capture is not)."""
-    key = (device, stream, threading.get_ident() if stream in (1, 2) else 0)
-    return key in _counters
+    return _counter_key(device, stream) in _counters

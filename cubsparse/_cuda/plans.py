@@ -202,14 +202,11 @@ def fill_pays(structure, b: int, itemsize: int) -> bool:
     return least is not None and rows * cols > 0 and structure.nnzb >= least * rows * cols
 
 
-def stream_pays(structure, trans: bool, b: int, group: int, sms: int) -> bool:
+def stream_pays(structure, grid: tuple, sms: int) -> bool:
     """The small-N dsd with X in shared memory makes at least STREAM_MIN_FILL x ``sms``
-    CTAs (groups of ``group`` output blocks x chunks of X's block columns), and W has
+    CTAs (``grid``: groups of output blocks x chunks of X's block columns), and W has
     blocks."""
-    rows, cols = structure.block_shape
-    nout, nk = (rows, cols) if trans else (cols, rows)
-    ctas = -(-nout // group) * -(-nk // DSD_STREAM[b].chunk)
-    return structure.nnzb > 0 and ctas >= STREAM_MIN_FILL * sms
+    return structure.nnzb > 0 and grid[0] * grid[1] >= STREAM_MIN_FILL * sms
 
 
 def union_pays(structure, trans: bool, group: int, n: int) -> bool:
@@ -469,7 +466,7 @@ class DsdPlan:
 
     def __str__(self) -> str:
         if self.path == "dense":
-            how = ("W written whole" if self.kernel.name.startswith("fill_dense")
+            how = ("W written whole" if self.kernel.kernel == "fill_dense"
                    else "W's blocks scattered")
             return (f"{self.product}, {self.rows} rows, {self.dtype}, b = {self.blocksize}: "
                     f"dense ({how}, then cuBLAS; model: sparse {self.ratio:.2f}x dense)")
@@ -553,11 +550,11 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
     # At a few rows of X and small blocks, X in shared memory and W streamed once; it beats
     # the dense path there too (the path's rewrite of W alone costs more), so no ratio.
     scfg = stream_config(name, b, trans, n) if arch >= 80 else None
-    if scfg is not None and _decide("stream", stream_pays, structure, trans, b, scfg.group,
-                                    sms):
+    if scfg is not None:
         nk = structure.block_shape[1] if trans else structure.block_shape[0]
         grid = (-(-n_out // scfg.group), -(-nk // DSD_STREAM[b].chunk))
-        return DsdPlan(product, n, name, b, "sparse", scfg, True, None, 0, 0, grid, None)
+        if _decide("stream", stream_pays, structure, grid, sms):
+            return DsdPlan(product, n, name, b, "sparse", scfg, True, None, 0, 0, grid, None)
     # The kernel ladder: Hopper wgmma (dense panels, union, persistent, tall), else
     # grouped mma.sync, else one block per CTA on mma.sync or CUDA cores.
     wcfg, kn = (_wgmma_choice(structure, name, b, n, n_out, trans, sms, panels)
@@ -618,14 +615,14 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
                                  tf32, dense_bytes_limit, panel_ratio)
     if dense:
         fill = _decide("fill", fill_pays, structure, b, _itemsize(name))
-        return DsdPlan("X @ W.T" if trans else "X @ W", n, name, b, "dense",
+        return DsdPlan(product, n, name, b, "dense",
                        (fill_config if fill else scatter_config)(name, b), kn or trans, None,
                        0, 0, (), ratio)
     band = forced("band", DSD_PANEL_BAND if panel else 1) if cfg.tma else 1
     if not (isinstance(band, int) and band >= 1):
         raise ValueError(f"a band is at least one row tile, got band = {band!r}")
     band = min(band, max(1, row_tiles))  # (keeps band x work items within the kernel's int)
-    return DsdPlan("X @ W.T" if trans else "X @ W", n, name, b, "sparse", cfg, kn or trans,
+    return DsdPlan(product, n, name, b, "sparse", cfg, kn or trans,
                    w_copy, split, n_slots if split else 0, grid, ratio, band, pad)
 
 

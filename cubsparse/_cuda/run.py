@@ -419,7 +419,7 @@ class _DsdRunner:
         ld = self.dense_shape[1]
         kernel = get_kernel(self.plan.kernel)
         # both take W's blocks as parameter 0 and the dense buffer as parameter 3
-        if self.plan.kernel.name.startswith("fill_dense"):  # every element, zeros too
+        if self.plan.kernel.kernel == "fill_dense":  # every element, zeros too
             nvec = self.dense_shape[0] * ld * dtype.itemsize // 16
             sig, args = "ppipll", [worklists.block_map(s, dev), s.block_shape[1]]
         else:  # W's blocks only, into a buffer that keeps its zeros
