@@ -199,6 +199,19 @@ def _run() -> int:
                 with plans.override(stream=True, dense=False):
                     results["x@W stream"] = (cs.matmul(x[:17], W), xh[:17] @ Wd)
                     results["dy@W.T stream"] = (cs.matmul(dy[:5], W.T), dyh[:5] @ Wd.T)
+                # a wider W: chunks with more blocks than a stage holds, runs of one and two
+                # chunks per CTA (partial products), a chunk without blocks
+                lay = rng.random((150, 100)) < 0.35
+                lay[64:128] = False
+                Ww = cs.BlockSparseMatrix.from_layout(lay, 8, dtype=dtype, seed=5)
+                Wwd = _f64(Ww.toarray())
+                xw = cp.asarray(rng.standard_normal((17, 150 * 8))).astype(dtype)
+                dyw = cp.asarray(rng.standard_normal((17, 100 * 8))).astype(dtype)
+                for run in (1, 2):
+                    with plans.override(stream=True, dense=False, stream_run=run):
+                        results[f"x@W stream run={run}"] = (cs.matmul(xw, Ww), _f64(xw) @ Wwd)
+                        results[f"dy@W.T stream run={run}"] = (cs.matmul(dyw, Ww.T),
+                                                                _f64(dyw) @ Wwd.T)
             with plans.override(dense=True, fill=True):  # W written whole, zeros too
                 results["x@W dense fill"] = (cs.matmul(xl, W), xlh @ Wd)
                 results["dy@W.T dense fill"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)

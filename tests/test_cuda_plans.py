@@ -99,7 +99,11 @@ def test_small_n_plan_streams_w_with_x_in_shared_memory():
         p = plans.plan_dsd(s, "bfloat16", 8, n, trans, False, arch, SMS, 1 << 34)
         assert (p.path, p.kernel.kernel) == ("sparse", "dsd_stream")
         assert p.kernel.rows_per_cta == (16 if n <= 16 else 32)
-        assert p.grid == (1024 // tiles.DSD_STREAM[8].group, 1024 // tiles.DSD_STREAM[8].chunk)
+        groups, chunks = 1024 // tiles.DSD_STREAM[8].group, 1024 // tiles.DSD_STREAM[8].chunk
+        run = plans.stream_run(groups, chunks, SMS)
+        assert p.grid == (groups, -(-chunks // run))
+        assert p.split == run
+        assert "chunk(s) per CTA" in str(p)
         assert p.ratio is None
         assert p.w_copy is None
     assert plans.plan_dsd(s, "float16", 8, 33, False, False, 90, SMS, 1 << 34).kernel.kernel \
@@ -119,6 +123,26 @@ def test_small_n_plan_streams_w_with_x_in_shared_memory():
     with plans.override(stream=False):
         assert plans.plan_dsd(s, "float16", 8, 32, False, False, 90, SMS).kernel.kernel \
             != "dsd_stream"
+    with plans.override(stream_run=1000):  # one CTA per group writes Y itself
+        p = plans.plan_dsd(s, "float16", 8, 32, False, False, 90, SMS)
+        assert (p.grid, p.slots) == ((groups, 1), 0)
+        assert "Y written by the CTA" in str(p)
+
+
+def test_stream_runs_fill_the_device_with_the_fewest_partial_products():
+    """Runs of chunks as long as STREAM_CTAS_PER_SM x SMs CTAs allow, never longer than
+    the chunks there are, never empty."""
+    per_sm = plans.STREAM_CTAS_PER_SM
+    for groups, chunks, sms in ((32, 16, 132), (48, 24, 132), (16, 8, 132), (1, 3, 1),
+                                (1000, 1000, 8)):
+        run = plans.stream_run(groups, chunks, sms)
+        assert 1 <= run <= chunks
+        ctas = groups * -(-chunks // run)
+        assert ctas >= min(groups * chunks, per_sm * sms) or run == 1
+    assert plans.stream_run(32, 16, 132) == 1  # 512 pairs: 1.9 per CTA slot, rounded down
+    assert plans.stream_run(48, 24, 132) == 4
+    assert plans.stream_run(1, 3, 1) == 1
+    assert plans.stream_run(1000, 1000, 8) == 1000
 
 
 def test_dsd_plan_takes_dense_panels_where_members_fill_them():
@@ -611,6 +635,34 @@ def test_dense_path_matches_scipy(backend, dtype, b, fill):
         assert np.linalg.norm(got2 - 2.5 * got) / np.linalg.norm(2.5 * got) < 2 * tol
 
 
+def _check_stream(w, lay_shape, n, dtype, backend, rng, **forced):
+    """Both products of ``w`` on the stream kernel against float64 references: a poisoned
+    output, two more calls giving the same bits, alpha and beta."""
+    b = w.blocksize
+    tol = cs._dtypes.TOLERANCE[dtype]
+    x = to_backend(rng.standard_normal((n, lay_shape[0] * b)), backend).astype(dtype)
+    dy = to_backend(rng.standard_normal((n, lay_shape[1] * b)), backend).astype(dtype)
+    with plans.override(stream=True, dense=False, **forced):
+        for a, op, trans in ((x, w, False), (dy, w.T, True)):
+            plan = cs.matmul_plan(a, op)
+            assert plan.kernel.kernel == "dsd_stream"
+            ref = _ref(a, w, trans)
+            got = cs.matmul(a, op, out=poison(ref.shape, dtype, backend))
+            err = np.linalg.norm(to_numpy(got).astype(np.float64) - ref) / np.linalg.norm(ref)
+            assert err < tol, (str(plan), err)
+            again = [to_numpy(cs.matmul(a, op)) for _ in range(2)]
+            np.testing.assert_array_equal(again[0], to_numpy(got))
+            np.testing.assert_array_equal(again[1], to_numpy(got))
+            _check_alpha_beta(a, op, ref, rng, dtype, backend, tol)
+
+
+def _stream_capable():
+    import cupy
+
+    if cupy.cuda.Device().compute_capability < "80":
+        pytest.skip("mma m16n8k8 in bfloat16 and movmatrix need sm_80")
+
+
 @pytest.mark.parametrize("backend", CUDA, indirect=True)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("n", [1, 7, 16, 17, 32])
@@ -618,30 +670,30 @@ def test_stream_kernel_matches_scipy(backend, dtype, n):
     """The small-N dsd with X in shared memory, forced: a W whose block rows and columns
     are not whole chunks or groups, an empty block row and column, both products, alpha
     and beta, a poisoned output, and repeated calls giving the same bits."""
-    import cupy
-
-    if cupy.cuda.Device().compute_capability < "80":
-        pytest.skip("mma m16n8k8 in bfloat16 and movmatrix need sm_80")
-    b = 8
+    _stream_capable()
     rng = np.random.default_rng(n)
     lay = rng.random((75, 45)) < 0.3  # 2 chunks of X's block columns (64 + 11), 2 groups
     lay[:, 7] = False
     lay[13, :] = False
-    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=n, backend=backend)
-    tol = cs._dtypes.TOLERANCE[dtype]
-    x = to_backend(rng.standard_normal((n, 75 * b)), backend).astype(dtype)
-    dy = to_backend(rng.standard_normal((n, 45 * b)), backend).astype(dtype)
-    with plans.override(stream=True, dense=False):
-        for a, op, trans in ((x, w, False), (dy, w.T, True)):
-            assert cs.matmul_plan(a, op).kernel.kernel == "dsd_stream"
-            ref = _ref(a, w, trans)
-            got = cs.matmul(a, op, out=poison(ref.shape, dtype, backend))
-            err = np.linalg.norm(to_numpy(got).astype(np.float64) - ref) / np.linalg.norm(ref)
-            assert err < tol
-            again = [to_numpy(cs.matmul(a, op)) for _ in range(2)]
-            np.testing.assert_array_equal(again[0], to_numpy(got))
-            np.testing.assert_array_equal(again[1], to_numpy(got))
-            _check_alpha_beta(a, op, ref, rng, dtype, backend, tol)
+    w = cs.BlockSparseMatrix.from_layout(lay, 8, dtype=dtype, seed=n, backend=backend)
+    _check_stream(w, lay.shape, n, dtype, backend, rng)
+
+
+@pytest.mark.parametrize("backend", CUDA, indirect=True)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("run", [1, 2, 3, 1000])
+def test_stream_kernel_runs_of_chunks(backend, dtype, run):
+    """Runs of 1, 2 and 3 chunks per CTA (partial products added in order) and one CTA per
+    group writing Y itself (1000): chunks of X's block columns with more blocks than a
+    stage holds, a chunk without blocks in every group, N = 17 and 32."""
+    _stream_capable()
+    rng = np.random.default_rng(run)
+    lay = rng.random((200, 150)) < 0.35  # 4 and 3 chunks of 64 block columns, 5 and 7 groups
+    lay[64:128, :] = False  # X @ W: chunk 1 without blocks
+    lay[:, 64:128] = False  # dY @ W.T: likewise
+    w = cs.BlockSparseMatrix.from_layout(lay, 8, dtype=dtype, seed=run, backend=backend)
+    for n in (17, 32):
+        _check_stream(w, lay.shape, n, dtype, backend, rng, stream_run=run)
 
 
 @pytest.mark.parametrize("backend", CUDA, indirect=True)

@@ -194,13 +194,16 @@ def stream_config(dtype, b: int, trans: bool, n: int) -> KernelConfig | None:
     if name not in TC_TAGS or t is None or not 0 < n <= STREAM_MAX_ROWS:
         return None
     mt = -(-n // 16)
-    expr = f"dsd_stream<{TC_TAGS[name]},{mt},{t.chunk},{t.group},{t.in_flight},{_b(trans)}>"
-    return _instance(expr, 256, mt * 16 * (t.chunk * 8 + 8) * 2, mt * 16, t.group)
+    expr = (f"dsd_stream<{TC_TAGS[name]},{mt},{t.chunk},{t.group},{t.entries},{t.stages},"
+            f"{_b(trans)}>")
+    x_bytes = 2 * mt * 16 * (t.chunk * b + 8) * 2  # two chunks of X, rows padded by 16 bytes
+    stage_bytes = t.entries * (b * b * 2 + 4) + (t.group + 1) * 4  # blocks, their indices
+    return _instance(expr, 256, x_bytes + t.stages * stage_bytes, mt * 16, t.group)
 
 
 @functools.cache
 def stream_finish_config(dtype) -> KernelConfig:
-    """Adds ``dsd_stream``'s partial products in chunk order, with alpha and beta."""
+    """Adds ``dsd_stream``'s partial products in order, with alpha and beta."""
     return KernelConfig("dsd_stream", f"stream_finish<{TC_TAGS[dtype_name(dtype)]}>", 256, 0,
                         0, 1)
 

@@ -174,6 +174,9 @@ FILL_MIN_DENSITY = {16: 0.25}
 #: least this many CTAs per SM: measured at C = K = 8192 (512 CTAs on an H200), where it
 #: ran b = 8 at N = 32 1.9-3.9x faster than the tile kernels (bench/NOTES.md 145-146).
 STREAM_MIN_FILL = 1.0
+#: CTAs per SM the small-N dsd's runs of chunks are sized for: two fit an SM (its shared
+#: memory), and fewer, longer runs leave fewer float32 partial products to add.
+STREAM_CTAS_PER_SM = 2
 
 
 def split_length(lens: np.ndarray, row_tiles: int, slots: int, shortest: int = 4) -> int:
@@ -202,11 +205,17 @@ def fill_pays(structure, b: int, itemsize: int) -> bool:
     return least is not None and rows * cols > 0 and structure.nnzb >= least * rows * cols
 
 
-def stream_pays(structure, grid: tuple, sms: int) -> bool:
-    """The small-N dsd with X in shared memory makes at least STREAM_MIN_FILL x ``sms``
-    CTAs (``grid``: groups of output blocks x chunks of X's block columns), and W has
+def stream_pays(structure, groups: int, chunks: int, sms: int) -> bool:
+    """The small-N dsd with X in shared memory has at least STREAM_MIN_FILL x ``sms`` pairs
+    of a group of output blocks and a chunk of X's block columns to share out, and W has
     blocks."""
-    return structure.nnzb > 0 and grid[0] * grid[1] >= STREAM_MIN_FILL * sms
+    return structure.nnzb > 0 and groups * chunks >= STREAM_MIN_FILL * sms
+
+
+def stream_run(groups: int, chunks: int, sms: int) -> int:
+    """Chunks of X's block columns per CTA of the small-N dsd: the longest run that still
+    makes STREAM_CTAS_PER_SM x ``sms`` CTAs, so the fewest partial products to add."""
+    return min(chunks, max(1, groups * chunks // (STREAM_CTAS_PER_SM * sms)))
 
 
 def union_pays(structure, trans: bool, group: int, n: int) -> bool:
@@ -346,7 +355,7 @@ def sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:
 _FORCED: dict = {}
 DECISIONS = ("panel", "union", "group", "tall", "cluster", "dsd_pair", "short", "kn",
              "sdd_tiled", "sdd_short", "sdd_wide", "sdd_tma", "sdd_pair", "sdd_panel", "split",
-             "grid_limit", "band", "dense", "fill", "stream")
+             "grid_limit", "band", "dense", "fill", "stream", "stream_run")
 
 
 @contextlib.contextmanager
@@ -400,6 +409,9 @@ def override(**decisions):
     ``stream`` : bool
         Take (or not) the small-N dsd that keeps X in shared memory and reads each block
         of W once, wherever one is configured (at most ``STREAM_MAX_ROWS`` rows of X).
+    ``stream_run`` : int
+        Chunks of X's block columns per CTA of that dsd (at least 1; more than there are
+        means one CTA per group of output blocks, writing Y itself).
 
     Examples
     --------
@@ -451,8 +463,8 @@ class DsdPlan:
     # per call: None, "transpose_blocks" (wgmma), "transpose" (TF32) or "panel_blocks" (the
     # TMA kernel's dense panels gathered, zeros for absent members)
     w_copy: str | None
-    split: int  # longest list per CTA, 0: lists whole
-    slots: int  # float32 workspace tiles of the split lists
+    split: int  # longest list per CTA, 0: lists whole (dsd_stream: X's chunks per CTA)
+    slots: int  # float32 workspace tiles of the split lists (dsd_stream: partial products)
     grid: tuple
     ratio: float | None  # the dense model's sparse / dense time, where it has one
     band: int = 1  # TMA kernels: row tiles per band of the tile order (DSD_PANEL_BAND)
@@ -484,7 +496,12 @@ class DsdPlan:
             parts.append("W's blocks gathered into the panels per call (panel_blocks)")
         elif self.w_copy:
             parts.append(f"W's blocks transposed per call ({self.w_copy})")
-        if self.split:
+        if k.kernel == "dsd_stream":
+            parts.append(f"X staged {DSD_STREAM[self.blocksize].chunk} block columns at a "
+                         f"time, {self.split} chunk(s) per CTA"
+                         + (f", {self.slots} partial products added in order" if self.slots
+                            else ", Y written by the CTA"))
+        elif self.split:
             parts.append(f"lists split at {self.split} ({self.slots} partial tiles, added "
                          "by each list's last CTA)")
         return ", ".join(parts)
@@ -552,9 +569,13 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
     scfg = stream_config(name, b, trans, n) if arch >= 80 else None
     if scfg is not None:
         nk = structure.block_shape[1] if trans else structure.block_shape[0]
-        grid = (-(-n_out // scfg.group), -(-nk // DSD_STREAM[b].chunk))
-        if _decide("stream", stream_pays, structure, grid, sms):
-            return DsdPlan(product, n, name, b, "sparse", scfg, True, None, 0, 0, grid, None)
+        groups, chunks = -(-n_out // scfg.group), max(1, -(-nk // DSD_STREAM[b].chunk))
+        if _decide("stream", stream_pays, structure, groups, chunks, sms):
+            run = min(chunks, max(1, int(_FORCED.get("stream_run")
+                                         or stream_run(groups, chunks, sms))))
+            runs = -(-chunks // run)
+            return DsdPlan(product, n, name, b, "sparse", scfg, True, None, run,
+                           runs if runs > 1 else 0, (groups, runs), None)
     # The kernel ladder: Hopper wgmma (dense panels, union, persistent, tall), else
     # grouped mma.sync, else one block per CTA on mma.sync or CUDA cores.
     wcfg, kn = (_wgmma_choice(structure, name, b, n, n_out, trans, sms, panels)

@@ -296,7 +296,7 @@ class _DsdRunner:
             self.sparse = _DsdRunner(w, dev, n, trans, tf32, sparse_only=True)
             return
         cfg = p.kernel
-        self.finish = None  # the small-N stream kernel's second launch
+        self.streamed = False  # the small-N stream kernel (_init_stream)
         if cfg.family == "dsd_stream":
             self._init_stream(s, dev, n, trans, dtype)
             return
@@ -374,33 +374,46 @@ class _DsdRunner:
         return _held(cupy.ascontiguousarray(wdata.transpose(0, 2, 1)))
 
     def _init_stream(self, s, dev, n, trans, dtype):
-        """The small-N dsd with X in shared memory: the chunks' partial products into a
-        float32 workspace (kept per stream in the layout's cache, as a split product's
-        is), then stream_finish adds them in chunk order into Y."""
+        """The small-N dsd with X in shared memory. A grid of one CTA per group of output
+        blocks writes Y itself; otherwise each run of chunks writes its float32 partial
+        product to the workspace (kept per stream in the layout's cache, as a split
+        product's is) and stream_finish adds them in order into Y."""
         p, b = self.plan, self.b
-        cfg, nchunks = p.kernel, p.grid[1]
-        blk, gidx, starts = worklists.stream_tables(s, dev, trans, DSD_STREAM[b].chunk)
+        cfg, runs = p.kernel, p.grid[1]
+        t = DSD_STREAM[b]
+        blk, kcol, starts = worklists.stream_tables(s, dev, trans, t.chunk, t.group)
         nk = s.block_shape[1] if trans else s.block_shape[0]
-        #   x ldx nrows kcols w blk gidx starts nout nchunks ws
-        self.main = Launch(get_kernel(cfg), p.grid, (cfg.threads,), cfg.smem, "pliippppiip",
-                           [None, None, n, nk * b, None, blk, gidx, starts,
-                            self.width // b, nchunks, None])
-        self.i_w = 4
-        rows = cfg.rows_per_cta
-        self.split = _SplitScratch(s, dev, (nchunks, rows, self.width), 0)
-        pairs = n * self.width // 2
-        #   ws nchunks rows nrows width y ldy alpha beta
-        self.finish = Launch(get_kernel(stream_finish_config(dtype)), (_stride_grid(pairs),),
-                             (256,), 0, "piiiiplff",
-                             [None, nchunks, rows, n, self.width, None, None, None, None])
+        nchunks = max(1, -(-nk // t.chunk))
+        #   x ldx nrows kcols w blk kcol starts nout nchunks run ws y ldy alpha beta
+        self.main = Launch(get_kernel(cfg), p.grid, (cfg.threads,), cfg.smem,
+                           "pliippppiiipplff",
+                           [None, None, n, nk * b, None, blk, kcol, starts, self.width // b,
+                            nchunks, p.split, None, None, None, None, None])
+        self.i_w, self.streamed = 4, True
+        self.finish = self.split = None
+        if runs > 1:
+            rows = cfg.rows_per_cta
+            self.split = _SplitScratch(s, dev, (runs, rows, self.width), 0)
+            pairs = n * self.width // 2
+            #   ws nruns rows nrows width y ldy alpha beta
+            self.finish = Launch(get_kernel(stream_finish_config(dtype)),
+                                 (_stride_grid(pairs),), (256,), 0, "piiiiplff",
+                                 [None, runs, rows, n, self.width, None, None, None, None])
 
     def _call_stream(self, x, wdata, y, alpha, beta, stream):
         v, it = self.main.v, self.it
         v[0].value = x.data.ptr
         v[1].value = x.strides[0] // it
         v[4].value = wdata.data.ptr
+        if self.finish is None:
+            v[12].value = y.data.ptr
+            v[13].value = y.strides[0] // it
+            v[14].value = alpha
+            v[15].value = beta
+            self.main(stream)
+            return
         ws, _ = self.split(stream)
-        v[10].value = ws.data.ptr
+        v[11].value = ws.data.ptr
         self.main(stream)
         f = self.finish.v
         f[0].value = ws.data.ptr
@@ -438,7 +451,7 @@ class _DsdRunner:
             lambda: _cupy().zeros(self.dense_shape, self.dense_dtype))
 
     def __call__(self, x, wdata, y, alpha, beta, stream):
-        if self.finish is not None:
+        if self.streamed:
             return self._call_stream(x, wdata, y, alpha, beta, stream)
         it = self.it
         if self.w_copy:

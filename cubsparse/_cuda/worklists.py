@@ -282,24 +282,31 @@ def block_coordinates(structure, device: int):
                          lambda: (structure.rows, structure.host_indices))
 
 
-def stream_tables(structure, device: int, trans: bool, chunk: int):
-    """(blk, gidx, starts) of the small-N dsd with X in shared memory, on the device: the
-    output blocks' lists (X's block column ascending within each) and, per output block,
-    the first entry of each chunk of ``chunk`` block columns of X and the list's end
-    (output blocks x (chunks + 1), int32)."""
+def stream_tables(structure, device: int, trans: bool, chunk: int, group: int):
+    """(blk, kcol, starts) of the small-N dsd with X in shared memory, on the device.
+
+    The output blocks' entries sorted by group of ``group`` output blocks, then chunk of
+    ``chunk`` of X's block columns, then member, then X's block column: ``blk`` the block
+    of W, ``kcol`` the block column of X within its chunk; ``starts`` the first entry of
+    each (group, chunk, member), then the total (int32, groups x chunks x ``group`` + 1).
+    A CTA's groups and chunks are then one contiguous range of entries.
+    """
     def build():
         ptr, blk, gidx = structure.work_lists(trans)
         nout = ptr.shape[0] - 1
         nk = structure.block_shape[1] if trans else structure.block_shape[0]
         nchunks = max(1, -(-nk // chunk))
+        ngroups = max(1, -(-nout // group))
         owner = np.repeat(np.arange(nout, dtype=np.int64), np.diff(ptr))
-        key = owner * nchunks + gidx.astype(np.int64) // chunk  # ascending over the lists
-        bounds = (np.arange(nout, dtype=np.int64)[:, None] * nchunks
-                  + np.arange(nchunks + 1, dtype=np.int64)[None, :])
-        starts = np.searchsorted(key, bounds.ravel()).astype(np.int32)
-        return blk, gidx, starts
+        col = gidx.astype(np.int64)
+        key = ((owner // group) * nchunks + col // chunk) * group + owner % group
+        order = np.lexsort((col, key))  # stable: X's block column ascending within a key
+        counts = np.bincount(key, minlength=ngroups * nchunks * group)
+        starts = np.zeros(counts.size + 1, np.int32)
+        np.cumsum(counts, out=starts[1:])
+        return (blk[order].astype(np.int32), (col[order] % chunk).astype(np.int32), starts)
 
-    return device_tables(structure, device, ("stream", trans, chunk), build)
+    return device_tables(structure, device, ("stream", trans, chunk, group), build)
 
 
 def block_map(structure, device: int):

@@ -1,97 +1,155 @@
 // dsd at a few rows of X (N <= 32) and b = 8, where a product is a stream of W's blocks:
-// X resident in shared memory, every stored block read once, in one coalesced load.
+// X resident in shared memory, every stored block of W read once, many reads in flight.
 //
-//   Y[:, block j] = sum over list j of X[:, block g] @ op(W_p)   (the lists of dsd_copies.cuh)
+//   Y[:, block j] = sum over list j of X[:, block k] @ op(W_p)   (the lists of dsd_copies.cuh)
 //
 // The tile kernels read a block's slice of X again from L2 for every block (N / b times the
-// block's own bytes, in 16-byte rows). Here a CTA owns a chunk of KC of X's block columns,
-// all rows of it copied into shared memory once, and a group of G output blocks. Each warp
-// walks its members' lists where they fall in the chunk (`starts`: per output block, the
-// first entry of each chunk): the indices of a window of 32 entries in one load, then each
-// block as one 128-byte load (a 4-byte word a lane), U blocks ahead of the MMAs. A lane's
-// word is row lane / 4, columns 2 (lane % 4) and up of the block: for X @ W.T that is
-// mma m16n8k8's B fragment of op(W_p) = W_p^T as loaded, for X @ W it is the fragment
-// after movmatrix transposes the 8 x 8 tile. Each chunk's float32 partial product goes to
-// its own slice of the workspace; stream_finish adds the chunks in chunk order, so the
-// result does not depend on which CTA ran first.
+// block's own bytes, in 16-byte rows), one dependent wait after another. Here a CTA owns a
+// group of G output blocks and a run of chunks of KC of X's block columns. Its entries
+// (stream_tables: sorted by group, chunk, member, then X's block column) form one
+// contiguous range, which the whole CTA copies into shared memory E blocks at a time by
+// cp.async, STAGES - 1 stages ahead of the MMAs. A chunk's X, all N rows of it, is copied
+// with the chunk's first stage into one of two buffers: with at most two stages ahead, a
+// chunk's stages are all consumed before the chunk after next begins to load.
+//
+// Each warp owns G / 8 members and keeps their accumulators over the whole run. A lane's
+// word of a block is row lane / 4, columns 2 (lane % 4) and up: for X @ W.T that is mma
+// m16n8k8's B fragment of op(W_p) = W_p^T, for X @ W the fragment after movmatrix
+// transposes the 8 x 8 tile. A grid of one CTA along the runs (gridDim.y == 1) writes Y
+// with alpha and beta; otherwise each CTA writes its float32 partial product to its own
+// slice of the workspace and stream_finish adds the slices in order, so the result does
+// not depend on which CTA ran first.
 #include "common.cuh"
 
-template <class Tag, int MT, int KC, int G, int U, bool TRANS>
-__global__ void __launch_bounds__(256)
+struct StreamStage {
+  int chunk, lo, hi, buf;  // X's chunk, the entries [lo, hi), the X buffer
+};
+
+template <class Tag, int MT, int KC, int G, int E, int STAGES, bool TRANS>
+__global__ void __launch_bounds__(256, 2)
     dsd_stream(const u16* __restrict__ x, i64 ldx, int nrows, int kcols,
                const u16* __restrict__ w, const int* __restrict__ blk,
-               const int* __restrict__ gidx, const int* __restrict__ starts, int nout,
-               int nchunks, float* __restrict__ ws) {
-  constexpr int N = MT * 16, COLS = KC * 8, LD = COLS + 8;  // smem rows padded by 16 bytes:
-  extern __shared__ __align__(16) u16 xs[];                 // a fragment's 8 rows, 8 banks
-  const int g = blockIdx.x, c = blockIdx.y, tid = threadIdx.x, lane = tid & 31;
-  const int k0 = c * COLS;
-  for (int v = tid; v < N * (COLS / 8); v += 256) {  // X's chunk, zeros past its edges
-    const int r = v / (COLS / 8), k = k0 + (v % (COLS / 8)) * 8;
-    int4 val = make_int4(0, 0, 0, 0);
-    if (r < nrows && k < kcols) val = *(const int4*)(x + (i64)r * ldx + k);
-    *(int4*)(xs + r * LD + (k - k0)) = val;
-  }
-  __syncthreads();
-  const i64 width = (i64)nout * 8;
-  for (int m = tid >> 5; m < G; m += 8) {
-    const int j = g * G + m;
-    if (j >= nout) break;
-    const int* st = starts + (i64)j * (nchunks + 1) + c;
-    const int q0 = st[0], q1 = st[1];
-    float acc[MT][4] = {};
-    for (int win = q0; win < q1; win += 32) {
-      const int len = min(32, q1 - win);
-      const int my_k = lane < len ? gidx[win + lane] - c * KC : 0;  // lanes past the
-      const int my_p = lane < len ? blk[win + lane] : 0;            // window: block 0
-      unsigned cur[U], nxt[U] = {};
-#pragma unroll
-      for (int u = 0; u < U; ++u)
-        cur[u] = __ldg((const unsigned*)(w + (i64)__shfl_sync(~0u, my_p, u) * 64) + lane);
-      for (int base = 0; base < len; base += U) {
-        if (base + U < len) {
-#pragma unroll
-          for (int u = 0; u < U; ++u) {
-            const int p = __shfl_sync(~0u, my_p, (base + U + u) & 31);
-            nxt[u] = __ldg((const unsigned*)(w + (i64)p * 64) + lane);
-          }
-        }
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-          const int kb = __shfl_sync(~0u, my_k, (base + u) & 31);
-          if (base + u < len) {  // uniform over the warp
-            unsigned bf = cur[u];
-            if (!TRANS)
-              asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;" : "=r"(bf)
-                           : "r"(cur[u]));
-            const u16* a = xs + (lane >> 2) * LD + kb * 8 + (lane & 3) * 2;
-#pragma unroll
-            for (int t = 0; t < MT; ++t) {
-              const unsigned af[2] = {*(const unsigned*)(a + t * 16 * LD),
-                                      *(const unsigned*)(a + (t * 16 + 8) * LD)};
-              mma1688(Tag(), acc[t], af, bf);
-            }
-          }
-        }
-#pragma unroll
-        for (int u = 0; u < U; ++u) cur[u] = nxt[u];
+               const int* __restrict__ kin, const int* __restrict__ starts, int nout,
+               int nchunks, int run, float* __restrict__ ws, u16* __restrict__ y, i64 ldy,
+               float alpha, float beta) {
+  static_assert(STAGES == 2 || STAGES == 3, "two X buffers serve at most two stages ahead");
+  static_assert(G % 8 == 0 && E * 8 % 256 == 0, "whole members a warp, whole copies a thread");
+  constexpr int N = MT * 16, COLS = KC * 8, LD = COLS + 8;  // X rows padded by 16 bytes:
+  constexpr int MEMBERS = G / 8, PER = E * 8 / 256;         // a fragment's 8 rows, 8 banks
+  extern __shared__ __align__(16) u16 smem[];
+  u16* const xs = smem;                              // [2][N][LD]
+  u16* const wsm = xs + 2 * N * LD;                  // [STAGES][E][64]: the stages' blocks
+  int* const ks = (int*)(wsm + STAGES * E * 64);     // [STAGES][E]: their block columns of X
+  int* const ms = ks + STAGES * E;                   // [STAGES][G + 1]: members' first entries
+  __shared__ StreamStage desc[STAGES];
+  const int g = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int c1 = min(nchunks, (int)(blockIdx.y + 1) * run);
+  const int* const gst = starts + (i64)g * nchunks * G;  // [chunk][member]: first entry
+
+  // The run's stages, walked alike by every thread; a chunk without entries is skipped.
+  int pc = blockIdx.y * run - 1, pos = 0, end = 0, nbuf = -1;
+  auto issue = [&](int slot) -> int {
+    bool fresh = false;
+    while (pos == end) {
+      if (++pc >= c1) {
+        cp_async_commit();  // an empty group keeps the wait counts
+        return 0;
+      }
+      pos = gst[pc * G];
+      end = gst[(pc + 1) * G];
+      fresh = true;
+    }
+    const int lo = pos, n = min(end - pos, E);
+    pos += n;
+    if (fresh) {
+      u16* xb = xs + (++nbuf & 1) * N * LD;
+      const int k0 = pc * COLS;
+      for (int v = tid; v < N * (COLS / 8); v += 256) {  // zeros past X's edges
+        const int r = v / (COLS / 8), k = k0 + (v % (COLS / 8)) * 8;
+        const bool in = r < nrows && k < kcols;
+        cp_async16(xb + r * LD + (k - k0), in ? x + (i64)r * ldx + k : x, in ? 16 : 0);
       }
     }
-    float* out = ws + (i64)c * N * width + (i64)j * 8 + (lane & 3) * 2;
+    int p[PER];  // all indices first: one wait for them, then every copy in flight
 #pragma unroll
-    for (int t = 0; t < MT; ++t) {
-      const int r = t * 16 + (lane >> 2);
-      *(float2*)(out + r * width) = make_float2(acc[t][0], acc[t][1]);
-      *(float2*)(out + (r + 8) * width) = make_float2(acc[t][2], acc[t][3]);
+    for (int u = 0; u < PER; ++u) {
+      const int e = (tid + u * 256) >> 3;
+      p[u] = e < n ? blk[lo + e] : 0;
+    }
+    u16* const wb = wsm + slot * E * 64;
+#pragma unroll
+    for (int u = 0; u < PER; ++u) {
+      const int v = tid + u * 256;  // block v / 8, its 16-byte piece v % 8
+      if ((v >> 3) < n) cp_async16(wb + v * 8, w + (i64)p[u] * 64 + (v & 7) * 8, 16);
+    }
+    for (int v = tid; v < n; v += 256) cp_async4(ks + slot * E + v, kin + lo + v);
+    if (tid <= G) cp_async4(ms + slot * (G + 1) + tid, gst + pc * G + tid);
+    if (tid == 0) desc[slot] = {pc, lo, lo + n, nbuf & 1};
+    cp_async_commit();
+    return 1;
+  };
+
+  float acc[MEMBERS][MT][4] = {};
+  int staged = 0;
+  for (int s = 0; s < STAGES - 1; ++s) staged += issue(staged % STAGES);
+  for (int i = 0; i < staged; ++i) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    const int slot = i % STAGES;
+    const StreamStage d = desc[slot];
+    const u16* const xb = xs + d.buf * N * LD + (lane >> 2) * LD + (lane & 3) * 2;
+    const u16* const wb = wsm + slot * E * 64;
+    const int* const kb = ks + slot * E;
+    const int* const mb = ms + slot * (G + 1);
+#pragma unroll
+    for (int t = 0; t < MEMBERS; ++t) {
+      const int m = warp + 8 * t;
+      const int a = max(mb[m], d.lo) - d.lo, z = min(mb[m + 1], d.hi) - d.lo;
+#pragma unroll 2
+      for (int e = a; e < z; ++e) {
+        unsigned bf = ((const unsigned*)(wb + e * 64))[lane];
+        if (!TRANS)
+          asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %0;" : "+r"(bf));
+        const u16* const ap = xb + kb[e] * 8;
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          const unsigned af[2] = {*(const unsigned*)(ap + mt * 16 * LD),
+                                  *(const unsigned*)(ap + (mt * 16 + 8) * LD)};
+          mma1688(Tag(), acc[t][mt], af, bf);
+        }
+      }
+    }
+    __syncthreads();  // the slot is free for the stage STAGES - 1 ahead
+    staged += issue(staged % STAGES);
+  }
+
+  const i64 width = (i64)nout * 8;
+  const bool whole = gridDim.y == 1;
+#pragma unroll
+  for (int t = 0; t < MEMBERS; ++t) {
+    const int j = g * G + warp + 8 * t;
+    if (j >= nout) continue;
+    const int col = j * 8 + (lane & 3) * 2;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = mt * 16 + h * 8 + (lane >> 2);
+        const float v0 = acc[t][mt][2 * h], v1 = acc[t][mt][2 * h + 1];
+        if (!whole)
+          *(float2*)(ws + ((i64)blockIdx.y * N + r) * width + col) = make_float2(v0, v1);
+        else if (r < nrows)
+          store_pair(Tag(), y + r * ldy + col, v0, v1, alpha, beta);
+      }
     }
   }
 }
 
-// Y = alpha * (the chunks' partial products, added in chunk order) + beta * Y, a pair of
-// adjacent outputs a thread (grid-stride). `rows` is the workspace's rows per chunk.
+// Y = alpha * (the runs' partial products, added in order) + beta * Y, a pair of adjacent
+// outputs a thread (grid-stride). `rows` is the workspace's rows per run.
 template <class Tag>
 __global__ void __launch_bounds__(256)
-    stream_finish(const float* __restrict__ ws, int nchunks, int rows, int nrows, int width,
+    stream_finish(const float* __restrict__ ws, int nruns, int rows, int nrows, int width,
                   u16* y, i64 ldy, float alpha, float beta) {
   const int half = width / 2;
   const i64 npairs = (i64)nrows * half, chunk = (i64)rows * width;
@@ -99,7 +157,7 @@ __global__ void __launch_bounds__(256)
     const int r = (int)(v / half), cc = (int)(v % half) * 2;
     const float* src = ws + (i64)r * width + cc;
     float2 s = *(const float2*)src;
-    for (int k = 1; k < nchunks; ++k) {
+    for (int k = 1; k < nruns; ++k) {
       const float2 t = *(const float2*)(src + k * chunk);
       s.x += t.x;
       s.y += t.y;
