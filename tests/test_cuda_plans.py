@@ -130,19 +130,18 @@ def test_small_n_plan_streams_w_with_x_in_shared_memory():
 
 
 def test_stream_runs_fill_the_device_with_the_fewest_partial_products():
-    """Runs of chunks as long as STREAM_CTAS_PER_SM x SMs CTAs allow, never longer than
-    the chunks there are, never empty."""
-    per_sm = plans.STREAM_CTAS_PER_SM
-    for groups, chunks, sms in ((32, 16, 132), (48, 24, 132), (16, 8, 132), (1, 3, 1),
-                                (1000, 1000, 8)):
-        run = plans.stream_run(groups, chunks, sms)
+    """The shortest runs of chunks whose CTAs fit STREAM_CTAS_PER_SM to an SM at once (no
+    second wave), never longer than the chunks there are."""
+    slots = plans.STREAM_CTAS_PER_SM * 132
+    for groups, chunks in ((32, 16), (48, 24), (16, 8), (100, 7), (300, 5), (1, 1)):
+        run = plans.stream_run(groups, chunks, 132)
         assert 1 <= run <= chunks
         ctas = groups * -(-chunks // run)
-        assert ctas >= min(groups * chunks, per_sm * sms) or run == 1
-    assert plans.stream_run(32, 16, 132) == 1  # 512 pairs: 1.9 per CTA slot, rounded down
-    assert plans.stream_run(48, 24, 132) == 4
-    assert plans.stream_run(1, 3, 1) == 1
-    assert plans.stream_run(1000, 1000, 8) == 1000
+        assert ctas <= slots or run == chunks
+        assert run == 1 or groups * -(-chunks // (run - 1)) > slots
+    assert plans.stream_run(32, 16, 132) == 2  # C = K = 8192: 8 runs of 2 chunks
+    assert plans.stream_run(16, 8, 132) == 1
+    assert plans.stream_run(300, 5, 132) == 5  # more groups than slots: one run each
 
 
 def test_dsd_plan_takes_dense_panels_where_members_fill_them():

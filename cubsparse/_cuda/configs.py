@@ -195,7 +195,7 @@ def stream_config(dtype, b: int, trans: bool, n: int) -> KernelConfig | None:
         return None
     mt = -(-n // 16)
     expr = (f"dsd_stream<{TC_TAGS[name]},{mt},{t.chunk},{t.group},{t.entries},{t.stages},"
-            f"{_b(trans)}>")
+            f"{t.max_run},{_b(trans)}>")
     x_bytes = 2 * mt * 16 * (t.chunk * b + 8) * 2  # two chunks of X, rows padded by 16 bytes
     stage_bytes = t.entries * (b * b * 2 + 4) + (t.group + 1) * 4  # blocks, their indices
     return _instance(expr, 256, x_bytes + t.stages * stage_bytes, mt * 16, t.group)

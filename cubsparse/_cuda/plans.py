@@ -213,9 +213,12 @@ def stream_pays(structure, groups: int, chunks: int, sms: int) -> bool:
 
 
 def stream_run(groups: int, chunks: int, sms: int) -> int:
-    """Chunks of X's block columns per CTA of the small-N dsd: the longest run that still
-    makes STREAM_CTAS_PER_SM x ``sms`` CTAs, so the fewest partial products to add."""
-    return min(chunks, max(1, groups * chunks // (STREAM_CTAS_PER_SM * sms)))
+    """Chunks of X's block columns per CTA of the small-N dsd: the shortest run whose CTAs
+    all fit at once, STREAM_CTAS_PER_SM to each of ``sms`` SMs (no second wave), so the
+    fewest partial products that keep the SMs busy."""
+    slots = STREAM_CTAS_PER_SM * sms
+    return next((run for run in range(1, chunks) if groups * -(-chunks // run) <= slots),
+                max(chunks, 1))
 
 
 def union_pays(structure, trans: bool, group: int, n: int) -> bool:
@@ -571,8 +574,8 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
         nk = structure.block_shape[1] if trans else structure.block_shape[0]
         groups, chunks = -(-n_out // scfg.group), max(1, -(-nk // DSD_STREAM[b].chunk))
         if _decide("stream", stream_pays, structure, groups, chunks, sms):
-            run = min(chunks, max(1, int(_FORCED.get("stream_run")
-                                         or stream_run(groups, chunks, sms))))
+            run = min(chunks, DSD_STREAM[b].max_run,
+                      max(1, int(_FORCED.get("stream_run") or stream_run(groups, chunks, sms))))
             runs = -(-chunks // run)
             return DsdPlan(product, n, name, b, "sparse", scfg, True, None, run,
                            runs if runs > 1 else 0, (groups, runs), None)

@@ -25,7 +25,7 @@ struct StreamStage {
   int chunk, lo, hi, buf;  // X's chunk, the entries [lo, hi), the X buffer
 };
 
-template <class Tag, int MT, int KC, int G, int E, int STAGES, bool TRANS>
+template <class Tag, int MT, int KC, int G, int E, int STAGES, int RUN, bool TRANS>
 __global__ void __launch_bounds__(256, 2)
     dsd_stream(const u16* __restrict__ x, i64 ldx, int nrows, int kcols,
                const u16* __restrict__ w, const int* __restrict__ blk,
@@ -42,39 +42,54 @@ __global__ void __launch_bounds__(256, 2)
   int* const ks = (int*)(wsm + STAGES * E * 64);     // [STAGES][E]: their block columns of X
   int* const ms = ks + STAGES * E;                   // [STAGES][G + 1]: members' first entries
   __shared__ StreamStage desc[STAGES];
+  __shared__ int bounds[RUN + 1];  // the run's chunks' first entries, then its end
   const int g = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int c1 = min(nchunks, (int)(blockIdx.y + 1) * run);
+  const int first = blockIdx.y * run, nrun = min(nchunks - first, run);  // run <= RUN
   const int* const gst = starts + (i64)g * nchunks * G;  // [chunk][member]: first entry
+  for (int r = tid; r <= nrun; r += 256) bounds[r] = gst[(first + r) * G];
+  __syncthreads();
 
-  // The run's stages, walked alike by every thread; a chunk without entries is skipped.
-  int pc = blockIdx.y * run - 1, pos = 0, end = 0, nbuf = -1;
-  auto issue = [&](int slot) -> int {
-    bool fresh = false;
+  // The run's stages, walked alike by every thread (a chunk without entries is skipped).
+  // The indices of the next stage's blocks are loaded one issue ahead, so a stage's copies
+  // never wait for them.
+  int rc = -1, pos = 0, end = 0, nbuf = -1;
+  int next_lo = 0, next_n = 0, p[PER];
+  bool next_fresh = false, more = false;
+  auto plan = [&]() {
+    next_fresh = false;
     while (pos == end) {
-      if (++pc >= c1) {
-        cp_async_commit();  // an empty group keeps the wait counts
-        return 0;
+      if (++rc >= nrun) {
+        more = false;
+        return;
       }
-      pos = gst[pc * G];
-      end = gst[(pc + 1) * G];
-      fresh = true;
+      pos = bounds[rc];
+      end = bounds[rc + 1];
+      next_fresh = true;
     }
-    const int lo = pos, n = min(end - pos, E);
-    pos += n;
-    if (fresh) {
+    more = true;
+    next_lo = pos;
+    next_n = min(end - pos, E);
+    pos += next_n;
+#pragma unroll
+    for (int u = 0; u < PER; ++u) {
+      const int e = (tid + u * 256) >> 3;
+      p[u] = e < next_n ? blk[next_lo + e] : 0;
+    }
+  };
+  auto issue = [&](int slot) -> int {
+    if (!more) {
+      cp_async_commit();  // an empty group keeps the wait counts
+      return 0;
+    }
+    const int c = first + rc, lo = next_lo, n = next_n;
+    if (next_fresh) {
       u16* xb = xs + (++nbuf & 1) * N * LD;
-      const int k0 = pc * COLS;
+      const int k0 = c * COLS;
       for (int v = tid; v < N * (COLS / 8); v += 256) {  // zeros past X's edges
         const int r = v / (COLS / 8), k = k0 + (v % (COLS / 8)) * 8;
         const bool in = r < nrows && k < kcols;
         cp_async16(xb + r * LD + (k - k0), in ? x + (i64)r * ldx + k : x, in ? 16 : 0);
       }
-    }
-    int p[PER];  // all indices first: one wait for them, then every copy in flight
-#pragma unroll
-    for (int u = 0; u < PER; ++u) {
-      const int e = (tid + u * 256) >> 3;
-      p[u] = e < n ? blk[lo + e] : 0;
     }
     u16* const wb = wsm + slot * E * 64;
 #pragma unroll
@@ -83,12 +98,14 @@ __global__ void __launch_bounds__(256, 2)
       if ((v >> 3) < n) cp_async16(wb + v * 8, w + (i64)p[u] * 64 + (v & 7) * 8, 16);
     }
     for (int v = tid; v < n; v += 256) cp_async4(ks + slot * E + v, kin + lo + v);
-    if (tid <= G) cp_async4(ms + slot * (G + 1) + tid, gst + pc * G + tid);
-    if (tid == 0) desc[slot] = {pc, lo, lo + n, nbuf & 1};
+    if (tid <= G) cp_async4(ms + slot * (G + 1) + tid, gst + c * G + tid);
+    if (tid == 0) desc[slot] = {c, lo, lo + n, nbuf & 1};
     cp_async_commit();
+    plan();
     return 1;
   };
 
+  plan();
   float acc[MEMBERS][MT][4] = {};
   int staged = 0;
   for (int s = 0; s < STAGES - 1; ++s) staged += issue(staged % STAGES);
