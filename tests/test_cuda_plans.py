@@ -99,7 +99,8 @@ def test_small_n_plan_streams_w_with_x_in_shared_memory():
         p = plans.plan_dsd(s, "bfloat16", 8, n, trans, False, arch, SMS, 1 << 34)
         assert (p.path, p.kernel.kernel) == ("sparse", "dsd_stream")
         assert p.kernel.rows_per_cta == (16 if n <= 16 else 32)
-        groups, chunks = 1024 // tiles.DSD_STREAM[8].group, 1024 // tiles.DSD_STREAM[8].chunk
+        t = configs.stream_tile(8, n)
+        groups, chunks = 1024 // t.group, 1024 // t.chunk
         run = plans.stream_run(groups, chunks, SMS)
         assert p.grid == (groups, -(-chunks // run))
         assert p.split == run

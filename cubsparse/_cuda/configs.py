@@ -186,17 +186,26 @@ def group_config(dtype, b: int, trans: bool) -> KernelConfig | None:
     return _instance(expr, t.warps_m * t.warps_n * 32, smem, t.rows, t.group)
 
 
+def stream_tile(b: int, n: int):
+    """The small-N dsd's tile (:data:`DSD_STREAM`) for ``n`` rows of X at block size ``b``,
+    or None where it has none."""
+    if not 0 < n <= STREAM_MAX_ROWS:
+        return None
+    rows = min((r for bb, r in DSD_STREAM if bb == b and r >= n), default=None)
+    return None if rows is None else DSD_STREAM[b, rows]
+
+
 @functools.cache
 def stream_config(dtype, b: int, trans: bool, n: int) -> KernelConfig | None:
     """The small-N dsd with X in shared memory for ``n`` rows of X, or None where unused."""
     name = dtype_name(dtype)
-    t = DSD_STREAM.get(b)
-    if name not in TC_TAGS or t is None or not 0 < n <= STREAM_MAX_ROWS:
+    t = stream_tile(b, n)
+    if name not in TC_TAGS or t is None:
         return None
     mt = -(-n // 16)
     expr = (f"dsd_stream<{TC_TAGS[name]},{mt},{t.chunk},{t.group},{t.entries},{t.stages},"
             f"{t.max_run},{_b(trans)}>")
-    x_bytes = 2 * mt * 16 * (t.chunk * b + 8) * 2  # two chunks of X, rows padded by 16 bytes
+    x_bytes = t.stages * mt * 16 * (t.chunk * b + 8) * 2  # X's rows padded by 16 bytes
     stage_bytes = t.entries * (b * b * 2 + 4) + (t.group + 1) * 4  # blocks, their indices
     return _instance(expr, 256, x_bytes + t.stages * stage_bytes, mt * 16, t.group)
 

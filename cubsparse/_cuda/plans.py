@@ -33,9 +33,10 @@ from .configs import (
     sdd_tile_shape,
     sdd_wgmma_config,
     stream_config,
+    stream_tile,
     wgmma_config,
 )
-from .tiles import DSD_STREAM, SMALL_ROWS, WGMMA_DSD_KN, WGMMA_DSD_KN_ROWS, WGMMA_DSD_TALL
+from .tiles import SMALL_ROWS, WGMMA_DSD_KN, WGMMA_DSD_KN_ROWS, WGMMA_DSD_TALL
 
 # -- rules ---------------------------------------------------------------------------------
 #: Blocks per union entry from which the grouped small-block dsd beats one block per CTA.
@@ -500,8 +501,9 @@ class DsdPlan:
         elif self.w_copy:
             parts.append(f"W's blocks transposed per call ({self.w_copy})")
         if k.kernel == "dsd_stream":
-            parts.append(f"X staged {DSD_STREAM[self.blocksize].chunk} block columns at a "
-                         f"time, {self.split} chunk(s) per CTA"
+            chunk = stream_tile(self.blocksize, self.rows).chunk
+            parts.append(f"X staged {chunk} block columns at a time, {self.split} chunk(s) "
+                         "per CTA"
                          + (f", {self.slots} partial products added in order" if self.slots
                             else ", Y written by the CTA"))
         elif self.split:
@@ -572,9 +574,10 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
     scfg = stream_config(name, b, trans, n) if arch >= 80 else None
     if scfg is not None:
         nk = structure.block_shape[1] if trans else structure.block_shape[0]
-        groups, chunks = -(-n_out // scfg.group), max(1, -(-nk // DSD_STREAM[b].chunk))
+        tile = stream_tile(b, n)
+        groups, chunks = -(-n_out // scfg.group), max(1, -(-nk // tile.chunk))
         if _decide("stream", stream_pays, structure, groups, chunks, sms):
-            run = min(chunks, DSD_STREAM[b].max_run,
+            run = min(chunks, tile.max_run,
                       max(1, int(_FORCED.get("stream_run") or stream_run(groups, chunks, sms))))
             runs = -(-chunks // run)
             return DsdPlan(product, n, name, b, "sparse", scfg, True, None, run,

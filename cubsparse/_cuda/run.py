@@ -26,12 +26,12 @@ from .configs import (
     panel_copy_config,
     sdd_tile_shape,
     stream_finish_config,
+    stream_tile,
     transpose_config,
 )
 from .launch import Launch
 from .outputs import Outputs
 from .plans import MAX_GRID_Y, plan_dsd, plan_sdd
-from .tiles import DSD_STREAM
 
 
 def _aligned(arr, align: int) -> bool:
@@ -380,7 +380,7 @@ class _DsdRunner:
         product's is) and stream_finish adds them in order into Y."""
         p, b = self.plan, self.b
         cfg, runs = p.kernel, p.grid[1]
-        t = DSD_STREAM[b]
+        t = stream_tile(b, n)
         blk, kcol, starts = worklists.stream_tables(s, dev, trans, t.chunk, t.group)
         nk = s.block_shape[1] if trans else s.block_shape[0]
         nchunks = max(1, -(-nk // t.chunk))

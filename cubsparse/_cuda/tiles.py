@@ -26,8 +26,8 @@ class MmaTile(NamedTuple):
 class StreamTile(NamedTuple):
     """The small-N dsd that keeps X in shared memory (``dsd_stream``): X is staged ``chunk``
     of its block columns at a time, a CTA owns ``group`` output blocks, and W's blocks are
-    copied ``entries`` at a time in a ring of ``stages``; a CTA takes at most ``max_run``
-    chunks."""
+    copied ``entries`` at a time in a ring of ``stages`` (with as many chunks of X); a CTA
+    takes at most ``max_run`` chunks."""
 
     chunk: int
     group: int
@@ -138,8 +138,9 @@ SDD_TC = {8: MmaTile(16, 1, 4, 32, 4), 16: MmaTile(16, 1, 4, 32, 4),
           32: MmaTile(8, 1, 4, 32, 4), 64: MmaTile(2, 1, 2, 32, 4),
           128: MmaTile(1, 2, 2, 32, 4)}
 DSD_GROUP = {8: GroupTile(16, 128, 4, 2, 4, 4)}
-#: The small-N dsd with X in shared memory, for at most STREAM_MAX_ROWS rows of X.
-DSD_STREAM = {8: StreamTile(64, 32, 96, 3, 64)}
+#: The small-N dsd with X in shared memory, by (block size, rows of X up to), for at most
+#: STREAM_MAX_ROWS rows: two CTAs fit an SM, so X's chunks are half as wide at 32 rows.
+DSD_STREAM = {(8, 16): StreamTile(64, 32, 128, 3, 64), (8, 32): StreamTile(32, 32, 128, 3, 64)}
 STREAM_MAX_ROWS = 32
 WGMMA_DSD = {8: None, 16: WgmmaTile(1, 2, 4), 32: WgmmaTile(1, 2, 5), 64: WgmmaTile(1, 2, 4),
              128: WgmmaTile(1, 2, 4)}

@@ -8,9 +8,10 @@
 // group of G output blocks and a run of chunks of KC of X's block columns. Its entries
 // (stream_tables: sorted by group, chunk, member, then X's block column) form one
 // contiguous range, which the whole CTA copies into shared memory E blocks at a time by
-// cp.async, STAGES - 1 stages ahead of the MMAs. A chunk's X, all N rows of it, is copied
-// with the chunk's first stage into one of two buffers: with at most two stages ahead, a
-// chunk's stages are all consumed before the chunk after next begins to load.
+// cp.async, STAGES - 1 stages ahead of the MMAs, each stage issued before the warps
+// consume the oldest. A chunk's X, all N rows of it, is copied with the chunk's first stage
+// into one of STAGES buffers: when a stage is issued, the STAGES - 1 before it may still be
+// in use, and they span at most STAGES - 1 other chunks.
 //
 // Each warp owns G / 8 members and keeps their accumulators over the whole run. A lane's
 // word of a block is row lane / 4, columns 2 (lane % 4) and up: for X @ W.T that is mma
@@ -32,13 +33,13 @@ __global__ void __launch_bounds__(256, 2)
                const int* __restrict__ kin, const int* __restrict__ starts, int nout,
                int nchunks, int run, float* __restrict__ ws, u16* __restrict__ y, i64 ldy,
                float alpha, float beta) {
-  static_assert(STAGES == 2 || STAGES == 3, "two X buffers serve at most two stages ahead");
+  static_assert(STAGES >= 2, "a stage in use and one in flight at least");
   static_assert(G % 8 == 0 && E * 8 % 256 == 0, "whole members a warp, whole copies a thread");
   constexpr int N = MT * 16, COLS = KC * 8, LD = COLS + 8;  // X rows padded by 16 bytes:
   constexpr int MEMBERS = G / 8, PER = E * 8 / 256;         // a fragment's 8 rows, 8 banks
   extern __shared__ __align__(16) u16 smem[];
-  u16* const xs = smem;                              // [2][N][LD]
-  u16* const wsm = xs + 2 * N * LD;                  // [STAGES][E][64]: the stages' blocks
+  u16* const xs = smem;                              // [STAGES][N][LD]: chunks of X
+  u16* const wsm = xs + STAGES * N * LD;             // [STAGES][E][64]: the stages' blocks
   int* const ks = (int*)(wsm + STAGES * E * 64);     // [STAGES][E]: their block columns of X
   int* const ms = ks + STAGES * E;                   // [STAGES][G + 1]: members' first entries
   __shared__ StreamStage desc[STAGES];
@@ -83,7 +84,8 @@ __global__ void __launch_bounds__(256, 2)
     }
     const int c = first + rc, lo = next_lo, n = next_n;
     if (next_fresh) {
-      u16* xb = xs + (++nbuf & 1) * N * LD;
+      nbuf = nbuf + 1 == STAGES ? 0 : nbuf + 1;
+      u16* xb = xs + nbuf * N * LD;
       const int k0 = c * COLS;
       for (int v = tid; v < N * (COLS / 8); v += 256) {  // zeros past X's edges
         const int r = v / (COLS / 8), k = k0 + (v % (COLS / 8)) * 8;
@@ -99,7 +101,7 @@ __global__ void __launch_bounds__(256, 2)
     }
     for (int v = tid; v < n; v += 256) cp_async4(ks + slot * E + v, kin + lo + v);
     if (tid <= G) cp_async4(ms + slot * (G + 1) + tid, gst + c * G + tid);
-    if (tid == 0) desc[slot] = {c, lo, lo + n, nbuf & 1};
+    if (tid == 0) desc[slot] = {c, lo, lo + n, nbuf};
     cp_async_commit();
     plan();
     return 1;
@@ -111,7 +113,8 @@ __global__ void __launch_bounds__(256, 2)
   for (int s = 0; s < STAGES - 1; ++s) staged += issue(staged % STAGES);
   for (int i = 0; i < staged; ++i) {
     cp_async_wait<STAGES - 2>();
-    __syncthreads();
+    __syncthreads();  // stage i is in; every warp is done with stage i - 1, whose slot the
+    staged += issue(staged % STAGES);  // stage STAGES - 1 ahead takes now
     const int slot = i % STAGES;
     const StreamStage d = desc[slot];
     const u16* const xb = xs + d.buf * N * LD + (lane >> 2) * LD + (lane & 3) * 2;
@@ -136,8 +139,6 @@ __global__ void __launch_bounds__(256, 2)
         }
       }
     }
-    __syncthreads();  // the slot is free for the stage STAGES - 1 ahead
-    staged += issue(staged % STAGES);
   }
 
   const i64 width = (i64)nout * 8;
