@@ -665,33 +665,35 @@ def _stream_capable():
 
 @pytest.mark.parametrize("backend", CUDA, indirect=True)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("b", [8, 16])
 @pytest.mark.parametrize("n", [1, 7, 16, 17, 32])
-def test_stream_kernel_matches_scipy(backend, dtype, n):
+def test_stream_kernel_matches_scipy(backend, dtype, b, n):
     """The small-N dsd with X in shared memory, forced: a W whose block rows and columns
     are not whole chunks or groups, an empty block row and column, both products, alpha
     and beta, a poisoned output, and repeated calls giving the same bits."""
     _stream_capable()
     rng = np.random.default_rng(n)
-    lay = rng.random((75, 45)) < 0.3  # 2 chunks of X's block columns (64 + 11), 2 groups
+    lay = rng.random((75, 45)) < 0.3  # 2 to 5 chunks of X's block columns, 2 groups
     lay[:, 7] = False
     lay[13, :] = False
-    w = cs.BlockSparseMatrix.from_layout(lay, 8, dtype=dtype, seed=n, backend=backend)
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=n, backend=backend)
     _check_stream(w, lay.shape, n, dtype, backend, rng)
 
 
 @pytest.mark.parametrize("backend", CUDA, indirect=True)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("b", [8, 16])
 @pytest.mark.parametrize("run", [1, 2, 3, 1000])
-def test_stream_kernel_runs_of_chunks(backend, dtype, run):
+def test_stream_kernel_runs_of_chunks(backend, dtype, b, run):
     """Runs of 1, 2 and 3 chunks per CTA (partial products added in order) and one CTA per
     group writing Y itself (1000): chunks of X's block columns with more blocks than a
     stage holds, a chunk without blocks in every group, N = 17 and 32."""
     _stream_capable()
     rng = np.random.default_rng(run)
-    lay = rng.random((200, 150)) < 0.35  # 4 and 3 chunks of 64 block columns, 5 and 7 groups
-    lay[64:128, :] = False  # X @ W: chunk 1 without blocks
+    lay = rng.random((200, 150)) < 0.35  # 4 to 13 chunks of X's block columns, 5 to 7 groups
+    lay[64:128, :] = False  # X @ W: chunks without blocks
     lay[:, 64:128] = False  # dY @ W.T: likewise
-    w = cs.BlockSparseMatrix.from_layout(lay, 8, dtype=dtype, seed=run, backend=backend)
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=run, backend=backend)
     for n in (17, 32):
         _check_stream(w, lay.shape, n, dtype, backend, rng, stream_run=run)
 

@@ -203,7 +203,7 @@ def stream_config(dtype, b: int, trans: bool, n: int) -> KernelConfig | None:
     if name not in TC_TAGS or t is None:
         return None
     mt = -(-n // 16)
-    expr = (f"dsd_stream<{TC_TAGS[name]},{mt},{t.chunk},{t.group},{t.entries},{t.stages},"
+    expr = (f"dsd_stream<{TC_TAGS[name]},{b},{mt},{t.chunk},{t.group},{t.entries},{t.stages},"
             f"{t.max_run},{_b(trans)}>")
     x_bytes = t.stages * mt * 16 * (t.chunk * b + 8) * 2  # X's rows padded by 16 bytes
     stage_bytes = t.entries * (b * b * 2 + 4) + (t.group + 1) * 4  # blocks, their indices

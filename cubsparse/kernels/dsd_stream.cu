@@ -1,4 +1,4 @@
-// dsd at a few rows of X (N <= 32) and b = 8, where a product is a stream of W's blocks:
+// dsd at a few rows of X (N <= 32) and b = 8 or 16, where a product is a stream of W's blocks:
 // X resident in shared memory, every stored block of W read once, many reads in flight.
 //
 //   Y[:, block j] = sum over list j of X[:, block k] @ op(W_p)   (the lists of dsd_copies.cuh)
@@ -26,7 +26,56 @@ struct StreamStage {
   int chunk, lo, hi, buf;  // X's chunk, the entries [lo, hi), the X buffer
 };
 
-template <class Tag, int MT, int KC, int G, int E, int STAGES, int RUN, bool TRANS>
+// Where a block's 16-byte piece q lies in shared memory. A b = 16 block row is two pieces;
+// rows 4-7 of each 8-row half swap their two, so ldmatrix's eight rows of one half fall in
+// distinct banks. A b = 8 block (one piece a row) is read by words, as stored.
+template <int B>
+__device__ __forceinline__ int swizzle(int q) {
+  return B == 16 ? q ^ ((q >> 3) & 1) : q;
+}
+
+// One block's contribution, acc[mt][nt] += X rows 16 mt.. (ap: the lane's A position in the
+// block's X columns) times op(block) columns 8 nt... b = 8: a lane's word of the block is
+// row lane / 4, columns 2 (lane % 4) and up, which is mma m16n8k8's B fragment of W_p^T
+// (X @ W.T) as loaded and of W_p (X @ W) after movmatrix transposes the 8 x 8 tile. b = 16:
+// ldmatrix gives both n8 tiles' B fragments of m16n8k16, transposing for X @ W.
+template <class Tag, int B, int MT, int LD, bool TRANS>
+__device__ __forceinline__ void stream_mma(float (&acc)[MT][B / 8][4], const u16* blk,
+                                           const u16* ap, int lane) {
+  if constexpr (B == 8) {
+    unsigned bf = ((const unsigned*)blk)[lane];
+    if (!TRANS) asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %0;" : "+r"(bf));
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      const unsigned af[2] = {*(const unsigned*)(ap + mt * 16 * LD),
+                              *(const unsigned*)(ap + (mt * 16 + 8) * LD)};
+      mma1688(Tag(), acc[mt][0], af, bf);
+    }
+  } else {
+    // Matrix lane / 8 of the four: X @ W.T takes (rows, columns) halves (0,0) (0,1) (1,0)
+    // (1,1) of W_p, X @ W (0,0) (1,0) (0,1) (1,1) transposed; either way registers 0-1 are
+    // n8 tile 0's k halves and 2-3 tile 1's.
+    const int q = lane >> 3, half_r = TRANS ? q >> 1 : q & 1, half_c = TRANS ? q & 1 : q >> 1;
+    const int row = half_r * 8 + (lane & 7);
+    const u16* src = blk + swizzle<16>(row * 2 + half_c) * 8;
+    unsigned bf[4];
+    if (TRANS)
+      ldsm_x4(bf, src);
+    else
+      ldsm_x4_t(bf, src);
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      const u16* a = ap + mt * 16 * LD;
+      const unsigned af[4] = {*(const unsigned*)a, *(const unsigned*)(a + 8 * LD),
+                              *(const unsigned*)(a + 8), *(const unsigned*)(a + 8 * LD + 8)};
+      const unsigned b0[2] = {bf[0], bf[1]}, b1[2] = {bf[2], bf[3]};
+      mma16816(Tag(), acc[mt][0], af, b0);
+      mma16816(Tag(), acc[mt][1], af, b1);
+    }
+  }
+}
+
+template <class Tag, int B, int MT, int KC, int G, int E, int STAGES, int RUN, bool TRANS>
 __global__ void __launch_bounds__(256, 2)
     dsd_stream(const u16* __restrict__ x, i64 ldx, int nrows, int kcols,
                const u16* __restrict__ w, const int* __restrict__ blk,
@@ -34,13 +83,16 @@ __global__ void __launch_bounds__(256, 2)
                int nchunks, int run, float* __restrict__ ws, u16* __restrict__ y, i64 ldy,
                float alpha, float beta) {
   static_assert(STAGES >= 2, "a stage in use and one in flight at least");
-  static_assert(G % 8 == 0 && E * 8 % 256 == 0, "whole members a warp, whole copies a thread");
-  constexpr int N = MT * 16, COLS = KC * 8, LD = COLS + 8;  // X rows padded by 16 bytes:
-  constexpr int MEMBERS = G / 8, PER = E * 8 / 256;         // a fragment's 8 rows, 8 banks
+  constexpr int BB = B * B, PIECES = BB / 8;  // a block's elements, its 16-byte pieces
+  static_assert(B == 8 || B == 16, "one mma deep per block: m16n8k8 or m16n8k16");
+  static_assert(G % 8 == 0 && E * PIECES % 256 == 0, "whole members a warp, whole copies");
+  constexpr int N = MT * 16, COLS = KC * B, LD = COLS + 8;  // X rows padded by 16 bytes:
+  constexpr int MEMBERS = G / 8, PER = E * PIECES / 256;    // a fragment's 8 rows, 8 banks
+  constexpr int NT = B / 8;                                 // n8 tiles of an output block
   extern __shared__ __align__(16) u16 smem[];
   u16* const xs = smem;                              // [STAGES][N][LD]: chunks of X
-  u16* const wsm = xs + STAGES * N * LD;             // [STAGES][E][64]: the stages' blocks
-  int* const ks = (int*)(wsm + STAGES * E * 64);     // [STAGES][E]: their block columns of X
+  u16* const wsm = xs + STAGES * N * LD;             // [STAGES][E][B * B]: the stages' blocks
+  int* const ks = (int*)(wsm + STAGES * E * BB);     // [STAGES][E]: their block columns of X
   int* const ms = ks + STAGES * E;                   // [STAGES][G + 1]: members' first entries
   __shared__ StreamStage desc[STAGES];
   __shared__ int bounds[RUN + 1];  // the run's chunks' first entries, then its end
@@ -73,7 +125,7 @@ __global__ void __launch_bounds__(256, 2)
     pos += next_n;
 #pragma unroll
     for (int u = 0; u < PER; ++u) {
-      const int e = (tid + u * 256) >> 3;
+      const int e = (tid + u * 256) / PIECES;
       p[u] = e < next_n ? blk[next_lo + e] : 0;
     }
   };
@@ -93,11 +145,11 @@ __global__ void __launch_bounds__(256, 2)
         cp_async16(xb + r * LD + (k - k0), in ? x + (i64)r * ldx + k : x, in ? 16 : 0);
       }
     }
-    u16* const wb = wsm + slot * E * 64;
+    u16* const wb = wsm + slot * E * BB;
 #pragma unroll
     for (int u = 0; u < PER; ++u) {
-      const int v = tid + u * 256;  // block v / 8, its 16-byte piece v % 8
-      if ((v >> 3) < n) cp_async16(wb + v * 8, w + (i64)p[u] * 64 + (v & 7) * 8, 16);
+      const int v = tid + u * 256, e = v / PIECES, q = v % PIECES;  // block e, its piece q
+      if (e < n) cp_async16(wb + e * BB + swizzle<B>(q) * 8, w + (i64)p[u] * BB + q * 8, 16);
     }
     for (int v = tid; v < n; v += 256) cp_async4(ks + slot * E + v, kin + lo + v);
     if (tid <= G) cp_async4(ms + slot * (G + 1) + tid, gst + c * G + tid);
@@ -108,7 +160,7 @@ __global__ void __launch_bounds__(256, 2)
   };
 
   plan();
-  float acc[MEMBERS][MT][4] = {};
+  float acc[MEMBERS][MT][NT][4] = {};
   int staged = 0;
   for (int s = 0; s < STAGES - 1; ++s) staged += issue(staged % STAGES);
   for (int i = 0; i < staged; ++i) {
@@ -118,7 +170,7 @@ __global__ void __launch_bounds__(256, 2)
     const int slot = i % STAGES;
     const StreamStage d = desc[slot];
     const u16* const xb = xs + d.buf * N * LD + (lane >> 2) * LD + (lane & 3) * 2;
-    const u16* const wb = wsm + slot * E * 64;
+    const u16* const wb = wsm + slot * E * BB;
     const int* const kb = ks + slot * E;
     const int* const mb = ms + slot * (G + 1);
 #pragma unroll
@@ -126,38 +178,31 @@ __global__ void __launch_bounds__(256, 2)
       const int m = warp + 8 * t;
       const int a = max(mb[m], d.lo) - d.lo, z = min(mb[m + 1], d.hi) - d.lo;
 #pragma unroll 2
-      for (int e = a; e < z; ++e) {
-        unsigned bf = ((const unsigned*)(wb + e * 64))[lane];
-        if (!TRANS)
-          asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %0;" : "+r"(bf));
-        const u16* const ap = xb + kb[e] * 8;
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          const unsigned af[2] = {*(const unsigned*)(ap + mt * 16 * LD),
-                                  *(const unsigned*)(ap + (mt * 16 + 8) * LD)};
-          mma1688(Tag(), acc[t][mt], af, bf);
-        }
-      }
+      for (int e = a; e < z; ++e)
+        stream_mma<Tag, B, MT, LD, TRANS>(acc[t], wb + e * BB, xb + kb[e] * B, lane);
     }
   }
 
-  const i64 width = (i64)nout * 8;
+  const i64 width = (i64)nout * B;
   const bool whole = gridDim.y == 1;
 #pragma unroll
   for (int t = 0; t < MEMBERS; ++t) {
     const int j = g * G + warp + 8 * t;
     if (j >= nout) continue;
-    const int col = j * 8 + (lane & 3) * 2;
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = mt * 16 + h * 8 + (lane >> 2);
-        const float v0 = acc[t][mt][2 * h], v1 = acc[t][mt][2 * h + 1];
-        if (!whole)
-          *(float2*)(ws + ((i64)blockIdx.y * N + r) * width + col) = make_float2(v0, v1);
-        else if (r < nrows)
-          store_pair(Tag(), y + r * ldy + col, v0, v1, alpha, beta);
+      for (int nt = 0; nt < NT; ++nt) {
+        const int col = j * B + nt * 8 + (lane & 3) * 2;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = mt * 16 + h * 8 + (lane >> 2);
+          const float v0 = acc[t][mt][nt][2 * h], v1 = acc[t][mt][nt][2 * h + 1];
+          if (!whole)
+            *(float2*)(ws + ((i64)blockIdx.y * N + r) * width + col) = make_float2(v0, v1);
+          else if (r < nrows)
+            store_pair(Tag(), y + r * ldy + col, v0, v1, alpha, beta);
+        }
       }
     }
   }
