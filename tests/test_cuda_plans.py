@@ -92,8 +92,9 @@ def test_dense_path_where_the_model_says_so():
 
 
 def test_small_n_plan_streams_w_with_x_in_shared_memory():
-    """b = 8 in 16 bits at N <= STREAM_MAX_ROWS rows, where the grid fills the device: X's
-    chunks in shared memory, W read once; the dense path is not weighed against it."""
+    """b = 8 and 16 in 16 bits at N <= STREAM_MAX_ROWS rows, where the grid fills the
+    device: X's chunks in shared memory, W read once; the dense path is not weighed
+    against it."""
     s = structure(1024, 1024, 0.25)
     for n, trans, arch in ((1, False, 90), (32, True, 80), (17, False, 90)):
         p = plans.plan_dsd(s, "bfloat16", 8, n, trans, False, arch, SMS, 1 << 34)
@@ -112,7 +113,9 @@ def test_small_n_plan_streams_w_with_x_in_shared_memory():
     assert plans.plan_dsd(s, "float32", 8, 32, False, False, 90, SMS).kernel.kernel \
         != "dsd_stream"
     assert plans.plan_dsd(s, "float16", 16, 32, False, False, 90, SMS).kernel.kernel \
-        != "dsd_stream"
+        == "dsd_stream"  # b = 16 too (m16n8k16)
+    assert plans.plan_dsd(structure(512, 512, 0.25), "float16", 32, 32, False, False, 90,
+                          SMS).kernel.kernel != "dsd_stream"
     assert plans.plan_dsd(s, "float16", 8, 32, False, False, 75, SMS).kernel.kernel \
         != "dsd_stream"  # mma m16n8k8 in bfloat16 and movmatrix: sm_80 on
     small = structure(128, 128, 0.25)  # 4 x 2 CTAs: too few for the device
