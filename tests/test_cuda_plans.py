@@ -96,10 +96,10 @@ def test_small_n_plan_streams_w_with_x_in_shared_memory():
     device: X's chunks in shared memory, W read once; the dense path is not weighed
     against it."""
     s = structure(1024, 1024, 0.25)
-    for n, trans, arch in ((1, False, 90), (32, True, 80), (17, False, 90)):
+    for n, trans, arch in ((1, False, 90), (32, True, 80), (17, False, 90), (64, True, 90)):
         p = plans.plan_dsd(s, "bfloat16", 8, n, trans, False, arch, SMS, 1 << 34)
         assert (p.path, p.kernel.kernel) == ("sparse", "dsd_stream")
-        assert p.kernel.rows_per_cta == (16 if n <= 16 else 32)
+        assert p.kernel.rows_per_cta == 16 * -(-n // 16)
         t = configs.stream_tile(8, n)
         groups, chunks = 1024 // t.group, 1024 // t.chunk
         run = plans.stream_run(groups, chunks, SMS)
@@ -108,7 +108,7 @@ def test_small_n_plan_streams_w_with_x_in_shared_memory():
         assert "chunk(s) per CTA" in str(p)
         assert p.ratio is None
         assert p.w_copy is None
-    assert plans.plan_dsd(s, "float16", 8, 33, False, False, 90, SMS, 1 << 34).kernel.kernel \
+    assert plans.plan_dsd(s, "float16", 8, 65, False, False, 90, SMS, 1 << 34).kernel.kernel \
         != "dsd_stream"
     assert plans.plan_dsd(s, "float32", 8, 32, False, False, 90, SMS).kernel.kernel \
         != "dsd_stream"
@@ -669,7 +669,7 @@ def _stream_capable():
 @pytest.mark.parametrize("backend", CUDA, indirect=True)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("b", [8, 16])
-@pytest.mark.parametrize("n", [1, 7, 16, 17, 32])
+@pytest.mark.parametrize("n", [1, 7, 16, 17, 32, 40, 64])
 def test_stream_kernel_matches_scipy(backend, dtype, b, n):
     """The small-N dsd with X in shared memory, forced: a W whose block rows and columns
     are not whole chunks or groups, an empty block row and column, both products, alpha

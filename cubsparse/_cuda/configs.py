@@ -400,7 +400,7 @@ def _family_configs(fam: str, dt: str, b: int) -> list[KernelConfig]:
     tf32 = dt == "float32"  # float32 also has the opt-in TF32 kernels
     out = []
     if fam == "dsd":
-        for n in (16, 32):
+        for n in (16, 32, 48, 64):
             if stream_config(dt, b, False, n) is not None:
                 out += [stream_config(dt, b, t, n) for t in (False, True)]
                 out += [stream_finish_config(dt)]
