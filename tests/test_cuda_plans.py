@@ -526,7 +526,7 @@ def test_override_forces_and_restores():
     with plans.override(dense=False):
         assert plans.plan_dsd(s, "float16", 8, 4096, False, False, 90, SMS, 1 << 30).path == \
             "sparse"
-        with plans.override(split=2):
+        with plans.override(split=2, stream=False):
             p = plans.plan_dsd(s, "float16", 8, 64, False, False, 90, SMS, 1 << 30)
             assert p.split == 2
             assert p.slots > 0
