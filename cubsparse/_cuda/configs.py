@@ -186,13 +186,19 @@ def group_config(dtype, b: int, trans: bool) -> KernelConfig | None:
     return _instance(expr, t.warps_m * t.warps_n * 32, smem, t.rows, t.group)
 
 
-def stream_tile(b: int, n: int):
-    """The small-N dsd's tile (:data:`DSD_STREAM`) for ``n`` rows of X at block size ``b``,
-    or None where it has none."""
+def stream_key(b: int, n: int) -> tuple | None:
+    """The key ``(b, rows)`` of the small-N dsd's tile (:data:`DSD_STREAM`) for ``n`` rows
+    of X at block size ``b``, or None where it has none."""
     if not 0 < n <= STREAM_MAX_ROWS:
         return None
     rows = min((r for bb, r in DSD_STREAM if bb == b and r >= n), default=None)
-    return None if rows is None else DSD_STREAM[b, rows]
+    return None if rows is None else (b, rows)
+
+
+def stream_tile(b: int, n: int):
+    """The small-N dsd's tile for ``n`` rows of X at block size ``b``, or None."""
+    key = stream_key(b, n)
+    return None if key is None else DSD_STREAM[key]
 
 
 @functools.cache

@@ -33,6 +33,7 @@ from .configs import (
     sdd_tile_shape,
     sdd_wgmma_config,
     stream_config,
+    stream_key,
     stream_tile,
     wgmma_config,
 )
@@ -178,6 +179,12 @@ STREAM_MIN_FILL = 1.0
 #: CTAs per SM the small-N dsd's runs of chunks are sized for: two fit an SM (its shared
 #: memory), and fewer, longer runs leave fewer float32 partial products to add.
 STREAM_CTAS_PER_SM = 2
+#: The densities of W the small-N dsd takes, by its tile's key (block size, rows of X up
+#: to); others take all. Measured on an H100 at N = 48 and 64, C = K = 8192 and 12288:
+#: at b = 16 its narrow chunks of X (8 block columns) made it 0.67-0.79x the speed of the
+#: tile kernels at d = 0.05 and 1.04-1.26x at d = 0.1; at b = 8 dense cuBLAS was faster
+#: from d = 0.5 (0.78-1.00 of its time), slower at d = 0.25 (1.19-1.57).
+STREAM_DENSITY = {(16, 64): (0.075, 1.0), (8, 64): (0.0, 0.4)}
 
 
 def split_length(lens: np.ndarray, row_tiles: int, slots: int, shortest: int = 4) -> int:
@@ -206,11 +213,14 @@ def fill_pays(structure, b: int, itemsize: int) -> bool:
     return least is not None and rows * cols > 0 and structure.nnzb >= least * rows * cols
 
 
-def stream_pays(structure, groups: int, chunks: int, sms: int) -> bool:
+def stream_pays(structure, groups: int, chunks: int, sms: int, key: tuple) -> bool:
     """The small-N dsd with X in shared memory has at least STREAM_MIN_FILL x ``sms`` pairs
-    of a group of output blocks and a chunk of X's block columns to share out, and W has
-    blocks."""
-    return structure.nnzb > 0 and groups * chunks >= STREAM_MIN_FILL * sms
+    of a group of output blocks and a chunk of X's block columns to share out, W has
+    blocks, and W's density is in the range STREAM_DENSITY gives its tile (``key``)."""
+    rows, cols = structure.block_shape
+    lo, hi = STREAM_DENSITY.get(key, (0.0, 1.0))
+    return (structure.nnzb > 0 and groups * chunks >= STREAM_MIN_FILL * sms
+            and lo <= structure.nnzb / (rows * cols) <= hi)
 
 
 def stream_run(groups: int, chunks: int, sms: int) -> int:
@@ -576,7 +586,7 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
         nk = structure.block_shape[1] if trans else structure.block_shape[0]
         tile = stream_tile(b, n)
         groups, chunks = -(-n_out // scfg.group), max(1, -(-nk // tile.chunk))
-        if _decide("stream", stream_pays, structure, groups, chunks, sms):
+        if _decide("stream", stream_pays, structure, groups, chunks, sms, stream_key(b, n)):
             run = min(chunks, tile.max_run,
                       max(1, int(_FORCED.get("stream_run") or stream_run(groups, chunks, sms))))
             runs = -(-chunks // run)
