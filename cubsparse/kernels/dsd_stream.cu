@@ -100,6 +100,11 @@ __global__ void __launch_bounds__(256, 2)
   const int first = blockIdx.y * run, nrun = min(nchunks - first, run);  // run <= RUN
   const int* const gst = starts + (i64)g * nchunks * G;  // [chunk][member]: first entry
   for (int r = tid; r <= nrun; r += 256) bounds[r] = gst[(first + r) * G];
+  const int rows = min(nrows, N);  // X's rows, then zeros up to N, written once
+  for (int v = tid; v < STAGES * (N - rows) * LD / 8; v += 256) {
+    const int s = v / ((N - rows) * LD / 8), o = v % ((N - rows) * LD / 8);
+    *(int4*)(xs + (s * N + rows) * LD + o * 8) = make_int4(0, 0, 0, 0);
+  }
   __syncthreads();
 
   // The run's stages, walked alike by every thread (a chunk without entries is skipped).
@@ -139,9 +144,9 @@ __global__ void __launch_bounds__(256, 2)
       nbuf = nbuf + 1 == STAGES ? 0 : nbuf + 1;
       u16* xb = xs + nbuf * N * LD;
       const int k0 = c * COLS;
-      for (int v = tid; v < N * (COLS / 8); v += 256) {  // zeros past X's edges
+      for (int v = tid; v < rows * (COLS / 8); v += 256) {  // zeros past X's last column
         const int r = v / (COLS / 8), k = k0 + (v % (COLS / 8)) * 8;
-        const bool in = r < nrows && k < kcols;
+        const bool in = k < kcols;
         cp_async16(xb + r * LD + (k - k0), in ? x + (i64)r * ldx + k : x, in ? 16 : 0);
       }
     }
