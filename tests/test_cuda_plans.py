@@ -118,9 +118,8 @@ def test_small_n_plan_streams_w_with_x_in_shared_memory():
                           SMS).kernel.kernel != "dsd_stream"
     assert plans.plan_dsd(s, "float16", 8, 32, False, False, 75, SMS).kernel.kernel \
         != "dsd_stream"  # mma m16n8k8 in bfloat16 and movmatrix: sm_80 on
-    # past 32 rows: b = 16 from d = 0.075 on, b = 8 up to d = 0.4 (STREAM_DENSITY)
-    for b, d, takes in ((16, 0.05, False), (16, 0.1, True), (8, 0.05, True), (8, 0.25, True),
-                        (8, 0.5, False)):
+    # past 32 rows at b = 16, from d = 0.075 on (STREAM_MIN_DENSITY)
+    for b, d, takes in ((16, 0.05, False), (16, 0.1, True), (8, 0.05, True), (8, 0.5, True)):
         ss = structure(1024, 1024, d)
         got = plans.plan_dsd(ss, "float16", b, 64, False, False, 90, SMS).kernel.kernel
         assert (got == "dsd_stream") == takes, (b, d)
