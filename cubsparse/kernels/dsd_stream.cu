@@ -25,10 +25,6 @@
 struct StreamStage {
   int chunk, lo, hi, buf;  // X's chunk, the entries [lo, hi), the X buffer
 };
-struct StreamNext {  // a stage planned, not yet issued
-  int chunk, lo, n;
-  bool fresh, more;  // the first stage of its chunk; a stage at all
-};
 
 // Where a block's 16-byte piece q lies in shared memory. A b = 16 block row is two pieces;
 // rows 4-7 of each 8-row half swap their two, so ldmatrix's eight rows of one half fall in
@@ -112,38 +108,39 @@ __global__ void __launch_bounds__(256, 2)
   __syncthreads();
 
   // The run's stages, walked alike by every thread (a chunk without entries is skipped).
-  // A stage's block indices are loaded two issues before its copies, into one of two
-  // register sets taken in turn, so the copies never wait for them.
+  // The indices of the next stage's blocks are loaded one issue ahead, so a stage's copies
+  // never wait for them.
   int rc = -1, pos = 0, end = 0, nbuf = -1;
-  auto plan = [&](StreamNext& q, int (&p)[PER]) {
-    q.fresh = false;
+  int next_lo = 0, next_n = 0, p[PER];
+  bool next_fresh = false, more = false;
+  auto plan = [&]() {
+    next_fresh = false;
     while (pos == end) {
       if (++rc >= nrun) {
-        q.more = false;
+        more = false;
         return;
       }
       pos = bounds[rc];
       end = bounds[rc + 1];
-      q.fresh = true;
+      next_fresh = true;
     }
-    q.more = true;
-    q.chunk = first + rc;
-    q.lo = pos;
-    q.n = min(end - pos, E);
-    pos += q.n;
+    more = true;
+    next_lo = pos;
+    next_n = min(end - pos, E);
+    pos += next_n;
 #pragma unroll
     for (int u = 0; u < PER; ++u) {
       const int e = (tid + u * 256) / PIECES;
-      p[u] = e < q.n ? blk[q.lo + e] : 0;
+      p[u] = e < next_n ? blk[next_lo + e] : 0;
     }
   };
-  auto issue = [&](int slot, StreamNext& q, int (&p)[PER]) -> int {
-    if (!q.more) {
+  auto issue = [&](int slot) -> int {
+    if (!more) {
       cp_async_commit();  // an empty group keeps the wait counts
       return 0;
     }
-    const int c = q.chunk, lo = q.lo, n = q.n;
-    if (q.fresh) {
+    const int c = first + rc, lo = next_lo, n = next_n;
+    if (next_fresh) {
       nbuf = nbuf + 1 == STAGES ? 0 : nbuf + 1;
       u16* xb = xs + nbuf * N * LD;
       const int k0 = c * COLS;
@@ -156,27 +153,25 @@ __global__ void __launch_bounds__(256, 2)
     u16* const wb = wsm + slot * E * BB;
 #pragma unroll
     for (int u = 0; u < PER; ++u) {
-      const int v = tid + u * 256, e = v / PIECES, pc = v % PIECES;  // block e, piece pc
-      if (e < n) cp_async16(wb + e * BB + swizzle<B>(pc) * 8, w + (i64)p[u] * BB + pc * 8, 16);
+      const int v = tid + u * 256, e = v / PIECES, q = v % PIECES;  // block e, its piece q
+      if (e < n) cp_async16(wb + e * BB + swizzle<B>(q) * 8, w + (i64)p[u] * BB + q * 8, 16);
     }
     for (int v = tid; v < n; v += 256) cp_async4(ks + slot * E + v, kin + lo + v);
     if (tid <= G) cp_async4(ms + slot * (G + 1) + tid, gst + c * G + tid);
     if (tid == 0) desc[slot] = {c, lo, lo + n, nbuf};
     cp_async_commit();
-    plan(q, p);  // the stage two after this one
+    plan();
     return 1;
   };
 
-  StreamNext q0, q1;  // stages of even and odd number
-  int p0[PER], p1[PER];
-  plan(q0, p0);
-  plan(q1, p1);
+  plan();
   float acc[MEMBERS][MT][NT][4] = {};
   int staged = 0;
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s)
-    staged += s & 1 ? issue(staged % STAGES, q1, p1) : issue(staged % STAGES, q0, p0);
-  auto consume = [&](int i) {
+  for (int s = 0; s < STAGES - 1; ++s) staged += issue(staged % STAGES);
+  for (int i = 0; i < staged; ++i) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();  // stage i is in; every warp is done with stage i - 1, whose slot the
+    staged += issue(staged % STAGES);  // stage STAGES - 1 ahead takes now
     const int slot = i % STAGES;
     const StreamStage d = desc[slot];
     const u16* const xb = xs + d.buf * N * LD + (lane >> 2) * LD + (lane & 3) * 2;
@@ -190,28 +185,6 @@ __global__ void __launch_bounds__(256, 2)
 #pragma unroll 2
       for (int e = a; e < z; ++e)
         stream_mma<Tag, B, MT, LD, TRANS>(acc[t], wb + e * BB, xb + kb[e] * B, lane);
-    }
-  };
-  // Stage i is consumed while stage i + STAGES - 1 is issued into the slot of stage i - 1
-  // (every warp is past it at the barrier); the loop runs two stages a turn so that each
-  // register set of indices is named statically.
-  auto step = [&](int i, StreamNext& q, int (&p)[PER]) {
-    cp_async_wait<STAGES - 2>();
-    __syncthreads();
-    staged += issue(staged % STAGES, q, p);
-    consume(i);
-  };
-  constexpr bool EVEN_FIRST = (STAGES - 1) % 2 == 0;  // the parity of stage i + STAGES - 1
-  for (int i = 0; i < staged; i += 2) {
-    if (EVEN_FIRST)
-      step(i, q0, p0);
-    else
-      step(i, q1, p1);
-    if (i + 1 < staged) {
-      if (EVEN_FIRST)
-        step(i + 1, q1, p1);
-      else
-        step(i + 1, q0, p0);
     }
   }
 
