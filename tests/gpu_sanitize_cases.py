@@ -212,6 +212,15 @@ def _run() -> int:
                         results[f"x@W stream run={run}"] = (cs.matmul(xw, Ww), _f64(xw) @ Wwd)
                         results[f"dy@W.T stream run={run}"] = (cs.matmul(dyw, Ww.T),
                                                                 _f64(dyw) @ Wwd.T)
+                # a sparse W at 40 rows: chunks of one stage each, every X buffer in use
+                lay = rng.random((150, 100)) < 0.03
+                Ws = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=6)
+                Wsd = _f64(Ws.toarray())
+                xs = cp.asarray(rng.standard_normal((40, 150 * b))).astype(dtype)
+                dys = cp.asarray(rng.standard_normal((40, 100 * b))).astype(dtype)
+                with plans.override(stream=True, dense=False, stream_run=8):
+                    results["x@W stream sparse"] = (cs.matmul(xs, Ws), _f64(xs) @ Wsd)
+                    results["dy@W.T stream sparse"] = (cs.matmul(dys, Ws.T), _f64(dys) @ Wsd.T)
             with plans.override(dense=True, fill=True):  # W written whole, zeros too
                 results["x@W dense fill"] = (cs.matmul(xl, W), xlh @ Wd)
                 results["dy@W.T dense fill"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)

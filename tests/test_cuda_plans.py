@@ -102,7 +102,8 @@ def test_small_n_plan_streams_w_with_x_in_shared_memory():
         assert p.kernel.rows_per_cta == 16 * -(-n // 16)
         t = configs.stream_tile(8, n)
         groups, chunks = 1024 // t.group, 1024 // t.chunk
-        run = plans.stream_run(groups, chunks, SMS)
+        per_sm = 1 if arch == 80 else plans.STREAM_CTAS_PER_SM  # what the SM's memory holds
+        run = plans.stream_run(groups, chunks, per_sm * SMS)
         assert p.grid == (groups, -(-chunks // run))
         assert p.split == run
         assert "chunk(s) per CTA" in str(p)
@@ -145,14 +146,31 @@ def test_stream_runs_fill_the_device_with_the_fewest_partial_products():
     second wave), never longer than the chunks there are."""
     slots = plans.STREAM_CTAS_PER_SM * 132
     for groups, chunks in ((32, 16), (48, 24), (16, 8), (100, 7), (300, 5), (1, 1)):
-        run = plans.stream_run(groups, chunks, 132)
+        run = plans.stream_run(groups, chunks, slots)
         assert 1 <= run <= chunks
         ctas = groups * -(-chunks // run)
         assert ctas <= slots or run == chunks
         assert run == 1 or groups * -(-chunks // (run - 1)) > slots
-    assert plans.stream_run(32, 16, 132) == 2  # C = K = 8192: 8 runs of 2 chunks
-    assert plans.stream_run(16, 8, 132) == 1
-    assert plans.stream_run(300, 5, 132) == 5  # more groups than slots: one run each
+    assert plans.stream_run(32, 16, slots) == 2  # C = K = 8192: 8 runs of 2 chunks
+    assert plans.stream_run(16, 8, slots) == 1
+    assert plans.stream_run(300, 5, slots) == 5  # more groups than slots: one run each
+
+
+def test_stream_plan_fits_the_device_and_caps_its_runs():
+    """The small-N dsd only where its shared memory fits a CTA (sm_86 and sm_89 allow 99
+    KiB: the 16-row tile at b = 8 fits, the 32-row one not), runs sized for the CTAs an
+    SM holds (one on sm_80), and no run longer than the tile's max_run."""
+    s = structure(1024, 1024, 0.25)
+    for arch, n, fits in ((86, 16, True), (86, 32, False), (89, 64, False), (80, 32, True)):
+        got = plans.plan_dsd(s, "float16", 8, n, False, False, arch, SMS).kernel.kernel
+        assert (got == "dsd_stream") == fits, (arch, n)
+    groups, chunks = 1024 // 32, 1024 // configs.stream_tile(8, 32).chunk
+    assert plans.plan_dsd(s, "float16", 8, 32, False, False, 80, SMS).split == \
+        plans.stream_run(groups, chunks, SMS)  # one CTA an SM on sm_80
+    tall = structure(2048, 1024, 0.05)  # X @ W at 64 rows: 128 chunks of 16 block columns
+    with plans.override(stream=True, stream_run=1000):
+        p = plans.plan_dsd(tall, "float16", 8, 64, False, False, 90, SMS)
+    assert (p.split, p.grid[1]) == (configs.stream_tile(8, 64).max_run, 2)
 
 
 def test_dsd_plan_takes_dense_panels_where_members_fill_them():
@@ -683,7 +701,7 @@ def test_stream_kernel_matches_scipy(backend, dtype, b, n):
     and beta, a poisoned output, and repeated calls giving the same bits."""
     _stream_capable()
     rng = np.random.default_rng(n)
-    lay = rng.random((75, 45)) < 0.3  # 2 to 5 chunks of X's block columns, 2 groups
+    lay = rng.random((75, 45)) < 0.3  # 1 to 10 chunks of X's block columns, 2 to 5 groups
     lay[:, 7] = False
     lay[13, :] = False
     w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=n, backend=backend)
@@ -697,15 +715,21 @@ def test_stream_kernel_matches_scipy(backend, dtype, b, n):
 def test_stream_kernel_runs_of_chunks(backend, dtype, b, run):
     """Runs of 1, 2 and 3 chunks per CTA (partial products added in order) and one CTA per
     group writing Y itself (1000): chunks of X's block columns with more blocks than a
-    stage holds, a chunk without blocks in every group, N = 17 and 32."""
+    stage holds, chunks without blocks in every group, N = 17 and 32; then a sparse W
+    whose chunks fit one stage each, so that every X buffer is in use at once (N = 17 and
+    40)."""
     _stream_capable()
     rng = np.random.default_rng(run)
-    lay = rng.random((200, 150)) < 0.35  # 4 to 13 chunks of X's block columns, 5 to 7 groups
+    lay = rng.random((200, 150)) < 0.35  # 5 to 13 chunks of X's block columns, 5 to 13 groups
     lay[64:128, :] = False  # X @ W: chunks without blocks
     lay[:, 64:128] = False  # dY @ W.T: likewise
     w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=run, backend=backend)
     for n in (17, 32):
         _check_stream(w, lay.shape, n, dtype, backend, rng, stream_run=run)
+    sparse = rng.random((200, 150)) < 0.03
+    w = cs.BlockSparseMatrix.from_layout(sparse, b, dtype=dtype, seed=run, backend=backend)
+    for n in (17, 40):
+        _check_stream(w, sparse.shape, n, dtype, backend, rng, stream_run=run)
 
 
 @pytest.mark.parametrize("backend", CUDA, indirect=True)

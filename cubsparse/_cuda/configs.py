@@ -186,6 +186,22 @@ def group_config(dtype, b: int, trans: bool) -> KernelConfig | None:
     return _instance(expr, t.warps_m * t.warps_n * 32, smem, t.rows, t.group)
 
 
+#: Shared memory one CTA may opt in to and one SM holds, by compute capability (bytes, the
+#: CUDA C++ programming guide's technical specifications); other devices are taken to have
+#: the least of these. Each resident CTA also takes 1 KiB of the SM's.
+SMEM_PER_BLOCK = {80: 166912, 86: 101376, 87: 166912, 89: 101376, 90: 232448}
+SMEM_PER_SM = {80: 167936, 86: 102400, 87: 167936, 89: 102400, 90: 233472}
+
+
+def smem_ctas(cfg: KernelConfig, arch: int, static: int = 512) -> int:
+    """How many CTAs of ``cfg`` (its dynamic shared memory plus ``static`` bytes) one SM of
+    compute capability ``arch`` holds at once; 0 where one CTA asks for more than it may."""
+    need = cfg.smem + static
+    if need > SMEM_PER_BLOCK.get(arch, min(SMEM_PER_BLOCK.values())):
+        return 0
+    return SMEM_PER_SM.get(arch, min(SMEM_PER_SM.values())) // (need + 1024)
+
+
 def stream_key(b: int, n: int) -> tuple | None:
     """The key ``(b, rows)`` of the small-N dsd's tile (:data:`DSD_STREAM`) for ``n`` rows
     of X at block size ``b``, or None where it has none."""

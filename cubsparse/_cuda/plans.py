@@ -32,6 +32,7 @@ from .configs import (
     sdd_tile_config,
     sdd_tile_shape,
     sdd_wgmma_config,
+    smem_ctas,
     stream_config,
     stream_key,
     stream_tile,
@@ -176,8 +177,9 @@ FILL_MIN_DENSITY = {16: 0.25}
 #: least this many CTAs per SM: measured at C = K = 8192 (512 CTAs on an H200), where it
 #: ran b = 8 at N = 32 1.9-3.9x faster than the tile kernels (bench/NOTES.md 145-146).
 STREAM_MIN_FILL = 1.0
-#: CTAs per SM the small-N dsd's runs of chunks are sized for: two fit an SM (its shared
-#: memory), and fewer, longer runs leave fewer float32 partial products to add.
+#: CTAs per SM the small-N dsd's runs of chunks are sized for, where the SM's shared memory
+#: holds them (two on sm_90, one on sm_80); fewer, longer runs leave fewer float32 partial
+#: products to add.
 STREAM_CTAS_PER_SM = 2
 #: The least density of W the small-N dsd takes, by its tile's key (block size, rows of X
 #: up to); others take any. Measured on an H100 at N = 48 and 64, C = K = 8192 and 12288:
@@ -221,11 +223,10 @@ def stream_pays(structure, groups: int, chunks: int, sms: int, key: tuple) -> bo
             and structure.nnzb >= STREAM_MIN_DENSITY.get(key, 0.0) * rows * cols)
 
 
-def stream_run(groups: int, chunks: int, sms: int) -> int:
+def stream_run(groups: int, chunks: int, slots: int) -> int:
     """Chunks of X's block columns per CTA of the small-N dsd: the shortest run whose CTAs
-    all fit at once, STREAM_CTAS_PER_SM to each of ``sms`` SMs (no second wave), so the
-    fewest partial products that keep the SMs busy."""
-    slots = STREAM_CTAS_PER_SM * sms
+    all run at once in the device's ``slots`` (no second wave), so the fewest partial
+    products that keep the SMs busy."""
     return next((run for run in range(1, chunks) if groups * -(-chunks // run) <= slots),
                 max(chunks, 1))
 
@@ -422,8 +423,9 @@ def override(**decisions):
         Take (or not) the small-N dsd that keeps X in shared memory and reads each block
         of W once, wherever one is configured (at most ``STREAM_MAX_ROWS`` rows of X).
     ``stream_run`` : int
-        Chunks of X's block columns per CTA of that dsd (at least 1; more than there are
-        means one CTA per group of output blocks, writing Y itself).
+        Chunks of X's block columns per CTA of that dsd (at least 1, at most its tile's
+        ``max_run``; at least as many as there are means one CTA per group of output
+        blocks, writing Y itself).
 
     Examples
     --------
@@ -580,13 +582,17 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
     # At a few rows of X and small blocks, X in shared memory and W streamed once; it beats
     # the dense path there too (the path's rewrite of W alone costs more), so no ratio.
     scfg = stream_config(name, b, trans, n) if arch >= 80 else None
-    if scfg is not None:
+    stile = stream_tile(b, n)
+    per_sm = (min(STREAM_CTAS_PER_SM, smem_ctas(scfg, arch, stile.stages * 16
+                                                + (stile.max_run + 1) * 4))
+              if scfg is not None else 0)  # (static: the stages' records, the run's bounds)
+    if per_sm:  # (its shared memory fits the device)
         nk = structure.block_shape[1] if trans else structure.block_shape[0]
-        tile = stream_tile(b, n)
-        groups, chunks = -(-n_out // scfg.group), max(1, -(-nk // tile.chunk))
+        groups, chunks = -(-n_out // scfg.group), max(1, -(-nk // stile.chunk))
         if _decide("stream", stream_pays, structure, groups, chunks, sms, stream_key(b, n)):
-            run = min(chunks, tile.max_run,
-                      max(1, int(_FORCED.get("stream_run") or stream_run(groups, chunks, sms))))
+            run = min(chunks, stile.max_run,
+                      max(1, int(_FORCED.get("stream_run")
+                                 or stream_run(groups, chunks, per_sm * sms))))
             runs = -(-chunks // run)
             return DsdPlan(product, n, name, b, "sparse", scfg, True, None, run,
                            runs if runs > 1 else 0, (groups, runs), None)

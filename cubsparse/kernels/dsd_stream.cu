@@ -1,4 +1,4 @@
-// dsd at a few rows of X (N <= 32) and b = 8 or 16, where a product is a stream of W's blocks:
+// dsd at a few rows of X (N <= 64) and b = 8 or 16, where a product is a stream of W's blocks:
 // X resident in shared memory, every stored block of W read once, many reads in flight.
 //
 //   Y[:, block j] = sum over list j of X[:, block k] @ op(W_p)   (the lists of dsd_copies.cuh)
