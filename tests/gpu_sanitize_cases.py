@@ -203,7 +203,7 @@ def _run() -> int:
                 # chunks per CTA (partial products), a chunk without blocks
                 lay = rng.random((150, 100)) < 0.35
                 lay[64:128] = False
-                Ww = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=5)
+                Ww = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=5, backend="cuda")
                 Wwd = _f64(Ww.toarray())
                 xw = cp.asarray(rng.standard_normal((17, 150 * b))).astype(dtype)
                 dyw = cp.asarray(rng.standard_normal((17, 100 * b))).astype(dtype)
@@ -214,7 +214,7 @@ def _run() -> int:
                                                                 _f64(dyw) @ Wwd.T)
                 # a sparse W at 40 rows: chunks of one stage each, every X buffer in use
                 lay = rng.random((150, 100)) < 0.03
-                Ws = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=6)
+                Ws = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=6, backend="cuda")
                 Wsd = _f64(Ws.toarray())
                 xs = cp.asarray(rng.standard_normal((40, 150 * b))).astype(dtype)
                 dys = cp.asarray(rng.standard_normal((40, 100 * b))).astype(dtype)
