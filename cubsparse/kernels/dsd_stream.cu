@@ -28,50 +28,67 @@ struct StreamStage {
 
 // Where a block's 16-byte piece q lies in shared memory. A b = 16 block row is two pieces;
 // rows 4-7 of each 8-row half swap their two, so ldmatrix's eight rows of one half fall in
-// distinct banks. A b = 8 block (one piece a row) is read by words, as stored.
+// distinct banks. A b = 8 block (one piece a row) is stored as it is: ldmatrix reads its
+// eight rows, 128 contiguous bytes.
 template <int B>
 __device__ __forceinline__ int swizzle(int q) {
   return B == 16 ? q ^ ((q >> 3) & 1) : q;
 }
 
-// One block's contribution, acc[mt][nt] += X rows 16 mt.. (ap: the lane's A position in the
-// block's X columns) times op(block) columns 8 nt... b = 8: a lane's word of the block is
-// row lane / 4, columns 2 (lane % 4) and up, which is mma m16n8k8's B fragment of W_p^T
-// (X @ W.T) as loaded and of W_p (X @ W) after movmatrix transposes the 8 x 8 tile. b = 16:
-// ldmatrix gives both n8 tiles' B fragments of m16n8k16, transposing for X @ W.
-template <class Tag, int B, int MT, int LD, bool TRANS>
-__device__ __forceinline__ void stream_mma(float (&acc)[MT][B / 8][4], const u16* blk,
-                                           const u16* ap, int lane) {
-  if constexpr (B == 8) {
-    unsigned bf = ((const unsigned*)blk)[lane];
-    if (!TRANS) asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %0;" : "+r"(bf));
+// Four b = 8 blocks' contributions, entries e.. e + 3 of a member's list (those below z),
+// acc[mt] += X rows 16 mt.. (xb: the lane's A position in the chunk) times op(block). One
+// ldmatrix reads the four blocks, lanes 8 q to 8 q + 7 giving block e + q's rows: a lane
+// then holds row lane / 4, columns 2 (lane % 4) and up of each, mma m16n8k8's B fragment
+// of W_p^T (X @ W.T), or of W_p (X @ W) when ldmatrix transposes.
+template <class Tag, int MT, int LD, bool TRANS>
+__device__ __forceinline__ void stream_mma4(float (&acc)[MT][1][4], const u16* wb,
+                                            const int* kb, const u16* xb, int e, int z,
+                                            int lane) {
+  const u16* row = wb + min(e + (lane >> 3), z - 1) * 64 + (lane & 7) * 8;
+  unsigned bf[4];
+  if (TRANS)
+    ldsm_x4(bf, row);
+  else
+    ldsm_x4_t(bf, row);
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-      const unsigned af[2] = {*(const unsigned*)(ap + mt * 16 * LD),
-                              *(const unsigned*)(ap + (mt * 16 + 8) * LD)};
-      mma1688(Tag(), acc[mt][0], af, bf);
-    }
-  } else {
-    // Matrix lane / 8 of the four: X @ W.T takes (rows, columns) halves (0,0) (0,1) (1,0)
-    // (1,1) of W_p, X @ W (0,0) (1,0) (0,1) (1,1) transposed; either way registers 0-1 are
-    // n8 tile 0's k halves and 2-3 tile 1's.
-    const int q = lane >> 3, half_r = TRANS ? q >> 1 : q & 1, half_c = TRANS ? q & 1 : q >> 1;
-    const int row = half_r * 8 + (lane & 7);
-    const u16* src = blk + swizzle<16>(row * 2 + half_c) * 8;
-    unsigned bf[4];
-    if (TRANS)
-      ldsm_x4(bf, src);
-    else
-      ldsm_x4_t(bf, src);
+  for (int q = 0; q < 4; ++q) {
+    if (e + q < z) {  // uniform over the warp
+      const u16* const ap = xb + kb[e + q] * 8;
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-      const u16* a = ap + mt * 16 * LD;
-      const unsigned af[4] = {*(const unsigned*)a, *(const unsigned*)(a + 8 * LD),
-                              *(const unsigned*)(a + 8), *(const unsigned*)(a + 8 * LD + 8)};
-      const unsigned b0[2] = {bf[0], bf[1]}, b1[2] = {bf[2], bf[3]};
-      mma16816(Tag(), acc[mt][0], af, b0);
-      mma16816(Tag(), acc[mt][1], af, b1);
+      for (int mt = 0; mt < MT; ++mt) {
+        const unsigned af[2] = {*(const unsigned*)(ap + mt * 16 * LD),
+                                *(const unsigned*)(ap + (mt * 16 + 8) * LD)};
+        mma1688(Tag(), acc[mt][0], af, bf[q]);
+      }
     }
+  }
+}
+
+// One b = 16 block's contribution, acc[mt][nt] += X rows 16 mt.. (ap: the lane's A position
+// in the block's X columns) times op(block) columns 8 nt..: ldmatrix gives both n8 tiles'
+// B fragments of m16n8k16, transposing for X @ W.
+template <class Tag, int MT, int LD, bool TRANS>
+__device__ __forceinline__ void stream_mma16(float (&acc)[MT][2][4], const u16* blk,
+                                             const u16* ap, int lane) {
+  // Matrix lane / 8 of the four: X @ W.T takes (rows, columns) halves (0,0) (0,1) (1,0)
+  // (1,1) of W_p, X @ W (0,0) (1,0) (0,1) (1,1) transposed; either way registers 0-1 are
+  // n8 tile 0's k halves and 2-3 tile 1's.
+  const int q = lane >> 3, half_r = TRANS ? q >> 1 : q & 1, half_c = TRANS ? q & 1 : q >> 1;
+  const int row = half_r * 8 + (lane & 7);
+  const u16* src = blk + swizzle<16>(row * 2 + half_c) * 8;
+  unsigned bf[4];
+  if (TRANS)
+    ldsm_x4(bf, src);
+  else
+    ldsm_x4_t(bf, src);
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    const u16* a = ap + mt * 16 * LD;
+    const unsigned af[4] = {*(const unsigned*)a, *(const unsigned*)(a + 8 * LD),
+                            *(const unsigned*)(a + 8), *(const unsigned*)(a + 8 * LD + 8)};
+    const unsigned b0[2] = {bf[0], bf[1]}, b1[2] = {bf[2], bf[3]};
+    mma16816(Tag(), acc[mt][0], af, b0);
+    mma16816(Tag(), acc[mt][1], af, b1);
   }
 }
 
@@ -182,9 +199,14 @@ __global__ void __launch_bounds__(256, 2)
     for (int t = 0; t < MEMBERS; ++t) {
       const int m = warp + 8 * t;
       const int a = max(mb[m], d.lo) - d.lo, z = min(mb[m + 1], d.hi) - d.lo;
+      if constexpr (B == 8) {
+        for (int e = a; e < z; e += 4)
+          stream_mma4<Tag, MT, LD, TRANS>(acc[t], wb, kb, xb, e, z, lane);
+      } else {
 #pragma unroll 2
-      for (int e = a; e < z; ++e)
-        stream_mma<Tag, B, MT, LD, TRANS>(acc[t], wb + e * BB, xb + kb[e] * B, lane);
+        for (int e = a; e < z; ++e)
+          stream_mma16<Tag, MT, LD, TRANS>(acc[t], wb + e * BB, xb + kb[e] * B, lane);
+      }
     }
   }
 
