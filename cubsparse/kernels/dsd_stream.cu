@@ -28,8 +28,7 @@ struct StreamStage {
 
 // Where a block's 16-byte piece q lies in shared memory. A b = 16 block row is two pieces;
 // rows 4-7 of each 8-row half swap their two, so ldmatrix's eight rows of one half fall in
-// distinct banks. A b = 8 block (one piece a row) is stored as it is: ldmatrix reads its
-// eight rows, 128 contiguous bytes.
+// distinct banks. A b = 8 block (one piece a row) is stored as it is: 128 contiguous bytes.
 template <int B>
 __device__ __forceinline__ int swizzle(int q) {
   return B == 16 ? q ^ ((q >> 3) & 1) : q;
@@ -61,6 +60,23 @@ __device__ __forceinline__ void stream_mma4(float (&acc)[MT][1][4], const u16* w
         mma1688(Tag(), acc[mt][0], af, bf[q]);
       }
     }
+  }
+}
+
+// One b = 8 block's contribution, acc[mt] += X rows 16 mt.. (ap: the lane's A position in
+// the block's X columns) times op(block): a lane's word of the block, row lane / 4,
+// columns 2 (lane % 4) and up, is mma m16n8k8's B fragment of W_p^T (X @ W.T) as loaded
+// and of W_p (X @ W) after movmatrix transposes the 8 x 8 tile.
+template <class Tag, int MT, int LD, bool TRANS>
+__device__ __forceinline__ void stream_mma8(float (&acc)[MT][1][4], const u16* blk,
+                                            const u16* ap, int lane) {
+  unsigned bf = ((const unsigned*)blk)[lane];
+  if (!TRANS) asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %0;" : "+r"(bf));
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    const unsigned af[2] = {*(const unsigned*)(ap + mt * 16 * LD),
+                            *(const unsigned*)(ap + (mt * 16 + 8) * LD)};
+    mma1688(Tag(), acc[mt][0], af, bf);
   }
 }
 
@@ -199,9 +215,15 @@ __global__ void __launch_bounds__(256, 2)
     for (int t = 0; t < MEMBERS; ++t) {
       const int m = warp + 8 * t;
       const int a = max(mb[m], d.lo) - d.lo, z = min(mb[m + 1], d.hi) - d.lo;
-      if constexpr (B == 8) {
+      // b = 8: up to 16 rows four blocks a ldmatrix issue fewer instructions; with more
+      // rows a block at a time schedules its MMAs better.
+      if constexpr (B == 8 && MT == 1) {
         for (int e = a; e < z; e += 4)
           stream_mma4<Tag, MT, LD, TRANS>(acc[t], wb, kb, xb, e, z, lane);
+      } else if constexpr (B == 8) {
+#pragma unroll 2
+        for (int e = a; e < z; ++e)
+          stream_mma8<Tag, MT, LD, TRANS>(acc[t], wb + e * BB, xb + kb[e] * B, lane);
       } else {
 #pragma unroll 2
         for (int e = a; e < z; ++e)
