@@ -63,6 +63,14 @@ __device__ __forceinline__ void ldsm_x4_t(unsigned (&r)[4], const void* p) {
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(smem_addr(p)));
 }
+// ldmatrix x4, transposing where T.
+template <bool T>
+__device__ __forceinline__ void ldsm_x4_as(unsigned (&r)[4], const void* p) {
+  if (T)
+    ldsm_x4_t(r, p);
+  else
+    ldsm_x4(r, p);
+}
 __device__ __forceinline__ unsigned ldsm_x1(const void* p) {
   unsigned r;
   asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n" : "=r"(r) : "r"(smem_addr(p)));

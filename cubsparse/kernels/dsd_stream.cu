@@ -45,10 +45,7 @@ __device__ __forceinline__ void stream_mma4(float (&acc)[MT][1][4], const u16* w
                                             int lane) {
   const u16* row = wb + min(e + (lane >> 3), z - 1) * 64 + (lane & 7) * 8;
   unsigned bf[4];
-  if (TRANS)
-    ldsm_x4(bf, row);
-  else
-    ldsm_x4_t(bf, row);
+  ldsm_x4_as<!TRANS>(bf, row);
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
     if (e + q < z) {  // uniform over the warp
@@ -93,10 +90,7 @@ __device__ __forceinline__ void stream_mma16(float (&acc)[MT][2][4], const u16* 
   const int row = half_r * 8 + (lane & 7);
   const u16* src = blk + swizzle<16>(row * 2 + half_c) * 8;
   unsigned bf[4];
-  if (TRANS)
-    ldsm_x4(bf, src);
-  else
-    ldsm_x4_t(bf, src);
+  ldsm_x4_as<!TRANS>(bf, src);
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
     const u16* a = ap + mt * 16 * LD;
