@@ -217,6 +217,15 @@ def stream_tile(b: int, n: int):
     return None if key is None else DSD_STREAM[key]
 
 
+def stream_ctas(b: int, n: int, arch: int) -> int:
+    """CTAs of the small-N dsd's tile for ``n`` rows an SM of ``arch`` holds at once (0:
+    none fits), counting its static shared memory too: the stages' records and the run's
+    chunk bounds (``desc`` and ``bounds`` in dsd_stream.cu)."""
+    t = stream_tile(b, n)
+    cfg = stream_config("float16", b, False, n)  # the dtype and product leave it the same
+    return smem_ctas(cfg, arch, t.stages * 16 + (t.max_run + 1) * 4) if t else 0
+
+
 @functools.cache
 def stream_config(dtype, b: int, trans: bool, n: int) -> KernelConfig | None:
     """The small-N dsd with X in shared memory for ``n`` rows of X, or None where unused."""

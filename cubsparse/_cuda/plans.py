@@ -32,8 +32,8 @@ from .configs import (
     sdd_tile_config,
     sdd_tile_shape,
     sdd_wgmma_config,
-    smem_ctas,
     stream_config,
+    stream_ctas,
     stream_key,
     stream_tile,
     wgmma_config,
@@ -173,9 +173,9 @@ SDD_PAIR_STORE_SLICES = 2.4
 #: scatter's write rate, so from about a quarter of the blocks on, writing every element
 #: in whole sectors is faster.
 FILL_MIN_DENSITY = {16: 0.25}
-#: The small-N dsd with X in shared memory (``dsd_stream``) is taken where it makes at
-#: least this many CTAs per SM: measured at C = K = 8192 (512 CTAs on an H200), where it
-#: ran b = 8 at N = 32 1.9-3.9x faster than the tile kernels (bench/NOTES.md 145-146).
+#: The small-N dsd with X in shared memory (``dsd_stream``) is taken where W has at least
+#: this many (group of output blocks, chunk of X's block columns) pairs per SM to share
+#: out; with fewer, SMs would sit idle.
 STREAM_MIN_FILL = 1.0
 #: CTAs per SM the small-N dsd's runs of chunks are sized for, where the SM's shared memory
 #: holds them (two on sm_90, one on sm_80); fewer, longer runs leave fewer float32 partial
@@ -582,16 +582,14 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
     # At a few rows of X and small blocks, X in shared memory and W streamed once; it beats
     # the dense path there too (the path's rewrite of W alone costs more), so no ratio.
     scfg = stream_config(name, b, trans, n) if arch >= 80 else None
-    stile = stream_tile(b, n)
-    per_sm = (min(STREAM_CTAS_PER_SM, smem_ctas(scfg, arch, stile.stages * 16
-                                                + (stile.max_run + 1) * 4))
-              if scfg is not None else 0)  # (static: the stages' records, the run's bounds)
+    per_sm = min(STREAM_CTAS_PER_SM, stream_ctas(b, n, arch)) if scfg is not None else 0
     if per_sm:  # (its shared memory fits the device)
-        nk = structure.block_shape[1] if trans else structure.block_shape[0]
-        groups, chunks = -(-n_out // scfg.group), max(1, -(-nk // stile.chunk))
+        stile = stream_tile(b, n)
+        groups = -(-n_out // scfg.group)
+        chunks = worklists.stream_chunks(structure, trans, stile.chunk)
         if _decide("stream", stream_pays, structure, groups, chunks, sms, stream_key(b, n)):
             run = min(chunks, stile.max_run,
-                      max(1, int(_FORCED.get("stream_run")
+                      max(1, int(forced("stream_run")
                                  or stream_run(groups, chunks, per_sm * sms))))
             runs = -(-chunks // run)
             return DsdPlan(product, n, name, b, "sparse", scfg, True, None, run,

@@ -119,6 +119,14 @@ def _check_devices(dev: int, what: str, **arrays) -> None:
                 f"{arr.data.device_id}):` or move the operands to one device")
 
 
+def _set_output(v, i: int, y, it: int, alpha: float, beta: float) -> None:
+    """Set a launch's output parameters, ``y ldy alpha beta`` from its parameter ``i`` on."""
+    v[i].value = y.data.ptr
+    v[i + 1].value = y.strides[0] // it
+    v[i + 2].value = alpha
+    v[i + 3].value = beta
+
+
 class _SplitScratch:
     """A kernel's float32 workspace and int32 counters for work summed in pieces inside one
     launch (split lists), per stream. Launches on one stream run in order,
@@ -383,7 +391,7 @@ class _DsdRunner:
         t = stream_tile(b, n)
         blk, kcol, starts = worklists.stream_tables(s, dev, trans, t.chunk, t.group)
         nk = s.block_shape[1] if trans else s.block_shape[0]
-        nchunks = max(1, -(-nk // t.chunk))
+        nchunks = worklists.stream_chunks(s, trans, t.chunk)
         #   x ldx nrows kcols w blk kcol starts nout nchunks run ws y ldy alpha beta
         self.main = Launch(get_kernel(cfg), p.grid, (cfg.threads,), cfg.smem,
                            "pliippppiiipplff",
@@ -405,22 +413,14 @@ class _DsdRunner:
         v[0].value = x.data.ptr
         v[1].value = x.strides[0] // it
         v[4].value = wdata.data.ptr
-        if self.finish is None:
-            v[12].value = y.data.ptr
-            v[13].value = y.strides[0] // it
-            v[14].value = alpha
-            v[15].value = beta
+        if self.finish is None:  # the CTAs write Y
+            _set_output(v, 12, y, it, alpha, beta)
             self.main(stream)
             return
         ws, _ = self.split(stream)
-        v[11].value = ws.data.ptr
+        v[11].value = self.finish.v[0].value = ws.data.ptr
+        _set_output(self.finish.v, 5, y, it, alpha, beta)
         self.main(stream)
-        f = self.finish.v
-        f[0].value = ws.data.ptr
-        f[5].value = y.data.ptr
-        f[6].value = y.strides[0] // it
-        f[7].value = alpha
-        f[8].value = beta
         self.finish(stream)
 
     def _init_dense(self, w, dev):
@@ -487,11 +487,7 @@ class _DsdRunner:
             v[0].value = x.data.ptr
             v[1].value = x.strides[0] // it
             v[self.i_w].value = wdata.data.ptr
-        i = self.i_y
-        v[i].value = y.data.ptr
-        v[i + 1].value = y.strides[0] // it
-        v[i + 2].value = alpha
-        v[i + 3].value = beta
+        _set_output(v, self.i_y, y, it, alpha, beta)
         if self.split is not None:
             ws, counts = self.split(stream)
             v[self.i_ws].value = ws.data.ptr

@@ -282,6 +282,13 @@ def block_coordinates(structure, device: int):
                          lambda: (structure.rows, structure.host_indices))
 
 
+def stream_chunks(structure, trans: bool, chunk: int) -> int:
+    """Chunks of ``chunk`` block columns the small-N dsd cuts X's block columns into (at
+    least one)."""
+    nk = structure.block_shape[1] if trans else structure.block_shape[0]
+    return max(1, -(-nk // chunk))
+
+
 def stream_tables(structure, device: int, trans: bool, chunk: int, group: int):
     """(blk, kcol, starts) of the small-N dsd with X in shared memory, on the device.
 
@@ -294,8 +301,7 @@ def stream_tables(structure, device: int, trans: bool, chunk: int, group: int):
     def build():
         ptr, blk, gidx = structure.work_lists(trans)
         nout = ptr.shape[0] - 1
-        nk = structure.block_shape[1] if trans else structure.block_shape[0]
-        nchunks = max(1, -(-nk // chunk))
+        nchunks = stream_chunks(structure, trans, chunk)
         ngroups = max(1, -(-nout // group))
         owner = np.repeat(np.arange(nout, dtype=np.int64), np.diff(ptr))
         col = gidx.astype(np.int64)
