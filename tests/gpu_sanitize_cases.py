@@ -193,7 +193,7 @@ def _run() -> int:
                 results["dy@W.T dense"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
                 results["sdd dense"] = (cs.sampled_matmul(x.T, dy, like=W).toarray(),
                                         (xh.T @ dyh) * mask)
-            if b in (8, 16) and dtype in ("float16", "bfloat16"):
+            if b in (8, 16, 32) and dtype in ("float16", "bfloat16"):
                 # the small-N dsd with X in shared memory: one partial chunk of X's block
                 # columns, warps past the last output block of the group
                 with plans.override(stream=True, dense=False):

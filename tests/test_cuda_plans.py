@@ -92,7 +92,7 @@ def test_dense_path_where_the_model_says_so():
 
 
 def test_small_n_plan_streams_w_with_x_in_shared_memory():
-    """b = 8 and 16 in 16 bits at N <= STREAM_MAX_ROWS rows, where the grid fills the
+    """b = 8, 16 and 32 in 16 bits at N <= STREAM_MAX_ROWS rows, where the grid fills the
     device: X's chunks in shared memory, W read once; the dense path is not weighed
     against it."""
     s = structure(1024, 1024, 0.25)
@@ -115,8 +115,10 @@ def test_small_n_plan_streams_w_with_x_in_shared_memory():
         != "dsd_stream"
     assert plans.plan_dsd(s, "float16", 16, 32, False, False, 90, SMS).kernel.kernel \
         == "dsd_stream"  # b = 16 too (m16n8k16)
-    assert plans.plan_dsd(structure(512, 512, 0.25), "float16", 32, 32, False, False, 90,
-                          SMS).kernel.kernel != "dsd_stream"
+    for n, d in ((16, 0.05), (16, 0.1), (32, 0.1), (32, 0.25), (64, 0.25), (64, 0.5)):
+        got = plans.plan_dsd(structure(512, 512, d), "float16", 32, n, False, False, 90,
+                             SMS).kernel.kernel  # b = 32 from its tile's least density
+        assert (got == "dsd_stream") == (d >= plans.STREAM_MIN_DENSITY[(32, n)]), (n, d)
     assert plans.plan_dsd(s, "float16", 8, 32, False, False, 75, SMS).kernel.kernel \
         != "dsd_stream"  # mma m16n8k8 in bfloat16 and movmatrix: sm_80 on
     # past 32 rows at b = 16, from d = 0.075 on (STREAM_MIN_DENSITY)
@@ -693,7 +695,7 @@ def _stream_capable():
 
 @pytest.mark.parametrize("backend", CUDA, indirect=True)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("b", [8, 16])
+@pytest.mark.parametrize("b", [8, 16, 32])
 @pytest.mark.parametrize("n", [1, 7, 16, 17, 32, 40, 64])
 def test_stream_kernel_matches_scipy(backend, dtype, b, n):
     """The small-N dsd with X in shared memory, forced: a W whose block rows and columns
@@ -710,7 +712,7 @@ def test_stream_kernel_matches_scipy(backend, dtype, b, n):
 
 @pytest.mark.parametrize("backend", CUDA, indirect=True)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("b", [8, 16])
+@pytest.mark.parametrize("b", [8, 16, 32])
 @pytest.mark.parametrize("run", [1, 2, 3, 1000])
 def test_stream_kernel_runs_of_chunks(backend, dtype, b, run):
     """Runs of 1, 2 and 3 chunks per CTA (partial products added in order) and one CTA per

@@ -182,10 +182,12 @@ STREAM_MIN_FILL = 1.0
 #: products to add.
 STREAM_CTAS_PER_SM = 2
 #: The least density of W the small-N dsd takes, by its tile's key (block size, rows of X
-#: up to); others take any. Measured on an H100 at N = 48 and 64, C = K = 8192 and 12288:
-#: at b = 16 its narrow chunks of X (8 block columns) ran at 0.67-0.79x the speed of the
-#: tile kernels at d = 0.05, 1.04-1.26x at d = 0.1.
-STREAM_MIN_DENSITY = {(16, 64): 0.075}
+#: up to); others take any. Below it, copying a chunk of X into every group's CTA costs
+#: more than W's few blocks save. Measured (bench/NOTES.md), the tile kernels were faster
+#: for b = 16 past 32 rows at d = 0.05, and for b = 32 up to 16 rows at d = 0.05, past 16
+#: rows at d = 0.1 and past 32 rows at d = 0.25 (C = K = 8192); the stream kernel at the
+#: next density measured.
+STREAM_MIN_DENSITY = {(16, 64): 0.075, (32, 16): 0.075, (32, 32): 0.175, (32, 64): 0.3}
 
 
 def split_length(lens: np.ndarray, row_tiles: int, slots: int, shortest: int = 4) -> int:

@@ -1,5 +1,6 @@
-// dsd at a few rows of X (N <= 64) and b = 8 or 16, where a product is a stream of W's blocks:
-// X resident in shared memory, every stored block of W read once, many reads in flight.
+// dsd at a few rows of X (N <= 64) and b = 8, 16 or 32, where a product is a stream of W's
+// blocks: X resident in shared memory, every stored block of W read once, many reads in
+// flight.
 //
 //   Y[:, block j] = sum over list j of X[:, block k] @ op(W_p)   (the lists of dsd_copies.cuh)
 //
@@ -26,12 +27,14 @@ struct StreamStage {
   int chunk, lo, hi, buf;  // X's chunk, the entries [lo, hi), the X buffer
 };
 
-// Where a block's 16-byte piece q lies in shared memory. A b = 16 block row is two pieces;
-// rows 4-7 of each 8-row half swap their two, so ldmatrix's eight rows of one half fall in
-// distinct banks. A b = 8 block (one piece a row) is stored as it is: 128 contiguous bytes.
+// Where a block's 16-byte piece q lies in shared memory, so that ldmatrix's eight rows of
+// one piece column fall in distinct banks. A b = 16 block row is two pieces: rows 4-7 of
+// each 8-row half swap their two. A b = 32 row is four: rows 2 r and 2 r + 1 take piece c
+// from column c ^ (r % 4). A b = 8 block (one piece a row) is stored as it is: 128
+// contiguous bytes.
 template <int B>
 __device__ __forceinline__ int swizzle(int q) {
-  return B == 16 ? q ^ ((q >> 3) & 1) : q;
+  return B == 16 ? q ^ ((q >> 3) & 1) : B == 32 ? q ^ ((q >> 3) & 3) : q;
 }
 
 // Four b = 8 blocks' contributions, entries e.. e + 3 of a member's list (those below z),
@@ -102,6 +105,36 @@ __device__ __forceinline__ void stream_mma16(float (&acc)[MT][2][4], const u16* 
   }
 }
 
+// One b = 32 block's contribution, acc[mt][nt] += X rows 16 mt.. (ap: as for b = 16) times
+// op(block) columns 8 nt..: two k16 steps, each with two ldmatrix of a 16 x 16 quarter
+// (four n8 tiles' B fragments), as stream_mma16 reads its block.
+template <class Tag, int MT, int LD, bool TRANS>
+__device__ __forceinline__ void stream_mma32(float (&acc)[MT][4][4], const u16* blk,
+                                             const u16* ap, int lane) {
+  const int q = lane >> 3, half_r = TRANS ? q >> 1 : q & 1, half_c = TRANS ? q & 1 : q >> 1;
+#pragma unroll
+  for (int ks = 0; ks < 2; ++ks) {
+    unsigned bf[2][4];
+#pragma unroll
+    for (int np = 0; np < 2; ++np) {  // W's rows are op(W)'s n for X @ W.T, its k for X @ W
+      const int row = (TRANS ? np : ks) * 16 + half_r * 8 + (lane & 7);
+      const int piece = (TRANS ? ks : np) * 2 + half_c;
+      ldsm_x4_as<!TRANS>(bf[np], blk + swizzle<32>(row * 4 + piece) * 8);
+    }
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      const u16* a = ap + mt * 16 * LD + ks * 16;
+      const unsigned af[4] = {*(const unsigned*)a, *(const unsigned*)(a + 8 * LD),
+                              *(const unsigned*)(a + 8), *(const unsigned*)(a + 8 * LD + 8)};
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+        const unsigned bb[2] = {bf[nt >> 1][2 * (nt & 1)], bf[nt >> 1][2 * (nt & 1) + 1]};
+        mma16816(Tag(), acc[mt][nt], af, bb);
+      }
+    }
+  }
+}
+
 template <class Tag, int B, int MT, int KC, int G, int E, int STAGES, int RUN, bool TRANS>
 __global__ void __launch_bounds__(256, 2)
     dsd_stream(const u16* __restrict__ x, i64 ldx, int nrows, int kcols,
@@ -111,7 +144,7 @@ __global__ void __launch_bounds__(256, 2)
                float alpha, float beta) {
   static_assert(STAGES >= 2, "a stage in use and one in flight at least");
   constexpr int BB = B * B, PIECES = BB / 8;  // a block's elements, its 16-byte pieces
-  static_assert(B == 8 || B == 16, "one mma deep per block: m16n8k8 or m16n8k16");
+  static_assert(B == 8 || B == 16 || B == 32, "m16n8k8, m16n8k16, or two k16 steps");
   static_assert(G % 8 == 0 && E * PIECES % 256 == 0, "whole members a warp, whole copies");
   constexpr int N = MT * 16, COLS = KC * B, LD = COLS + 8;  // X rows padded by 16 bytes:
   constexpr int MEMBERS = G / 8, PER = E * PIECES / 256;    // a fragment's 8 rows, 8 banks
@@ -218,10 +251,13 @@ __global__ void __launch_bounds__(256, 2)
 #pragma unroll 2
         for (int e = a; e < z; ++e)
           stream_mma8<Tag, MT, LD, TRANS>(acc[t], wb + e * BB, xb + kb[e] * B, lane);
-      } else {
+      } else if constexpr (B == 16) {
 #pragma unroll 2
         for (int e = a; e < z; ++e)
           stream_mma16<Tag, MT, LD, TRANS>(acc[t], wb + e * BB, xb + kb[e] * B, lane);
+      } else {
+        for (int e = a; e < z; ++e)
+          stream_mma32<Tag, MT, LD, TRANS>(acc[t], wb + e * BB, xb + kb[e] * B, lane);
       }
     }
   }
