@@ -14,10 +14,11 @@
 // into one of STAGES buffers: when a stage is issued, the STAGES - 1 before it may still be
 // in use, and they span at most STAGES - 1 other chunks.
 //
-// Each warp owns G / 8 members and keeps their accumulators over the whole run. A lane's
-// word of a block is row lane / 4, columns 2 (lane % 4) and up: for X @ W.T that is mma
-// m16n8k8's B fragment of op(W_p) = W_p^T, for X @ W the fragment after movmatrix
-// transposes the 8 x 8 tile. A grid of one CTA along the runs (gridDim.y == 1) writes Y
+// Each warp owns G / 8 members and keeps their accumulators over the whole run. At b = 8 a
+// lane's word of a block is row lane / 4, columns 2 (lane % 4) and up: for X @ W.T that is
+// mma m16n8k8's B fragment of op(W_p) = W_p^T, for X @ W the fragment after movmatrix
+// transposes the 8 x 8 tile (or one ldmatrix reads four blocks' fragments). At b = 16 and
+// 32 ldmatrix reads m16n8k16's B fragments from swizzled copies of the blocks. A grid of one CTA along the runs (gridDim.y == 1) writes Y
 // with alpha and beta; otherwise each CTA writes its float32 partial product to its own
 // slice of the workspace and stream_finish adds the slices in order, so the result does
 // not depend on which CTA ran first.
@@ -255,7 +256,7 @@ __global__ void __launch_bounds__(256, 2)
 #pragma unroll 2
         for (int e = a; e < z; ++e)
           stream_mma16<Tag, MT, LD, TRANS>(acc[t], wb + e * BB, xb + kb[e] * B, lane);
-      } else {
+      } else {  // a block is already 8 MMAs per 16 rows: not unrolled
         for (int e = a; e < z; ++e)
           stream_mma32<Tag, MT, LD, TRANS>(acc[t], wb + e * BB, xb + kb[e] * B, lane);
       }
