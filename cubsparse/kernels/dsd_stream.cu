@@ -1,4 +1,4 @@
-// dsd at a few rows of X (N <= 64) and b = 8, 16 or 32, where a product is a stream of W's
+// dsd at a few rows of X (N <= 64) and b = 8 to 64, where a product is a stream of W's
 // blocks: X resident in shared memory, every stored block of W read once, many reads in
 // flight.
 //
@@ -17,8 +17,8 @@
 // Each warp owns G / 8 members and keeps their accumulators over the whole run. At b = 8 a
 // lane's word of a block is row lane / 4, columns 2 (lane % 4) and up: for X @ W.T that is
 // mma m16n8k8's B fragment of op(W_p) = W_p^T, for X @ W the fragment after movmatrix
-// transposes the 8 x 8 tile (or one ldmatrix reads four blocks' fragments). At b = 16 and
-// 32 ldmatrix reads m16n8k16's B fragments from swizzled copies of the blocks. A grid of one CTA along the runs (gridDim.y == 1) writes Y
+// transposes the 8 x 8 tile (or one ldmatrix reads four blocks' fragments). From b = 16 on
+// ldmatrix reads m16n8k16's B fragments from swizzled copies of the blocks. A grid of one CTA along the runs (gridDim.y == 1) writes Y
 // with alpha and beta; otherwise each CTA writes its float32 partial product to its own
 // slice of the workspace and stream_finish adds the slices in order, so the result does
 // not depend on which CTA ran first.
@@ -29,13 +29,14 @@ struct StreamStage {
 };
 
 // Where a block's 16-byte piece q lies in shared memory, so that ldmatrix's eight rows of
-// one piece column fall in distinct banks. A b = 16 block row is two pieces: rows 4-7 of
-// each 8-row half swap their two. A b = 32 row is four: rows 2 r and 2 r + 1 take piece c
-// from column c ^ (r % 4). A b = 8 block (one piece a row) is stored as it is: 128
+// one piece column fall in distinct banks: with P = B / 8 pieces a row, piece c of row r
+// goes to column c ^ ((r P / 8) % P). A b = 64 row (P = 8) is a 128-byte line, column
+// c ^ (r % 8); b = 32 rows 2 r and 2 r + 1 share a line, column c ^ (r % 4); b = 16 rows
+// 4-7 of each 8-row half swap their two pieces; a b = 8 block is stored as it is, 128
 // contiguous bytes.
 template <int B>
 __device__ __forceinline__ int swizzle(int q) {
-  return B == 16 ? q ^ ((q >> 3) & 1) : B == 32 ? q ^ ((q >> 3) & 3) : q;
+  return q ^ ((q >> 3) & (B / 8 - 1));
 }
 
 // Four b = 8 blocks' contributions, entries e.. e + 3 of a member's list (those below z),
@@ -81,46 +82,26 @@ __device__ __forceinline__ void stream_mma8(float (&acc)[MT][1][4], const u16* b
   }
 }
 
-// One b = 16 block's contribution, acc[mt][nt] += X rows 16 mt.. (ap: the lane's A position
-// in the block's X columns) times op(block) columns 8 nt..: ldmatrix gives both n8 tiles'
-// B fragments of m16n8k16, transposing for X @ W.
-template <class Tag, int MT, int LD, bool TRANS>
-__device__ __forceinline__ void stream_mma16(float (&acc)[MT][2][4], const u16* blk,
+// One block's contribution at b = 16, 32 or 64, acc[mt][nt] += X rows 16 mt.. (ap: the
+// lane's A position in the block's X columns) times op(block) columns 8 nt..: B / 16 k16
+// steps of mma m16n8k16, each taking its B fragments, two n8 tiles an ldmatrix, from the
+// swizzled copy of the block (transposing for X @ W).
+template <class Tag, int B, int MT, int LD, bool TRANS>
+__device__ __forceinline__ void stream_mma16(float (&acc)[MT][B / 8][4], const u16* blk,
                                              const u16* ap, int lane) {
-  // Matrix lane / 8 of the four: X @ W.T takes (rows, columns) halves (0,0) (0,1) (1,0)
-  // (1,1) of W_p, X @ W (0,0) (1,0) (0,1) (1,1) transposed; either way registers 0-1 are
-  // n8 tile 0's k halves and 2-3 tile 1's.
-  const int q = lane >> 3, half_r = TRANS ? q >> 1 : q & 1, half_c = TRANS ? q & 1 : q >> 1;
-  const int row = half_r * 8 + (lane & 7);
-  const u16* src = blk + swizzle<16>(row * 2 + half_c) * 8;
-  unsigned bf[4];
-  ldsm_x4_as<!TRANS>(bf, src);
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-    const u16* a = ap + mt * 16 * LD;
-    const unsigned af[4] = {*(const unsigned*)a, *(const unsigned*)(a + 8 * LD),
-                            *(const unsigned*)(a + 8), *(const unsigned*)(a + 8 * LD + 8)};
-    const unsigned b0[2] = {bf[0], bf[1]}, b1[2] = {bf[2], bf[3]};
-    mma16816(Tag(), acc[mt][0], af, b0);
-    mma16816(Tag(), acc[mt][1], af, b1);
-  }
-}
-
-// One b = 32 block's contribution, acc[mt][nt] += X rows 16 mt.. (ap: as for b = 16) times
-// op(block) columns 8 nt..: two k16 steps, each with two ldmatrix of a 16 x 16 quarter
-// (four n8 tiles' B fragments), as stream_mma16 reads its block.
-template <class Tag, int MT, int LD, bool TRANS>
-__device__ __forceinline__ void stream_mma32(float (&acc)[MT][4][4], const u16* blk,
-                                             const u16* ap, int lane) {
+  constexpr int K16 = B / 16;
+  // Matrix lane / 8 of an ldmatrix: X @ W.T takes (rows, columns) halves (0,0) (0,1) (1,0)
+  // (1,1) of a 16 x 16 quarter of W_p, X @ W (0,0) (1,0) (0,1) (1,1) transposed; either way
+  // registers 0-1 are the first n8 tile's k halves and 2-3 the second's.
   const int q = lane >> 3, half_r = TRANS ? q >> 1 : q & 1, half_c = TRANS ? q & 1 : q >> 1;
 #pragma unroll
-  for (int ks = 0; ks < 2; ++ks) {
-    unsigned bf[2][4];
+  for (int ks = 0; ks < K16; ++ks) {
+    unsigned bf[K16][4];
 #pragma unroll
-    for (int np = 0; np < 2; ++np) {  // W's rows are op(W)'s n for X @ W.T, its k for X @ W
+    for (int np = 0; np < K16; ++np) {  // W's rows are op(W)'s n for X @ W.T, its k for X @ W
       const int row = (TRANS ? np : ks) * 16 + half_r * 8 + (lane & 7);
       const int piece = (TRANS ? ks : np) * 2 + half_c;
-      ldsm_x4_as<!TRANS>(bf[np], blk + swizzle<32>(row * 4 + piece) * 8);
+      ldsm_x4_as<!TRANS>(bf[np], blk + swizzle<B>(row * (B / 8) + piece) * 8);
     }
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
@@ -128,7 +109,7 @@ __device__ __forceinline__ void stream_mma32(float (&acc)[MT][4][4], const u16* 
       const unsigned af[4] = {*(const unsigned*)a, *(const unsigned*)(a + 8 * LD),
                               *(const unsigned*)(a + 8), *(const unsigned*)(a + 8 * LD + 8)};
 #pragma unroll
-      for (int nt = 0; nt < 4; ++nt) {
+      for (int nt = 0; nt < B / 8; ++nt) {
         const unsigned bb[2] = {bf[nt >> 1][2 * (nt & 1)], bf[nt >> 1][2 * (nt & 1) + 1]};
         mma16816(Tag(), acc[mt][nt], af, bb);
       }
@@ -145,7 +126,7 @@ __global__ void __launch_bounds__(256, 2)
                float alpha, float beta) {
   static_assert(STAGES >= 2, "a stage in use and one in flight at least");
   constexpr int BB = B * B, PIECES = BB / 8;  // a block's elements, its 16-byte pieces
-  static_assert(B == 8 || B == 16 || B == 32, "m16n8k8, m16n8k16, or two k16 steps");
+  static_assert(B == 8 || B == 16 || B == 32 || B == 64, "m16n8k8, else B / 16 k16 steps");
   static_assert(G % 8 == 0 && E * PIECES % 256 == 0, "whole members a warp, whole copies");
   constexpr int N = MT * 16, COLS = KC * B, LD = COLS + 8;  // X rows padded by 16 bytes:
   constexpr int MEMBERS = G / 8, PER = E * PIECES / 256;    // a fragment's 8 rows, 8 banks
@@ -255,10 +236,10 @@ __global__ void __launch_bounds__(256, 2)
       } else if constexpr (B == 16) {
 #pragma unroll 2
         for (int e = a; e < z; ++e)
-          stream_mma16<Tag, MT, LD, TRANS>(acc[t], wb + e * BB, xb + kb[e] * B, lane);
-      } else {  // a block is already 8 MMAs per 16 rows: not unrolled
+          stream_mma16<Tag, B, MT, LD, TRANS>(acc[t], wb + e * BB, xb + kb[e] * B, lane);
+      } else {  // a block is already 8 or 32 MMAs per 16 rows: not unrolled
         for (int e = a; e < z; ++e)
-          stream_mma32<Tag, MT, LD, TRANS>(acc[t], wb + e * BB, xb + kb[e] * B, lane);
+          stream_mma16<Tag, B, MT, LD, TRANS>(acc[t], wb + e * BB, xb + kb[e] * B, lane);
       }
     }
   }
