@@ -141,15 +141,14 @@ DSD_GROUP = {8: GroupTile(16, 128, 4, 2, 4, 4)}
 #: The small-N dsd with X in shared memory, by (block size, rows of X up to), for at most
 #: STREAM_MAX_ROWS rows: two CTAs fit an SM, so X's chunks narrow as its rows grow, and at
 #: b = 16 past 16 rows a CTA's accumulators cover 16 output blocks (32 spilled registers).
-#: b = 32 and 64 run groups of 8 output blocks: more CTAs, and one output block a warp (at
-#: b = 64 up to 32 rows: 64 rows would take 128 accumulator registers).
+#: b = 32 runs groups of 8 output blocks: more CTAs, and one output block a warp. b = 64
+#: has no tile: its tile kernels were faster but for X @ W at d = 0.5 (bench/NOTES.md 165).
 DSD_STREAM = {(8, 16): StreamTile(64, 32, 128, 3, 64), (8, 32): StreamTile(32, 32, 128, 3, 64),
               (8, 64): StreamTile(16, 32, 128, 3, 64),
               (16, 16): StreamTile(16, 32, 48, 3, 64), (16, 32): StreamTile(16, 16, 32, 3, 64),
               (16, 64): StreamTile(8, 16, 32, 3, 64),
               (32, 16): StreamTile(16, 8, 8, 3, 64), (32, 32): StreamTile(8, 8, 8, 3, 64),
-              (32, 64): StreamTile(4, 8, 8, 3, 64),
-              (64, 16): StreamTile(8, 8, 2, 3, 64), (64, 32): StreamTile(4, 8, 2, 3, 64)}
+              (32, 64): StreamTile(4, 8, 8, 3, 64)}
 STREAM_MAX_ROWS = 64
 WGMMA_DSD = {8: None, 16: WgmmaTile(1, 2, 4), 32: WgmmaTile(1, 2, 5), 64: WgmmaTile(1, 2, 4),
              128: WgmmaTile(1, 2, 4)}

@@ -1,4 +1,4 @@
-// dsd at a few rows of X (N <= 64) and b = 8 to 64, where a product is a stream of W's
+// dsd at a few rows of X (N <= 64) and b = 8, 16 or 32, where a product is a stream of W's
 // blocks: X resident in shared memory, every stored block of W read once, many reads in
 // flight.
 //
@@ -18,10 +18,10 @@
 // lane's word of a block is row lane / 4, columns 2 (lane % 4) and up: for X @ W.T that is
 // mma m16n8k8's B fragment of op(W_p) = W_p^T, for X @ W the fragment after movmatrix
 // transposes the 8 x 8 tile (or one ldmatrix reads four blocks' fragments). From b = 16 on
-// ldmatrix reads m16n8k16's B fragments from swizzled copies of the blocks. A grid of one CTA along the runs (gridDim.y == 1) writes Y
-// with alpha and beta; otherwise each CTA writes its float32 partial product to its own
-// slice of the workspace and stream_finish adds the slices in order, so the result does
-// not depend on which CTA ran first.
+// ldmatrix reads m16n8k16's B fragments from swizzled copies of the blocks. A grid of one
+// CTA along the runs (gridDim.y == 1) writes Y with alpha and beta; otherwise each CTA
+// writes its float32 partial product to its own slice of the workspace and stream_finish
+// adds the slices in order, so the result does not depend on which CTA ran first.
 #include "common.cuh"
 
 struct StreamStage {
@@ -30,10 +30,9 @@ struct StreamStage {
 
 // Where a block's 16-byte piece q lies in shared memory, so that ldmatrix's eight rows of
 // one piece column fall in distinct banks: with P = B / 8 pieces a row, piece c of row r
-// goes to column c ^ ((r P / 8) % P). A b = 64 row (P = 8) is a 128-byte line, column
-// c ^ (r % 8); b = 32 rows 2 r and 2 r + 1 share a line, column c ^ (r % 4); b = 16 rows
-// 4-7 of each 8-row half swap their two pieces; a b = 8 block is stored as it is, 128
-// contiguous bytes.
+// goes to column c ^ ((r P / 8) % P). b = 32 rows 2 r and 2 r + 1 share a 128-byte line,
+// column c ^ (r % 4); b = 16 rows 4-7 of each 8-row half swap their two pieces; a b = 8
+// block is stored as it is, 128 contiguous bytes.
 template <int B>
 __device__ __forceinline__ int swizzle(int q) {
   return q ^ ((q >> 3) & (B / 8 - 1));
@@ -82,7 +81,7 @@ __device__ __forceinline__ void stream_mma8(float (&acc)[MT][1][4], const u16* b
   }
 }
 
-// One block's contribution at b = 16, 32 or 64, acc[mt][nt] += X rows 16 mt.. (ap: the
+// One block's contribution at b = 16 or 32, acc[mt][nt] += X rows 16 mt.. (ap: the
 // lane's A position in the block's X columns) times op(block) columns 8 nt..: B / 16 k16
 // steps of mma m16n8k16, each taking its B fragments, two n8 tiles an ldmatrix, from the
 // swizzled copy of the block (transposing for X @ W).
@@ -126,7 +125,7 @@ __global__ void __launch_bounds__(256, 2)
                float alpha, float beta) {
   static_assert(STAGES >= 2, "a stage in use and one in flight at least");
   constexpr int BB = B * B, PIECES = BB / 8;  // a block's elements, its 16-byte pieces
-  static_assert(B == 8 || B == 16 || B == 32 || B == 64, "m16n8k8, else B / 16 k16 steps");
+  static_assert(B == 8 || B == 16 || B == 32, "m16n8k8, else B / 16 k16 steps");
   static_assert(G % 8 == 0 && E * PIECES % 256 == 0, "whole members a warp, whole copies");
   constexpr int N = MT * 16, COLS = KC * B, LD = COLS + 8;  // X rows padded by 16 bytes:
   constexpr int MEMBERS = G / 8, PER = E * PIECES / 256;    // a fragment's 8 rows, 8 banks
@@ -237,7 +236,7 @@ __global__ void __launch_bounds__(256, 2)
 #pragma unroll 2
         for (int e = a; e < z; ++e)
           stream_mma16<Tag, B, MT, LD, TRANS>(acc[t], wb + e * BB, xb + kb[e] * B, lane);
-      } else {  // a block is already 8 or 32 MMAs per 16 rows: not unrolled
+      } else {  // a block is already 8 MMAs per 16 rows: not unrolled
         for (int e = a; e < z; ++e)
           stream_mma16<Tag, B, MT, LD, TRANS>(acc[t], wb + e * BB, xb + kb[e] * B, lane);
       }
