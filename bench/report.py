@@ -555,6 +555,37 @@ def eager_table(rows: list[dict]) -> str:
                       "kernel"], out)
 
 
+def small_n_table(rows: list[dict]) -> str:
+    """Markdown: the small-N grid, a row per (op, b, N, C = K) and a column per density (a
+    dtype column where the rows hold several). A cell is cubsparse's eager µs per call /
+    its CUDA-graph µs / the faster dense peer's eager µs on the pre-densified W, then the
+    fraction of the copy rate in brackets; ``*`` marks plans other than the small-N stream
+    kernel (``dsd_stream``)."""
+    densities = sorted({r["density_target"] for r in rows})
+    dtypes = sorted({r["dtype"] for r in rows})
+    grid: dict[tuple, dict] = {}
+    for r in rows:
+        order = list(_OPS).index(r["op"]) if r["op"] in _OPS else len(_OPS)
+        key = (order, r["op"], r["dtype"], r["b"], r["n"], r["c"])
+        grid.setdefault(key, {})[r["density_target"]] = _small_n_cell(r)
+    out = []
+    for (_, op, dtype, b, n, c), cells in sorted(grid.items()):
+        out.append([f"`{_OPS.get(op, op)}`", *([dtype] if len(dtypes) > 1 else []), b, n, c,
+                    *(cells.get(d, "-") for d in densities)])
+    return _md_table(["op", *(["dtype"] if len(dtypes) > 1 else []), "b", "N", "C = K",
+                      *(f"d = {d:g}" for d in densities)], out)
+
+
+def _small_n_cell(r: dict) -> str:
+    peers = [p["eager_ms"] for p in (r.get("dense") or {}).values() if p.get("eager_ms")]
+    graph = r.get("cubsparse_graph_ms")
+    cell = (f"{_us(r.get('cubsparse_eager_ms'))} / {_us(graph)} / "
+            f"{_us(min(peers) if peers else None)}")
+    if graph and r.get("min_bytes") and r.get("copy_GBps"):
+        cell += f" ({r['min_bytes'] / r['copy_GBps'] / 1e6 / graph:.2f})"
+    return cell + ("" if "dsd_stream" in (r.get("cubsparse_plan") or "") else "*")
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m bench.report results.json [...] > docs/performance.md``."""
     ap = argparse.ArgumentParser(prog="python -m bench.report", description=__doc__,
@@ -574,6 +605,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eager", action="store_true",
                     help="print the Markdown table of eager figures (host µs per call, eager, "
                          "synchronized and graph µs) instead of the report")
+    ap.add_argument("--small-n", action="store_true",
+                    help="print the Markdown grid of small-N figures (eager / graph / dense "
+                         "eager µs and the copy-rate fraction, by op, b, N, C = K and "
+                         "density) instead of the report")
     ap.add_argument("--commit", default=None,
                     help="commit the results were measured at, cited for files that record "
                          "none (default: per file, the last commit that changed it if git "
@@ -590,6 +625,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.eager:
         print(eager_table([r for res in results for r in res.get("rows", [])]))
+        return 0
+    if args.small_n:
+        print(small_n_table([r for res in results for r in res.get("rows", [])]))
         return 0
     md_dir = args.md_dir or ("docs" if Path("docs").is_dir() else ".")
     plots_dir = None if args.no_plots else (args.plots_dir or str(Path(md_dir) / "img"))

@@ -280,6 +280,32 @@ def test_cubsparse_plan_is_recorded(tmp_path, monkeypatch, fails):
             assert r["cubsparse_plan"] == f"plan of {want} (second line)"
 
 
+def test_report_small_n_grid_reads_eager_graph_dense_and_copy_fraction():
+    """`--small-n`: a row per (op, b, N, C = K), a column per density; a cell is eager /
+    graph / the faster dense peer's eager µs and the copy-rate fraction, `*` where the plan
+    is not the stream kernel; a dtype column only where the rows hold several dtypes."""
+    from bench.report import small_n_table
+
+    def row(op, d, plan, graph_ms, dtype="float16"):
+        return {"op": op, "dtype": dtype, "b": 16, "n": 32, "c": 8192, "density_target": d,
+                "cubsparse_eager_ms": graph_ms + 0.002, "cubsparse_graph_ms": graph_ms,
+                "cubsparse_plan": plan, "min_bytes": 4.0e7, "copy_GBps": 4000.0,
+                "dense": {"dense_cupy": {"eager_ms": 0.040}, "dense_torch": {"eager_ms": 0.036},
+                          "densify": {"eager_ms": None}}}
+
+    stream = "X @ W, 32 rows, float16, b = 16: dsd_stream<F16,16,2,16,16,32,3,64,false>"
+    rows = [row("dywt", 0.1, "dY @ W.T ...: dsd_tc<F16,16,64>", 0.020),
+            row("xw", 0.5, stream, 0.025), row("xw", 0.1, stream, 0.010)]
+    lines = small_n_table(rows).splitlines()
+    assert lines[0] == "| op | b | N | C = K | d = 0.1 | d = 0.5 |"
+    # 4e7 bytes at 4000 GB/s take 10 µs: fractions 1.00, 0.40 and 0.50
+    assert lines[2] == ("| `X @ W` | 16 | 32 | 8192 | 12.0 / 10.0 / 36.0 (1.00) | "
+                        "27.0 / 25.0 / 36.0 (0.40) |")
+    assert lines[3] == "| `dY @ W.T` | 16 | 32 | 8192 | 22.0 / 20.0 / 36.0 (0.50)* | - |"
+    two = small_n_table([*rows, row("xw", 0.1, stream, 0.010, dtype="bfloat16")])
+    assert two.splitlines()[0] == "| op | dtype | b | N | C = K | d = 0.1 | d = 0.5 |"
+
+
 def test_report_borrows_copy_bandwidth_for_runs_without_ceilings():
     from bench.report import borrow_copy_bandwidth
 
