@@ -184,7 +184,7 @@ STREAM_CTAS_PER_SM = 2
 #: The least density of W the small-N dsd takes, by its tile's key (block size, rows of X
 #: up to); others take any. Below it, copying a chunk of X into every group's CTA costs
 #: more than W's few blocks save, and the tile kernels are faster: each value lies between
-#: the densities measured on either side of the crossing (bench/NOTES.md 151 and 162).
+#: the densities measured on either side of the crossing (bench/NOTES.md).
 STREAM_MIN_DENSITY = {(16, 64): 0.075, (32, 16): 0.075, (32, 32): 0.175, (32, 64): 0.3}
 
 

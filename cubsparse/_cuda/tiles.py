@@ -142,7 +142,7 @@ DSD_GROUP = {8: GroupTile(16, 128, 4, 2, 4, 4)}
 #: STREAM_MAX_ROWS rows: two CTAs fit an SM, so X's chunks narrow as its rows grow, and at
 #: b = 16 past 16 rows a CTA's accumulators cover 16 output blocks (32 spilled registers).
 #: b = 32 runs groups of 8 output blocks: more CTAs, and one output block a warp. b = 64
-#: has no tile: its tile kernels were faster but for X @ W at d = 0.5 (bench/NOTES.md 165).
+#: has no tile: its tile kernels were faster but for X @ W at high density (bench/NOTES.md).
 DSD_STREAM = {(8, 16): StreamTile(64, 32, 128, 3, 64), (8, 32): StreamTile(32, 32, 128, 3, 64),
               (8, 64): StreamTile(16, 32, 128, 3, 64),
               (16, 16): StreamTile(16, 32, 48, 3, 64), (16, 32): StreamTile(16, 16, 32, 3, 64),

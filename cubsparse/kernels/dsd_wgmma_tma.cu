@@ -179,7 +179,7 @@ __device__ __forceinline__ void consume_present(int ktiles, unsigned& it, float 
 // holds (a bit each, written before its arrival on `full`), so the warpgroup of an
 // absent block skips its MMAs. That warpgroup then idles for the slice, which is why the
 // tile pays only where the two blocks share most entries: on random layouts it ran
-// 0.77-0.92x the single-block tile (bench/NOTES.md 116). `nout` bounds the blocks stored.
+// 0.77-0.92x the single-block tile (bench/NOTES.md). `nout` bounds the blocks stored.
 //
 // PANEL (COLS > 1 with X's rows as M: b = 8, 16, 32): a tile of COLS adjacent output blocks
 // multiplies each entry of their union list as one dense K-major panel of BT = COLS * b
