@@ -1,13 +1,14 @@
 """Same-process A/B of the small-N stream kernel's tiles (``dsd_stream``), against the tile
-kernels and dense cuBLAS: each variant's eager time per call (a loop of calls) and its
-CUDA-graph replay, checked against float32 dense math. A variant is ``auto`` (the plan as
-it stands), ``off`` (the stream kernel forbidden: the tile kernels), ``run=K`` (runs of K
-chunks a CTA) or a set of tiles, ``rows:chunk/group/entries/stages/max_run`` joined by
-``+``, e.g. ``16:16/32/48/3/64+32:8/16/32/3/64`` (the b = ``--b`` entries of
-``tiles.DSD_STREAM`` replaced for that variant). "bw" is the op's bytes over its graph time
-over the device's copy rate (a 256 MiB device copy).
+kernels and dense cuBLAS: each variant's eager time per call (queued calls, as
+``gpu_probe.bench`` times them) and its CUDA-graph replay (``gpu_probe.graph_ms``), checked
+against float32 dense math. A variant is ``auto`` (the plan as it stands), ``off`` (the
+stream kernel forbidden: the tile kernels), ``run=K`` (runs of K chunks a CTA) or a set of
+tiles, ``rows:chunk/group/entries/stages/max_run`` joined by ``+``, e.g.
+``16:16/32/48/3/64+32:8/16/32/3/64`` (the b = ``--b`` entries of ``tiles.DSD_STREAM``
+replaced for that variant). "bw" is the op's bytes over its graph time over the device's
+copy rate (measured as the bench measures its ceiling).
 
-    PYTHONPATH=. python3 tools/stream_ab.py --b 32 --n 1,32 --ck 8192,12288 \\
+    PYTHONPATH=.:tools python3 tools/stream_ab.py --b 32 --n 1,32 --ck 8192,12288 \\
         --d 0.1,0.5 auto off 16:16/8/8/3/64+32:8/8/8/3/64
 """
 
@@ -17,6 +18,7 @@ import argparse
 
 import cupy as cp
 import numpy as np
+from gpu_probe import bench, graph_ms
 
 import cubsparse as cs
 from cubsparse._cuda import configs, plans, tiles
@@ -30,38 +32,11 @@ def _floats(text):
     return [float(v) for v in text.split(",")]
 
 
-def _timed(stream, f, loops=20, reps=7) -> float:
-    """Median µs per call of ``loops`` back-to-back calls, ``reps`` times."""
-    e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-    ts = []
-    for _ in range(reps):
-        e0.record(stream)
-        for _ in range(loops):
-            f()
-        e1.record(stream)
-        e1.synchronize()
-        ts.append(cp.cuda.get_elapsed_time(e0, e1) * 1000 / loops)
-    return float(np.median(ts))
+def _copy_rate() -> float:
+    """TB/s read + written by a device-to-device copy, as the bench measures its ceiling."""
+    from bench import device
 
-
-def _graph(stream, f, loops=20) -> float:
-    """µs per call of a CUDA graph of ``loops`` calls, replayed."""
-    f()
-    stream.synchronize()
-    stream.begin_capture()
-    for _ in range(loops):
-        f()
-    g = stream.end_capture()
-    g.launch(stream)
-    stream.synchronize()
-    return _timed(stream, lambda: g.launch(stream), loops=1) / loops
-
-
-def _copy_rate(stream) -> float:
-    """TB/s read + written by a 256 MiB device-to-device copy."""
-    src = cp.empty(256 << 20, cp.uint8)
-    dst = cp.empty_like(src)
-    return 2 * src.nbytes / _timed(stream, lambda: dst.__setitem__(slice(None), src), 5) / 1e6
+    return device.copy_bandwidth(device.get_backend("cuda"))["GBps"] / 1e3
 
 
 def _apply(variant: str, b: int) -> dict:
@@ -88,44 +63,42 @@ def main(argv=None) -> int:
     ap.add_argument("--d", type=_floats, default=[0.1, 0.5])
     ap.add_argument("--dtype", default="float16")
     args = ap.parse_args(argv)
-    b, stream = args.b, cp.cuda.Stream(non_blocking=True)
-    with stream:
-        copy = _copy_rate(stream)
-        name = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
-        print(f"# {name}, copy rate {copy:.2f} TB/s, b = {b}, {args.dtype}", flush=True)
-        rng = np.random.default_rng(0)
-        for ck in args.ck:
-            for d in args.d:
-                lay = cs.layouts.random(ck // b, ck // b, d, seed=1)
-                w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=args.dtype, seed=2,
-                                                     backend="cuda")
-                wd = w.toarray()
-                for n in args.n:
-                    x = cp.asarray(rng.standard_normal((n, ck))).astype(args.dtype)
-                    for prod, op, dop in (("X @ W", w, wd), ("dY @ W.T", w.T, wd.T)):
-                        y = cp.empty((n, ck), args.dtype)
-                        dense = _timed(stream, lambda x=x, dop=dop, y=y: cp.matmul(x, dop, out=y))
-                        nbytes = w.data.nbytes + x.nbytes + y.nbytes
-                        ref = cp.matmul(x.astype(cp.float32), dop.astype(cp.float32))
-                        for variant in args.variants:
-                            saved = dict(tiles.DSD_STREAM)
-                            try:
-                                with plans.override(dense=False, **_apply(variant, b)):
-                                    plan = str(cs.matmul_plan(x, op))
-                                    f = lambda x=x, op=op, y=y: cs.matmul(x, op, out=y)  # noqa: E731
-                                    f()
-                                    err = float(cp.linalg.norm(y.astype(cp.float32) - ref)
-                                                / cp.linalg.norm(ref))
-                                    eager, graph = _timed(stream, f), _graph(stream, f)
-                            finally:
-                                configs.set_tiles(stream=saved)
-                            kernel = plan.split(": ", 1)[1].split("<", 1)[0]
-                            print(f"{prod:8s} N={n:3d} C=K={ck:5d} d={d:4.2f} {variant:36s} "
-                                  f"{kernel:12s} eager {eager:7.2f} graph {graph:7.2f} "
-                                  f"dense {dense:7.2f} bw {nbytes / graph / 1e6 / copy:5.2f} "
-                                  f"err {err:.1e}", flush=True)
-                            if not err < 2e-2:
-                                raise AssertionError(f"{variant}: relative error {err:.3g}")
+    b, copy = args.b, _copy_rate()
+    name = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    print(f"# {name}, copy rate {copy:.2f} TB/s, b = {b}, {args.dtype}", flush=True)
+    rng = np.random.default_rng(0)
+    for ck in args.ck:
+        for d in args.d:
+            lay = cs.layouts.random(ck // b, ck // b, d, seed=1)
+            w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=args.dtype, seed=2,
+                                                 backend="cuda")
+            wd = w.toarray()
+            for n in args.n:
+                x = cp.asarray(rng.standard_normal((n, ck))).astype(args.dtype)
+                for prod, op, dop in (("X @ W", w, wd), ("dY @ W.T", w.T, wd.T)):
+                    y = cp.empty((n, ck), args.dtype)
+                    dense = bench(lambda x=x, dop=dop, y=y: cp.matmul(x, dop, out=y)) * 1e3
+                    nbytes = w.data.nbytes + x.nbytes + y.nbytes
+                    ref = cp.matmul(x.astype(cp.float32), dop.astype(cp.float32))
+                    for variant in args.variants:
+                        saved = dict(tiles.DSD_STREAM)
+                        try:
+                            with plans.override(dense=False, **_apply(variant, b)):
+                                plan = str(cs.matmul_plan(x, op))
+                                f = lambda x=x, op=op, y=y: cs.matmul(x, op, out=y)  # noqa: E731
+                                f()
+                                err = float(cp.linalg.norm(y.astype(cp.float32) - ref)
+                                            / cp.linalg.norm(ref))
+                                eager, graph = bench(f) * 1e3, graph_ms(f) * 1e3
+                        finally:
+                            configs.set_tiles(stream=saved)
+                        kernel = plan.split(": ", 1)[1].split("<", 1)[0]
+                        print(f"{prod:8s} N={n:3d} C=K={ck:5d} d={d:4.2f} {variant:36s} "
+                              f"{kernel:12s} eager {eager:7.2f} graph {graph:7.2f} "
+                              f"dense {dense:7.2f} bw {nbytes / graph / 1e6 / copy:5.2f} "
+                              f"err {err:.1e}", flush=True)
+                        if not err < 2e-2:
+                            raise AssertionError(f"{variant}: relative error {err:.3g}")
     return 0
 
 
