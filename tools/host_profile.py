@@ -1,6 +1,7 @@
 """cProfile of eager calls of the three ops, to see where the host time of a call goes.
 
     python tools/host_profile.py [--n 32] [--ck 4096] [--b 32] [--dtype float16] [--calls 2000]
+    python tools/host_profile.py --breakdown [--op sampled]   # each step of one call, timed alone
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ def main(argv=None) -> int:
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--top", type=int, default=18)
     ap.add_argument("--breakdown", action="store_true",
-                    help="time the steps of one X @ W call apart instead of profiling")
+                    help="time the steps of one call apart instead of profiling")
+    ap.add_argument("--op", choices=("xw", "sampled"), default="xw",
+                    help="the call --breakdown takes apart: x @ W or the weight gradient")
     args = ap.parse_args(argv)
     import cupy as cp
 
@@ -30,6 +33,8 @@ def main(argv=None) -> int:
     w = cs.BlockSparseMatrix.from_layout(lay, args.b, dtype=args.dtype, seed=1, backend="cuda")
     x = cp.ones((args.n, args.ck), args.dtype)
     if args.breakdown:
+        if args.op == "sampled":
+            return breakdown_sampled(cp, cs, x, w, args.calls)
         return breakdown(cp, cs, x, w, args.calls)
     ops = {"X @ W": lambda: x @ w, "dY @ W.T": lambda: x @ w.T,
            "sampled": lambda: cs.sampled_matmul(x.T, x, like=w)}
@@ -50,8 +55,6 @@ def main(argv=None) -> int:
 
 def breakdown(cp, cs, x, w, calls) -> int:
     """Host µs of each step of an eager X @ W, each timed alone in a loop."""
-    import time
-
     from cubsparse import _ops
     from cubsparse._cuda import device, launch, outputs, run
 
@@ -83,6 +86,51 @@ def breakdown(cp, cs, x, w, calls) -> int:
         "ctypes call, no launch (cuCtxGetDevice)": lambda: lib.cuCtxGetDevice(
             launch.ctypes.byref(launch.ctypes.c_int())),
     }
+    _time_steps(cp, steps, calls)
+    print(f"plan: {cs.matmul_plan(x, w)}")
+    return 0
+
+
+def breakdown_sampled(cp, cs, x, w, calls) -> int:
+    """Host µs of each step of an eager ``sampled_matmul(x.T, dy, like=W)``, each timed
+    alone in a loop."""
+    from cubsparse import _ops
+    from cubsparse._cuda import run
+
+    xt, dy = x.T, x
+    cs.sampled_matmul(xt, dy, like=w)
+    ops = run.sdd_operands(xt, dy, False)
+    key = run._key("sdd", run._get_device(), ops[6], ops[4], ops[5], False)
+    r = w._runners[key]
+    stream = run._stream()
+    data = cp.ndarray(w._data.shape, w._data.dtype)
+    m = r.main
+    steps = {
+        "sampled_matmul(x.T, dy, like=W) (whole call)": lambda: cs.sampled_matmul(x.T, dy,
+                                                                                 like=w),
+        "the same, x.T made beforehand": lambda: cs.sampled_matmul(xt, dy, like=w),
+        "x.T (a CuPy view)": lambda: x.T,
+        "eager path (_ops._eager_sampled)": lambda: _ops._eager_sampled(xt, dy, w, None),
+        "_cuda.sdd_eager (after the checks)": lambda: run.sdd_eager(xt, dy, w, False),
+        "sdd_operands": lambda: run.sdd_operands(xt, dy, False),
+        "runner key": lambda: run._key("sdd", run._get_device(), ops[6], ops[4], ops[5],
+                                       False),
+        "Outputs.take (a reused output)": lambda: r.outputs.take(stream),
+        "cupy.ndarray (a new output)": lambda: cp.ndarray(w._data.shape, w._data.dtype),
+        "the result matrix (_from_parts)": lambda: type(w)._from_parts(data, w._structure,
+                                                                       w._blocksize),
+        "runner call (parameters + launch)": lambda: r(xt, dy, ops, data, 1.0, 0.0, stream),
+        "Launch (cupy driver.launchKernel)": lambda: m(stream),
+    }
+    _time_steps(cp, steps, calls)
+    print(f"plan: {cs.sampled_matmul_plan(xt, dy, like=w)}")
+    return 0
+
+
+def _time_steps(cp, steps: dict, calls: int) -> None:
+    """Print the best of five loops' µs per call of each step."""
+    import time
+
     for name, fn in steps.items():
         fn()
         cp.cuda.get_current_stream().synchronize()
@@ -93,9 +141,7 @@ def breakdown(cp, cs, x, w, calls) -> int:
                 fn()
             best = min(best, (time.perf_counter() - t0) / (calls // 10) * 1e6)
             cp.cuda.get_current_stream().synchronize()
-        print(f"{name:42s} {best:7.2f} us")
-    print(f"plan: {cs.matmul_plan(x, w)}")
-    return 0
+        print(f"{name:46s} {best:7.2f} us")
 
 
 if __name__ == "__main__":
