@@ -200,18 +200,21 @@ def _run() -> int:
                     results["x@W stream"] = (cs.matmul(x[:17], W), xh[:17] @ Wd)
                     results["dy@W.T stream"] = (cs.matmul(dy[:5], W.T), dyh[:5] @ Wd.T)
                 # a wider W: chunks with more blocks than a stage holds, runs of one and two
-                # chunks per CTA (partial products), a chunk without blocks
+                # chunks per CTA (partial products, added by the group's CTAs in the launch;
+                # at two, also by a second launch), a chunk without blocks
                 lay = rng.random((150, 100)) < 0.35
                 lay[64:128] = False
                 Ww = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=5, backend="cuda")
                 Wwd = _f64(Ww.toarray())
                 xw = cp.asarray(rng.standard_normal((17, 150 * b))).astype(dtype)
                 dyw = cp.asarray(rng.standard_normal((17, 100 * b))).astype(dtype)
-                for run in (1, 2):
-                    with plans.override(stream=True, dense=False, stream_run=run):
-                        results[f"x@W stream run={run}"] = (cs.matmul(xw, Ww), _f64(xw) @ Wwd)
-                        results[f"dy@W.T stream run={run}"] = (cs.matmul(dyw, Ww.T),
-                                                                _f64(dyw) @ Wwd.T)
+                for run, share in ((1, None), (2, None), (2, False)):
+                    with plans.override(stream=True, dense=False, stream_run=run,
+                                        stream_share=share):
+                        tag = f"run={run}" + ("" if share is None else " second launch")
+                        results[f"x@W stream {tag}"] = (cs.matmul(xw, Ww), _f64(xw) @ Wwd)
+                        results[f"dy@W.T stream {tag}"] = (cs.matmul(dyw, Ww.T),
+                                                            _f64(dyw) @ Wwd.T)
                 # a sparse W at 40 rows: chunks of one stage each, every X buffer in use
                 lay = rng.random((150, 100)) < 0.03
                 Ws = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=6, backend="cuda")

@@ -672,10 +672,18 @@ def _check_stream(w, lay_shape, n, dtype, backend, rng, **forced):
     tol = cs._dtypes.TOLERANCE[dtype]
     x = to_backend(rng.standard_normal((n, lay_shape[0] * b)), backend).astype(dtype)
     dy = to_backend(rng.standard_normal((n, lay_shape[1] * b)), backend).astype(dtype)
+    shared = []
     with plans.override(stream=True, dense=False, **forced):
         for a, op, trans in ((x, w, False), (dy, w.T, True)):
             plan = cs.matmul_plan(a, op)
             assert plan.kernel.kernel == "dsd_stream"
+            # the runs' partial products are added in the launch wherever the grid fits on
+            # the device at once (and the rule is not forced off)
+            fits = plan.grid[0] * plan.grid[1] <= _SMS() * min(
+                plans.STREAM_CTAS_PER_SM, configs.stream_ctas(b, n, _ARCH()))
+            assert plan.shared_sum == bool(
+                plan.slots and fits and forced.get("stream_share", True)), str(plan)
+            shared.append(plan.shared_sum)
             ref = _ref(a, w, trans)
             got = cs.matmul(a, op, out=poison(ref.shape, dtype, backend))
             err = np.linalg.norm(to_numpy(got).astype(np.float64) - ref) / np.linalg.norm(ref)
@@ -684,6 +692,19 @@ def _check_stream(w, lay_shape, n, dtype, backend, rng, **forced):
             np.testing.assert_array_equal(again[0], to_numpy(got))
             np.testing.assert_array_equal(again[1], to_numpy(got))
             _check_alpha_beta(a, op, ref, rng, dtype, backend, tol)
+    return shared
+
+
+def _SMS():
+    import cupy
+
+    return cupy.cuda.Device().attributes["MultiProcessorCount"]
+
+
+def _ARCH():
+    import cupy
+
+    return int(cupy.cuda.Device().compute_capability)
 
 
 def _stream_capable():
@@ -714,24 +735,30 @@ def test_stream_kernel_matches_scipy(backend, dtype, b, n):
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("b", [8, 16, 32])
 @pytest.mark.parametrize("run", [1, 2, 3, 1000])
-def test_stream_kernel_runs_of_chunks(backend, dtype, b, run):
-    """Runs of 1, 2 and 3 chunks per CTA (partial products added in order) and one CTA per
-    group writing Y itself (1000): chunks of X's block columns with more blocks than a
-    stage holds, chunks without blocks in every group, N = 17 and 32; then a sparse W
-    whose chunks fit one stage each, so that every X buffer is in use at once (N = 17 and
-    40)."""
+@pytest.mark.parametrize("share", [True, False])
+def test_stream_kernel_runs_of_chunks(backend, dtype, b, run, share):
+    """Runs of 1, 2 and 3 chunks per CTA (partial products added in order, by the group's
+    CTAs in the launch where the grid fits, or by a second launch) and one CTA per group
+    writing Y itself (1000): chunks of X's block columns with more blocks than a stage
+    holds, chunks without blocks in every group, N = 17 and 32; then a sparse W whose
+    chunks fit one stage each, so that every X buffer is in use at once (N = 17 and 40)."""
     _stream_capable()
     rng = np.random.default_rng(run)
     lay = rng.random((200, 150)) < 0.35  # 5 to 50 chunks of X's block columns, 5 to 25 groups
     lay[64:128, :] = False  # X @ W: chunks without blocks
     lay[:, 64:128] = False  # dY @ W.T: likewise
     w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=run, backend=backend)
+    shared = []
     for n in (17, 32):
-        _check_stream(w, lay.shape, n, dtype, backend, rng, stream_run=run)
+        shared += _check_stream(w, lay.shape, n, dtype, backend, rng, stream_run=run,
+                                stream_share=share)
     sparse = rng.random((200, 150)) < 0.03
     w = cs.BlockSparseMatrix.from_layout(sparse, b, dtype=dtype, seed=run, backend=backend)
     for n in (17, 40):
-        _check_stream(w, sparse.shape, n, dtype, backend, rng, stream_run=run)
+        shared += _check_stream(w, sparse.shape, n, dtype, backend, rng, stream_run=run,
+                                stream_share=share)
+    if share and run in (2, 3):  # some of these grids fit: the shared sum ran
+        assert any(shared)
 
 
 @pytest.mark.parametrize("backend", CUDA, indirect=True)
@@ -890,9 +917,12 @@ def test_launch_packs_parameters_once(monkeypatch):
     from cubsparse._cuda import launch
 
     calls = []
+    kinds = []
 
     def fake_launch(*args):
-        f, gx, gy, gz, bx, by, bz, smem, stream, pp, _extra = args
+        if len(args) == 11:  # cuLaunchKernel takes `extra`, the cooperative launch not
+            *args, _extra = args
+        f, gx, gy, gz, bx, by, bz, smem, stream, pp = args
         params = ctypes.cast(pp, ctypes.POINTER(ctypes.c_void_p))
         calls.append((f, (gx, gy, gz), (bx, by, bz), smem, stream,
                       ctypes.cast(params[0], ctypes.POINTER(ctypes.c_uint64))[0],
@@ -908,7 +938,11 @@ def test_launch_packs_parameters_once(monkeypatch):
     class Map:
         address = 4096
 
-    monkeypatch.setattr(launch, "_launcher", lambda: fake_launch)
+    def launcher(cooperative=False):
+        kinds.append(cooperative)
+        return fake_launch
+
+    monkeypatch.setattr(launch, "_launcher", launcher)
     L = launch.Launch(Fn(), (5,), (128,), 99, "pift", [None, 7, None, None])
     L.v[0].value = 0xABC
     L.v[2].value = 0.5
@@ -920,3 +954,8 @@ def test_launch_packs_parameters_once(monkeypatch):
     assert calls[-1][4:6] == (78, 0xDEF)
     with pytest.raises(launch.LaunchError, match=r"k: CUDA_ERROR_INVALID_VALUE; grid \(5, 1, 1\)"):
         L(666)
+    # a cooperative launch: the driver's other entry point, the same packed parameters
+    C = launch.Launch(Fn(), (3, 2), (256,), 0, "pift", [5, 1, 2.0, Map()], cooperative=True)
+    C(79)
+    assert kinds == [False, True]
+    assert calls[-1] == (1234, (3, 2, 1), (256, 1, 1), 0, 79, 5, 1, 2.0, 4096)

@@ -1,9 +1,11 @@
 """Same-process A/B of the small-N stream kernel's tiles (``dsd_stream``), against the tile
 kernels and dense cuBLAS: each variant's eager time per call (queued calls, as
 ``gpu_probe.bench`` times them) and its CUDA-graph replay (``gpu_probe.graph_ms``), checked
-against float32 dense math. A variant is ``auto`` (the plan as it stands), ``off`` (the
-stream kernel forbidden: the tile kernels), ``run=K`` (runs of K chunks a CTA) or a set of
-tiles, ``rows:chunk/group/entries/stages/max_run`` joined by ``+``, e.g.
+against float32 dense math, and its host µs per call (``gpu_probe.host_overhead``). A
+variant is ``auto`` (the plan as it stands), ``off`` (the stream kernel forbidden: the tile
+kernels), ``second`` (partial products added by a second launch, not by the group's CTAs),
+``run=K`` (runs of K chunks a CTA) or a set of tiles,
+``rows:chunk/group/entries/stages/max_run`` joined by ``+``, e.g.
 ``16:16/32/48/3/64+32:8/16/32/3/64`` (the b = ``--b`` entries of ``tiles.DSD_STREAM``
 replaced for that variant). "bw" is the op's bytes over its graph time over the device's
 copy rate (measured as the bench measures its ceiling).
@@ -18,7 +20,7 @@ import argparse
 
 import cupy as cp
 import numpy as np
-from gpu_probe import bench, graph_ms
+from gpu_probe import bench, graph_ms, host_overhead
 
 import cubsparse as cs
 from cubsparse._cuda import configs, plans, tiles
@@ -45,6 +47,8 @@ def _apply(variant: str, b: int) -> dict:
         return {}
     if variant == "off":
         return {"stream": False}
+    if variant == "second":
+        return {"stream_share": False}
     if variant.startswith("run="):
         return {"stream_run": int(variant[4:])}
     for spec in variant.split("+"):
@@ -56,7 +60,8 @@ def _apply(variant: str, b: int) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("variants", nargs="+", help="auto, off, run=K or tiles (see above)")
+    ap.add_argument("variants", nargs="+",
+                    help="auto, off, second, run=K or tiles (see above)")
     ap.add_argument("--b", type=int, default=8)
     ap.add_argument("--n", type=_ints, default=[1, 32])
     ap.add_argument("--ck", type=_ints, default=[8192, 12288])
@@ -90,11 +95,16 @@ def main(argv=None) -> int:
                                 err = float(cp.linalg.norm(y.astype(cp.float32) - ref)
                                             / cp.linalg.norm(ref))
                                 eager, graph = bench(f) * 1e3, graph_ms(f) * 1e3
+                                host = host_overhead(f)
                         finally:
                             configs.set_tiles(stream=saved)
                         kernel = plan.split(": ", 1)[1].split("<", 1)[0]
+                        if "dsd_stream" in plan:
+                            kernel += ("+coop" if "cooperative" in plan else
+                                       "+2nd" if "second launch" in plan else "")
                         print(f"{prod:8s} N={n:3d} C=K={ck:5d} d={d:4.2f} {variant:36s} "
-                              f"{kernel:12s} eager {eager:7.2f} graph {graph:7.2f} "
+                              f"{kernel:17s} host {host:6.2f} eager {eager:7.2f} "
+                              f"graph {graph:7.2f} "
                               f"dense {dense:7.2f} bw {nbytes / graph / 1e6 / copy:5.2f} "
                               f"err {err:.1e}", flush=True)
                         if not err < 2e-2:

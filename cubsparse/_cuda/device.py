@@ -44,7 +44,22 @@ def libcuda():
     u32, vp = ctypes.c_uint, ctypes.c_void_p
     lib.cuLaunchKernel.restype = ctypes.c_int
     lib.cuLaunchKernel.argtypes = [vp, u32, u32, u32, u32, u32, u32, u32, vp, vp, vp]
+    lib.cuLaunchCooperativeKernel.restype = ctypes.c_int
+    lib.cuLaunchCooperativeKernel.argtypes = [vp, u32, u32, u32, u32, u32, u32, u32, vp, vp]
+    lib.cuOccupancyMaxActiveBlocksPerMultiprocessor.restype = ctypes.c_int
+    lib.cuOccupancyMaxActiveBlocksPerMultiprocessor.argtypes = [
+        ctypes.POINTER(ctypes.c_int), vp, ctypes.c_int, ctypes.c_size_t]
     return lib
+
+
+def resident_ctas(function, threads: int, smem: int) -> int:
+    """CTAs of ``function`` (a ``cupy.cuda.Function``) of ``threads`` threads and ``smem``
+    bytes of dynamic shared memory one SM holds at once, by the driver's occupancy rule
+    (registers, shared memory, threads); 0 where the query fails."""
+    n = ctypes.c_int(0)
+    res = libcuda().cuOccupancyMaxActiveBlocksPerMultiprocessor(ctypes.byref(n), function.ptr,
+                                                               threads, smem)
+    return n.value if res == 0 else 0
 
 
 class TensorMap:

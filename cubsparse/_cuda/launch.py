@@ -40,18 +40,24 @@ class Launch:
     values : sequence
         Initial values, ``None`` for those set per call; a CuPy array stands for its
         address (the caller keeps it alive).
+    cooperative : bool, optional
+        Launch by ``cuLaunchCooperativeKernel``: the driver refuses the launch unless every
+        CTA of the grid can be resident at once, which kernels whose CTAs wait for each
+        other need.
     """
 
     __slots__ = ("_block", "_fn", "_grid", "_keep", "_launch", "_params", "_pp", "_shape",
-                 "_smem", "name", "v")
+                 "_smem", "_tail", "name", "v")
 
-    def __init__(self, function, grid, block, smem: int, signature: str, values):
+    def __init__(self, function, grid, block, smem: int, signature: str, values,
+                 cooperative: bool = False):
         self.name = getattr(function, "name", "kernel")
         if len(values) != len(signature):
             raise ValueError(f"{self.name}: {len(values)} parameter values for the "
                              f"{len(signature)} of signature {signature!r}")
         self._fn = function.ptr
-        self._launch = _launcher()
+        self._launch = _launcher(cooperative)
+        self._tail = () if cooperative else (0,)  # cuLaunchKernel's `extra`
         grid = tuple(grid) + (1,) * (3 - len(grid))
         block = tuple(block) + (1,) * (3 - len(block))
         self._grid, self._block, self._smem = grid, block, int(smem)
@@ -82,27 +88,28 @@ class Launch:
 
     def __call__(self, stream: int) -> None:
         try:
-            self._launch(self._fn, *self._shape, stream, self._pp, 0)
+            self._launch(self._fn, *self._shape, stream, self._pp, *self._tail)
         except Exception as exc:
             raise LaunchError(f"cuLaunchKernel failed for {self.name}: {exc}; grid "
                               f"{self._grid}, block {self._block}, {self._smem} bytes of "
                               "shared memory") from exc
 
 
-def _launcher():
-    """``launch(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra)``: the driver's
-    ``cuLaunchKernel``, raising where it fails. CuPy's binding where it has one, else
-    ctypes."""
+def _launcher(cooperative: bool = False):
+    """``launch(f, gx, gy, gz, bx, by, bz, smem, stream, params[, extra])``: the driver's
+    ``cuLaunchKernel`` (with ``extra``) or ``cuLaunchCooperativeKernel`` (without), raising
+    where it fails. CuPy's binding where it has one, else ctypes."""
+    name = "launchCooperativeKernel" if cooperative else "launchKernel"
     try:
         from cupy.cuda import driver
 
-        return driver.launchKernel
+        return getattr(driver, name)
     except (ImportError, AttributeError):
         pass
-    lib = device.libcuda()
+    fn = getattr(device.libcuda(), "cu" + name[0].upper() + name[1:])
 
     def launch(*args):
-        res = lib.cuLaunchKernel(*args)
+        res = fn(*args)
         if res:
             raise RuntimeError(f"CUresult {res}")
 

@@ -368,7 +368,7 @@ def sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:
 _FORCED: dict = {}
 DECISIONS = ("panel", "union", "group", "tall", "cluster", "dsd_pair", "short", "kn",
              "sdd_tiled", "sdd_short", "sdd_wide", "sdd_tma", "sdd_pair", "sdd_panel", "split",
-             "grid_limit", "band", "dense", "fill", "stream", "stream_run")
+             "grid_limit", "band", "dense", "fill", "stream", "stream_run", "stream_share")
 
 
 @contextlib.contextmanager
@@ -426,6 +426,10 @@ def override(**decisions):
         Chunks of X's block columns per CTA of that dsd (at least 1, at most its tile's
         ``max_run``; at least as many as there are means one CTA per group of output
         blocks, writing Y itself).
+    ``stream_share`` : bool
+        Where that dsd's CTAs leave partial products, let each group's CTAs add them up in
+        the same launch (the rule, wherever every CTA of the grid fits on the device at
+        once) or always in a second launch (False).
 
     Examples
     --------
@@ -483,6 +487,9 @@ class DsdPlan:
     ratio: float | None  # the dense model's sparse / dense time, where it has one
     band: int = 1  # TMA kernels: row tiles per band of the tile order (DSD_PANEL_BAND)
     pad: int = 1  # the union lists padded to a multiple of this many entries (TMA panels)
+    # dsd_stream with partial products: the group's CTAs add them in the launch (a
+    # cooperative launch, every CTA resident at once), else a second launch does
+    shared_sum: bool = False
 
     @property
     def panel(self) -> bool:
@@ -514,7 +521,9 @@ class DsdPlan:
             chunk = stream_tile(self.blocksize, self.rows).chunk
             parts.append(f"X staged {chunk} block columns at a time, {self.split} chunk(s) "
                          "per CTA"
-                         + (f", {self.slots} partial products added in order" if self.slots
+                         + (f", {self.slots} partial products added in order "
+                            + ("by the group's CTAs (one cooperative launch)" if self.shared_sum
+                               else "by a second launch") if self.slots
                             else ", Y written by the CTA"))
         elif self.split:
             parts.append(f"lists split at {self.split} ({self.slots} partial tiles, added "
@@ -592,8 +601,10 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
                       max(1, int(forced("stream_run")
                                  or stream_run(groups, chunks, per_sm * sms))))
             runs = -(-chunks // run)
+            shared = runs > 1 and _decide("stream_share", lambda: True) and (
+                groups * runs <= per_sm * sms)
             return DsdPlan(product, n, name, b, "sparse", scfg, True, None, run,
-                           runs if runs > 1 else 0, (groups, runs), None)
+                           runs if runs > 1 else 0, (groups, runs), None, shared_sum=shared)
     # The kernel ladder: Hopper wgmma (dense panels, union, persistent, tall), else
     # grouped mma.sync, else one block per CTA on mma.sync or CUDA cores.
     wcfg, kn = (_wgmma_choice(structure, name, b, n, n_out, trans, sms, panels)

@@ -385,40 +385,57 @@ class _DsdRunner:
         """The small-N dsd with X in shared memory. A grid of one CTA per group of output
         blocks writes Y itself; otherwise each run of chunks writes its float32 partial
         product to the workspace (kept per stream in the layout's cache, as a split
-        product's is) and stream_finish adds them in order into Y."""
+        product's is), and they are added in order into Y: by the group's own CTAs in the
+        same launch (``plan.shared_sum``: a cooperative launch, since those CTAs wait for
+        each other), else by stream_finish in a second launch."""
         p, b = self.plan, self.b
-        cfg, runs = p.kernel, p.grid[1]
+        cfg, (groups, runs) = p.kernel, p.grid
         t = stream_tile(b, n)
         blk, kcol, starts = worklists.stream_tables(s, dev, trans, t.chunk, t.group)
         nk = s.block_shape[1] if trans else s.block_shape[0]
         nchunks = worklists.stream_chunks(s, trans, t.chunk)
-        #   x ldx nrows kcols w blk kcol starts nout nchunks run ws y ldy alpha beta
-        self.main = Launch(get_kernel(cfg), p.grid, (cfg.threads,), cfg.smem,
-                           "pliippppiiipplff",
+        kernel = get_kernel(cfg)
+        # The driver's occupancy must agree with the plan's count of resident CTAs, else the
+        # cooperative launch would be refused: then the second launch adds the partials.
+        shared = p.shared_sum and groups * runs <= device.sm_count(dev) * device.resident_ctas(
+            kernel, cfg.threads, cfg.smem)
+        #   x ldx nrows kcols w blk kcol starts nout nchunks run ws counts y ldy alpha beta
+        self.main = Launch(kernel, p.grid, (cfg.threads,), cfg.smem, "pliippppiiippplff",
                            [None, None, n, nk * b, None, blk, kcol, starts, self.width // b,
-                            nchunks, p.split, None, None, None, None, None])
+                            nchunks, p.split, None, 0, None, None, None, None],
+                           cooperative=shared)
         self.i_w, self.streamed = 4, True
         self.finish = self.split = None
         if runs > 1:
             rows = cfg.rows_per_cta
-            self.split = _SplitScratch(s, dev, (runs, rows, self.width), 0)
-            pairs = n * self.width // 2
-            #   ws nruns rows nrows width y ldy alpha beta
-            self.finish = Launch(get_kernel(stream_finish_config(dtype)),
-                                 (_stride_grid(pairs),), (256,), 0, "piiiiplff",
-                                 [None, runs, rows, n, self.width, None, None, None, None])
+            # the shared sum's two counters per group (in, out), which each launch leaves
+            # at zero
+            self.split = _SplitScratch(s, dev, (runs, rows, self.width),
+                                       2 * groups if shared else 0)
+            if not shared:
+                pairs = n * self.width // 2
+                #   ws nruns rows nrows width y ldy alpha beta
+                self.finish = Launch(get_kernel(stream_finish_config(dtype)),
+                                     (_stride_grid(pairs),), (256,), 0, "piiiiplff",
+                                     [None, runs, rows, n, self.width, None, None, None,
+                                      None])
 
     def _call_stream(self, x, wdata, y, alpha, beta, stream):
         v, it = self.main.v, self.it
         v[0].value = x.data.ptr
         v[1].value = x.strides[0] // it
         v[4].value = wdata.data.ptr
-        if self.finish is None:  # the CTAs write Y
-            _set_output(v, 12, y, it, alpha, beta)
+        _set_output(v, 13, y, it, alpha, beta)
+        if self.split is None:  # the CTAs write Y
             self.main(stream)
             return
-        ws, _ = self.split(stream)
-        v[11].value = self.finish.v[0].value = ws.data.ptr
+        ws, counts = self.split(stream)
+        v[11].value = ws.data.ptr
+        if self.finish is None:  # the group's CTAs add the partials
+            v[12].value = counts.data.ptr
+            self.main(stream)
+            return
+        self.finish.v[0].value = ws.data.ptr
         _set_output(self.finish.v, 5, y, it, alpha, beta)
         self.main(stream)
         self.finish(stream)

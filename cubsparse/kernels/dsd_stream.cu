@@ -20,8 +20,12 @@
 // transposes the 8 x 8 tile (or one ldmatrix reads four blocks' fragments). From b = 16 on
 // ldmatrix reads m16n8k16's B fragments from swizzled copies of the blocks. A grid of one
 // CTA along the runs (gridDim.y == 1) writes Y with alpha and beta; otherwise each CTA
-// writes its float32 partial product to its own slice of the workspace and stream_finish
-// adds the slices in order, so the result does not depend on which CTA ran first.
+// writes its float32 partial product to its own slice of the workspace, and the slices are
+// added in run order, so the result does not depend on which CTA ran first: by
+// stream_finish, a second launch, or (given `counts`) by the group's own CTAs, each adding
+// a share of the group's outputs once all of them have stored their partials. Those CTAs
+// wait for each other, so the host passes `counts` only to a cooperative launch, which
+// the driver makes only if every CTA of the grid can be resident at once.
 #include "common.cuh"
 
 struct StreamStage {
@@ -116,13 +120,57 @@ __device__ __forceinline__ void stream_mma16(float (&acc)[MT][B / 8][4], const u
   }
 }
 
+// The partial products of group blockIdx.x added up by the group's gridDim.y CTAs, CTA y
+// taking the y-th share of the group's (row, column pair) outputs: each sums its outputs
+// over the runs in run order and stores them with alpha and beta. Every CTA first counts
+// itself in on counts[group] and waits until the whole group has (its partials are then
+// in the workspace); afterwards each counts itself out on counts[groups + group], and the
+// last one out sets both counters back to zero for the next launch (every CTA of the group
+// has by then stopped reading them). Needs the group's CTAs resident together.
+template <class Tag, int B, int G, int N>
+__device__ __forceinline__ void stream_share(const float* ws, int* counts, int nrows,
+                                             int nout, u16* y, i64 ldy, float alpha,
+                                             float beta) {
+  const int g = blockIdx.x, tid = threadIdx.x, runs = gridDim.y;
+  int* const in = counts + g;
+  int* const out = counts + gridDim.x + g;
+  __threadfence();  // this thread's partials, before the count that publishes them
+  __syncthreads();
+  if (tid == 0) {
+    atomicAdd(in, 1);
+    while (*(volatile int*)in < runs) __nanosleep(64);
+    __threadfence();  // the other runs' partials, stored before their counts
+  }
+  __syncthreads();
+  const i64 width = (i64)nout * B;
+  const int half = min(G, nout - g * G) * B / 2;  // the group's column pairs a row
+  const int total = nrows * half, share = (total + runs - 1) / runs;
+  const int lo = blockIdx.y * share, hi = min(total, lo + share);
+  for (int v = lo + tid; v < hi; v += 256) {
+    const int r = v / half, c = g * G * B + (v % half) * 2;
+    const float* src = ws + (i64)r * width + c;
+    float2 s = __ldcg((const float2*)src);  // L2 reads: other CTAs stored them
+#pragma unroll 4
+    for (int k = 1; k < runs; ++k) {
+      const float2 t = __ldcg((const float2*)(src + (i64)k * N * width));
+      s.x += t.x;
+      s.y += t.y;
+    }
+    store_pair(Tag(), y + (i64)r * ldy + c, s.x, s.y, alpha, beta);
+  }
+  if (tid == 0 && atomicAdd(out, 1) == runs - 1) {
+    *in = 0;
+    *out = 0;
+  }
+}
+
 template <class Tag, int B, int MT, int KC, int G, int E, int STAGES, int RUN, bool TRANS>
 __global__ void __launch_bounds__(256, 2)
     dsd_stream(const u16* __restrict__ x, i64 ldx, int nrows, int kcols,
                const u16* __restrict__ w, const int* __restrict__ blk,
                const int* __restrict__ kin, const int* __restrict__ starts, int nout,
-               int nchunks, int run, float* __restrict__ ws, u16* __restrict__ y, i64 ldy,
-               float alpha, float beta) {
+               int nchunks, int run, float* __restrict__ ws, int* __restrict__ counts,
+               u16* __restrict__ y, i64 ldy, float alpha, float beta) {
   static_assert(STAGES >= 2, "a stage in use and one in flight at least");
   constexpr int BB = B * B, PIECES = BB / 8;  // a block's elements, its 16-byte pieces
   static_assert(B == 8 || B == 16 || B == 32, "m16n8k8, else B / 16 k16 steps");
@@ -266,6 +314,8 @@ __global__ void __launch_bounds__(256, 2)
       }
     }
   }
+  if (!whole && counts != nullptr) stream_share<Tag, B, G, N>(ws, counts, nrows, nout, y, ldy,
+                                                              alpha, beta);
 }
 
 // Y = alpha * (the runs' partial products, added in order) + beta * Y, a pair of adjacent
