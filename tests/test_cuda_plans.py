@@ -786,6 +786,43 @@ def test_plan_is_built_once_and_calls_repeat_bitwise(backend, b, dtype):
 
 
 @pytest.mark.parametrize("backend", CUDA, indirect=True)
+@pytest.mark.parametrize("share", [True, False])
+def test_stream_partial_sums_in_a_cuda_graph(backend, share):
+    """The stream kernel with runs of two chunks, its partial products added in the launch
+    (a cooperative launch, captured) or by a second launch: replays after X and W.data
+    change in place give the new products, each replay the same bits as an eager call (the
+    group counters are back at zero after every launch)."""
+    import cupy
+
+    _stream_capable()
+    rng = cupy.random.default_rng(9)
+    lay = cs.layouts.random(192, 128, 0.3, seed=3)
+    w = cs.BlockSparseMatrix.from_layout(lay, 32, dtype="float16", seed=4, backend=backend)
+    x = rng.standard_normal((32, 192 * 32)).astype("float16")
+    y = cupy.empty((32, 128 * 32), "float16")
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with plans.override(stream=True, dense=False, stream_run=2, stream_share=share), stream:
+        plan = cs.matmul_plan(x, w)
+        assert plan.slots, str(plan)
+        assert plan.shared_sum == share, str(plan)
+        cs.matmul(x, w, out=y)  # eager: builds the plan
+        stream.begin_capture()
+        cs.matmul(x, w, out=y)
+        graph = stream.end_capture()
+        for _ in range(3):
+            x[...] = rng.standard_normal(x.shape).astype("float16")
+            w.data[...] = rng.standard_normal(w.data.shape).astype("float16")
+            y.fill(cupy.nan)
+            graph.launch(stream)
+            stream.synchronize()
+            ref = _ref(x, w, False)
+            got = to_numpy(y).astype(np.float64)
+            assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < cs._dtypes.TOLERANCE[
+                "float16"]
+            np.testing.assert_array_equal(to_numpy(cs.matmul(x, w)), to_numpy(y))
+
+
+@pytest.mark.parametrize("backend", CUDA, indirect=True)
 @pytest.mark.parametrize(("dtype", "b", "n"), [("float16", 64, 512), ("float16", 32, 1024),
                                                ("float32", 32, 32), ("float16", 16, 64)])
 def test_cuda_graph_replays_after_in_place_updates(backend, dtype, b, n):
