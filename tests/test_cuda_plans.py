@@ -143,6 +143,33 @@ def test_small_n_plan_streams_w_with_x_in_shared_memory():
         assert "Y written by the CTA" in str(p)
 
 
+def test_stream_partial_products_are_added_in_the_launch_up_to_32_rows():
+    """Runs that leave partial products have them added by the group's own CTAs (one
+    cooperative launch) up to STREAM_SHARE_MAX_ROWS rows, where the grid fits the device at
+    once; past that, or forced off, or where the grid does not fit, a second launch adds
+    them. The plan says which."""
+    s = structure(1024, 1024, 0.25)
+    for n in (1, 17, 32, 33, 64):
+        p = plans.plan_dsd(s, "float16", 8, n, False, False, 90, SMS)
+        assert p.kernel.kernel == "dsd_stream"
+        assert p.slots > 0
+        assert p.shared_sum == (n <= plans.STREAM_SHARE_MAX_ROWS), n
+        assert ("cooperative launch" in str(p)) == p.shared_sum
+        assert ("by a second launch" in str(p)) != p.shared_sum
+    with plans.override(stream_share=False):
+        assert not plans.plan_dsd(s, "float16", 8, 32, False, False, 90, SMS).shared_sum
+    with plans.override(stream_share=True):
+        assert plans.plan_dsd(s, "float16", 8, 64, False, False, 90, SMS).shared_sum
+    with plans.override(stream_run=1000):  # one CTA per group: no partial products
+        assert not plans.plan_dsd(s, "float16", 8, 32, False, False, 90, SMS).shared_sum
+    tall = structure(2048, 1024, 0.05)  # capped runs: 2 per group of 32 groups ...
+    with plans.override(stream=True, stream_run=1):  # ... or 128 per group: too many CTAs
+        p = plans.plan_dsd(tall, "float16", 8, 16, False, False, 90, SMS)
+    assert p.grid[0] * p.grid[1] > plans.STREAM_CTAS_PER_SM * SMS
+    assert p.slots > 0
+    assert not p.shared_sum
+
+
 def test_stream_runs_fill_the_device_with_the_fewest_partial_products():
     """The shortest runs of chunks whose CTAs fit STREAM_CTAS_PER_SM to an SM at once (no
     second wave), never longer than the chunks there are."""
@@ -678,11 +705,11 @@ def _check_stream(w, lay_shape, n, dtype, backend, rng, **forced):
             plan = cs.matmul_plan(a, op)
             assert plan.kernel.kernel == "dsd_stream"
             # the runs' partial products are added in the launch wherever the grid fits on
-            # the device at once (and the rule is not forced off)
+            # the device at once, up to STREAM_SHARE_MAX_ROWS rows unless forced
             fits = plan.grid[0] * plan.grid[1] <= _SMS() * min(
                 plans.STREAM_CTAS_PER_SM, configs.stream_ctas(b, n, _ARCH()))
-            assert plan.shared_sum == bool(
-                plan.slots and fits and forced.get("stream_share", True)), str(plan)
+            share = forced.get("stream_share", n <= plans.STREAM_SHARE_MAX_ROWS)
+            assert plan.shared_sum == bool(plan.slots and fits and share), str(plan)
             shared.append(plan.shared_sum)
             ref = _ref(a, w, trans)
             got = cs.matmul(a, op, out=poison(ref.shape, dtype, backend))

@@ -186,6 +186,12 @@ STREAM_CTAS_PER_SM = 2
 #: more than W's few blocks save, and the tile kernels are faster: each value lies between
 #: the densities measured on either side of the crossing (bench/NOTES.md).
 STREAM_MIN_DENSITY = {(16, 64): 0.075, (32, 16): 0.075, (32, 32): 0.175, (32, 64): 0.3}
+#: Most rows of X at which the small-N dsd's partial products are added by the group's own
+#: CTAs in the launch rather than by a second launch. That saves the second launch's host
+#: time (about 5 µs a call) and costs some GPU time, since a group's CTAs add their share
+#: only after its slowest run is done; the share grows with the rows, and past 32 rows the
+#: GPU time lost outweighed the host time saved in eager loops (bench/NOTES.md).
+STREAM_SHARE_MAX_ROWS = 32
 
 
 def split_length(lens: np.ndarray, row_tiles: int, slots: int, shortest: int = 4) -> int:
@@ -428,8 +434,9 @@ def override(**decisions):
         blocks, writing Y itself).
     ``stream_share`` : bool
         Where that dsd's CTAs leave partial products, let each group's CTAs add them up in
-        the same launch (the rule, wherever every CTA of the grid fits on the device at
-        once) or always in a second launch (False).
+        the same launch (the rule: up to ``STREAM_SHARE_MAX_ROWS`` rows of X; True: at any
+        rows) or in a second launch (False). Either way only where every CTA of the grid
+        fits on the device at once.
 
     Examples
     --------
@@ -601,8 +608,8 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
                       max(1, int(forced("stream_run")
                                  or stream_run(groups, chunks, per_sm * sms))))
             runs = -(-chunks // run)
-            shared = runs > 1 and _decide("stream_share", lambda: True) and (
-                groups * runs <= per_sm * sms)
+            shared = runs > 1 and _decide("stream_share", lambda: n <= STREAM_SHARE_MAX_ROWS
+                                          ) and groups * runs <= per_sm * sms
             return DsdPlan(product, n, name, b, "sparse", scfg, True, None, run,
                            runs if runs > 1 else 0, (groups, runs), None, shared_sum=shared)
     # The kernel ladder: Hopper wgmma (dense panels, union, persistent, tall), else
