@@ -67,13 +67,15 @@ def _eager_sampled(a, b, like, tf32):
     if type(a) is not t or type(b) is not t or not isinstance(like, SparseOperand):
         return None
     data = like._data
-    if (type(data) is not t or like._base is not None or a.ndim != 2 or b.ndim != 2
-            or a.dtype != data.dtype or b.dtype != data.dtype):
+    if type(data) is not t or like._base is not None:
+        return None
+    dtype, sa, sb = data.dtype, a.shape, b.shape
+    if len(sa) != 2 or len(sb) != 2 or a.dtype != dtype or b.dtype != dtype:
         return None
     bs, bsz = like._structure.block_shape, like._blocksize
-    if a.shape[0] != bs[0] * bsz or b.shape[1] != bs[1] * bsz or a.shape[1] != b.shape[0]:
+    if sa[0] != bs[0] * bsz or sb[1] != bs[1] * bsz or sa[1] != sb[0]:
         return None
-    return _CUDA.sdd_eager(a, b, like, _use_tf32(tf32, data.dtype))
+    return _CUDA.sdd_eager(a, b, like, _use_tf32(tf32, dtype))
 
 
 def _check_dense(name: str, array, backend: str, dtype, sparse: str = "the sparse operand"):

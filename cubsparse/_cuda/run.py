@@ -659,12 +659,27 @@ def sdd_eager(a, b_mat, like, tf32: bool):
     ``alpha`` 1, ``beta`` 0; types, dtypes and shapes checked by the caller), through a
     runner already built, or None where :func:`sdd` must run."""
     dev = _get_device()
-    if a.data.device_id != dev or b_mat.data.device_id != dev or (
-            like._data.data.device_id != dev):
+    ad, bd = a.data, b_mat.data
+    if ad.device_id != dev or bd.device_id != dev or like._data.data.device_id != dev:
         return None
     runners = like.__dict__.get("_runners")
     if runners is None or a.shape[1] == 0 or like._structure.nnzb == 0:
         return None
+    if not tf32:
+        # The layer gradient, a = x.T and b_mat = dy with 16-byte aligned rows, in place:
+        # sdd_operands' first case, tested here without its call.
+        it = a.itemsize
+        sa, sb = a.strides, b_mat.strides
+        ap, bp = ad.ptr, bd.ptr
+        if sa[0] == it and sb[1] == it and not (sa[1] | sb[0] | ap | bp) & 15:
+            r = runners.get(_key("sdd", dev, a.shape[1], True, False, False))
+            if r is None:
+                return None
+            if r.direct is not None:
+                stream = _current_stream().ptr
+                data = r.outputs.take(stream)
+                r.direct(ap, sa[1] // it, bp, sb[0] // it, data.data.ptr, stream)
+                return data
     ops = sdd_operands(a, b_mat, tf32)
     r = runners.get(_key("sdd", dev, ops[6], ops[4], ops[5], tf32))
     if r is None:
@@ -684,6 +699,7 @@ class _SddRunner:
                                  None if sparse_only else _options.dense_bytes_limit())
         self.it = dtype.itemsize
         self.outputs = Outputs(like._data.shape, dtype)
+        self.direct = None  # the eager call's launch, where the kernel reads pointers
         cfg = p.kernel
         # the wgmma kernel and the dense path's gather store 16-byte vectors
         self.vec_stores = p.path == "dense" or cfg.kernel.startswith("sdd_wgmma")
@@ -723,6 +739,17 @@ class _SddRunner:
                                    cfg.smem, "plplippp" + f + f,
                                    [None, None, None, None, inner, groups, s.indices, None,
                                     None, None])
+        if p.path == "sparse" and not cfg.tma:
+            self.direct = self._direct
+
+    def _direct(self, a_ptr, a_ld, b_ptr, b_ld, out_ptr, stream):
+        """The eager call of a kernel that reads its operands by pointer: ``a`` and ``b``
+        where :func:`sdd_operands` puts them, the product into ``out_ptr`` (16-byte
+        aligned, as every kept output is), alpha 1 and beta 0."""
+        v = self.main.v
+        v[0].value, v[1].value, v[2].value, v[3].value = a_ptr, a_ld, b_ptr, b_ld
+        v[-3].value, v[-2].value, v[-1].value = out_ptr, 1.0, 0.0
+        self.main(stream)
 
     def __call__(self, a, b_mat, ops, data, alpha, beta, stream):
         """``ops``: :func:`sdd_operands` of ``a`` and ``b_mat``."""
