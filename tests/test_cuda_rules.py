@@ -58,19 +58,19 @@ def test_float32_tiled_sdd_follows_the_fill_of_its_tiles(b):
     lay = np.zeros((4 * tr, 4 * ts), dtype=bool)
     lay[:tr, :ts] = True  # one full tile
     full = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float32", backend="cpu")._structure
-    assert plans.sdd_tiled_pays(full, np.float32, b, 16)
+    assert plans.sdd_tiled_pays(full, np.float32, b, 16, 4096)
     # one block in each of the 16 tiles: each 1 / (tr * ts) full
     spread = np.zeros_like(lay)
     spread[::tr, ::ts] = True
     s = cs.BlockSparseMatrix.from_layout(spread, b, dtype="float32", backend="cpu")._structure
-    assert not plans.sdd_tiled_pays(s, np.float32, b, 16)
+    assert not plans.sdd_tiled_pays(s, np.float32, b, 16, 4096)
     # just under and at the break-even fill, in a single tile
     k = int(np.ceil(fill * tr * ts))
     for count, pays in ((k - 1, False), (k, True)):
         one = np.zeros_like(lay)
         one[:tr, :ts].flat[:count] = True
         s = cs.BlockSparseMatrix.from_layout(one, b, dtype="float32", backend="cpu")._structure
-        assert plans.sdd_tiled_pays(s, np.float32, b, 16) is pays
+        assert plans.sdd_tiled_pays(s, np.float32, b, 16, 4096) is pays
 
 
 def test_half_type_tiled_sdd_follows_the_loads():
@@ -78,10 +78,31 @@ def test_half_type_tiled_sdd_follows_the_loads():
     lay = np.zeros((tr, ts), dtype=bool)
     lay[0, 0] = True  # one block: one tile loads tr + ts columns, a group 1 + 1
     s = cs.BlockSparseMatrix.from_layout(lay, 8, dtype="float32", backend="cpu")._structure
-    assert not plans.sdd_tiled_pays(s, np.float16, 8, 16)
+    assert not plans.sdd_tiled_pays(s, np.float16, 8, 16, 4096)
     lay[:] = True  # a full tile: tr + ts against tr * (1 + 1) + tr * ts
     s = cs.BlockSparseMatrix.from_layout(lay, 8, dtype="float32", backend="cpu")._structure
-    assert plans.sdd_tiled_pays(s, np.float16, 8, 16)
+    assert plans.sdd_tiled_pays(s, np.float16, 8, 16, 4096)
+    # a reduction shorter than SDD_TILE_MIN_INNER: the per-row groups, however full
+    assert plans.sdd_tiled_pays(s, np.float16, 8, 16, plans.SDD_TILE_MIN_INNER)
+    assert not plans.sdd_tiled_pays(s, np.float16, 8, 16, plans.SDD_TILE_MIN_INNER - 1)
+    assert not plans.sdd_tiled_pays(s, np.float16, 8, 16, 1)
+
+
+@pytest.mark.parametrize("b", [8, 16])
+def test_float32_tiled_sdd_of_a_short_reduction_needs_a_quarter_of_its_tiles(b):
+    """Up to SDD_TILE_SHORT_INNER rows the float32 tile is taken from its short fill on."""
+    tr, ts = configs.sdd_tile_shape(np.float32, b)
+    k = int(np.ceil(plans.SDD_TILE_SIMT_FILL_SHORT[b] * tr * ts))
+    lay = np.zeros((4 * tr, 4 * ts), dtype=bool)
+    for count, pays in ((k - 1, False), (k, True)):
+        one = np.zeros_like(lay)
+        one[:tr, :ts].flat[:count] = True
+        s = cs.BlockSparseMatrix.from_layout(one, b, dtype="float32", backend="cpu")._structure
+        for inner in (1, plans.SDD_TILE_SHORT_INNER):
+            assert plans.sdd_tiled_pays(s, np.float32, b, 16, inner) is pays
+        # longer reductions keep the regular fill
+        assert plans.sdd_tiled_pays(s, np.float32, b, 16, plans.SDD_TILE_SHORT_INNER + 1) is (
+            count >= plans.SDD_TILE_SIMT_FILL[b] * tr * ts)
 
 
 @pytest.mark.parametrize("b", [32, 64, 128])

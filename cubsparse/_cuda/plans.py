@@ -94,6 +94,17 @@ DSD_PAIR_MIN_SHARING = 1.5
 SHORT_FILL = 1.0
 #: The float32 tiled sdd's break-even fill (stored blocks per block of its non-empty tiles).
 SDD_TILE_SIMT_FILL = {8: 0.25, 16: 0.75}
+#: The same for a reduction of at most SDD_TILE_SHORT_INNER rows (a small-N weight
+#: gradient): the tile's one pass over its operands costs about what a group's does, and
+#: its stores of whole tiles win from a quarter of the blocks on (bench/NOTES.md).
+SDD_TILE_SIMT_FILL_SHORT = {8: 0.25, 16: 0.25}
+SDD_TILE_SHORT_INNER = 32
+#: Shortest reduction at which the 16-bit tiled sdd (``sdd_tile_tc``) is weighed at all.
+#: Below it a CTA's tile is one slice of loads, MMAs and stores in a row, with one CTA an
+#: SM (its registers): fixed latency per tile that the per-row groups, many CTAs an SM,
+#: overlap. At 1-32 rows they ran 1.3-4x faster; at 128 rows the two were even at a
+#: quarter of the blocks, and the tile 1.7x faster at half (bench/NOTES.md).
+SDD_TILE_MIN_INNER = 128
 #: A split costs float32 partial tiles and a tail: the CTA that stores a list's last
 #: segment then adds up the list's partials (split_finish in common.cuh), in the same
 #: launch. Lists are split where the kernel would leave SMs idle: fewer CTAs (work items x
@@ -350,24 +361,29 @@ def sdd_panel_pays(structure, cfg: KernelConfig, b: int, inner: int, sms: int) -
             >= SDD_PANEL_MIN_WAVES * sms)
 
 
-def sdd_tiled_pays(structure, dtype, b: int, group: int) -> bool:
-    """The tiled sdd beats groups of ``group`` blocks of one block row. Tensor cores: when
-    it loads fewer operand columns, (tr + ts) per non-empty tile against 1 + count per
-    group. CUDA cores (float32), bound by FMAs: when its tiles are full enough
-    (SDD_TILE_SIMT_FILL), since the threads of absent blocks idle."""
+def sdd_tiled_pays(structure, dtype, b: int, group: int, inner: int) -> bool:
+    """The tiled sdd beats groups of ``group`` blocks of one block row, for a reduction of
+    ``inner`` rows. Tensor cores: from SDD_TILE_MIN_INNER rows, when it loads fewer operand
+    columns, (tr + ts) per non-empty tile against 1 + count per group. CUDA cores
+    (float32), bound by FMAs: when its tiles are full enough (SDD_TILE_SIMT_FILL, or
+    SDD_TILE_SIMT_FILL_SHORT up to SDD_TILE_SHORT_INNER rows), since the threads of absent
+    blocks idle."""
     tr, ts = sdd_tile_shape(dtype, b)
     simt = dtype_name(dtype) == "float32"
+    if not simt and inner < SDD_TILE_MIN_INNER:
+        return False
+    fill = (SDD_TILE_SIMT_FILL_SHORT if inner <= SDD_TILE_SHORT_INNER
+            else SDD_TILE_SIMT_FILL).get(b) if simt else None
 
     def count():
         ntiles = worklists.block_tiles(structure, tr, ts)[0].shape[0]
         if simt:
-            return structure.nnzb >= SDD_TILE_SIMT_FILL[b] * ntiles * tr * ts
+            return structure.nnzb >= fill * ntiles * tr * ts
         counts = np.diff(structure.host_indptr.astype(np.int64))
         grouped = int(((counts + group - 1) // group).sum() + counts.sum())
         return ntiles * (tr + ts) < grouped
 
-    return structure.cached(("sdd_tiled_pays", simt, tr, ts, group, SDD_TILE_SIMT_FILL.get(b)),
-                            count)
+    return structure.cached(("sdd_tiled_pays", simt, tr, ts, group, fill), count)
 
 
 # -- forced decisions ----------------------------------------------------------------------
@@ -736,7 +752,7 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
         tcfg = sdd_tile_config(name, b) if a_km and not b_nk and wcfg is None else None
         if tcfg is not None:
             tiled = _decide("sdd_tiled", sdd_tiled_pays, structure, name, b,
-                            sdd_config(name, b, a_km, b_nk).group)
+                            sdd_config(name, b, a_km, b_nk).group, inner)
         cfg = tcfg if tiled else (wcfg or sdd_config(name, b, a_km, b_nk))
     if cfg is wcfg and _decide("sdd_short", sdd_short_pays, inner):
         cfg = sdd_wgmma_config(name, b, True, SDD_ONE_SLICE_K if inner <= SDD_ONE_SLICE_K
