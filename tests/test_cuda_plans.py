@@ -541,14 +541,16 @@ def test_sdd_plan_takes_the_tma_kernel_for_long_reductions_on_a_wide_w():
 @pytest.mark.parametrize("b", [16, 32, 64, 128])
 def test_sdd_plan_runs_short_reductions_persistent(b):
     """A short reduction (the batch of a small-N weight gradient) runs the wgmma sdd on a
-    grid sized to the device, at most one CTA per group; a long one a CTA per group."""
+    grid sized to the device, at most one CTA per group; a long one a CTA per group (the
+    short-reduction sdd of b = 16 forced off)."""
     s = structure(4096 // b, 4096 // b, 0.25)
-    short = plans.plan_sdd(s, "float16", b, 32, True, False, False, 90, SMS, None)
+    with plans.override(sdd_stream=False):
+        short = plans.plan_sdd(s, "float16", b, 32, True, False, False, 90, SMS, None)
+        mid = plans.plan_sdd(s, "float16", b, 100, True, False, False, 90, SMS, None)
     # one slice as deep as the reduction; longer ones in the tile's own slices
     assert short.kernel == configs.sdd_wgmma_config("float16", b, True, plans.SDD_ONE_SLICE_K)
     assert f",{plans.SDD_ONE_SLICE_K}>" in short.kernel.name
-    assert plans.plan_sdd(s, "float16", b, 100, True, False, False, 90, SMS, None).kernel == \
-        configs.sdd_wgmma_config("float16", b, True)
+    assert mid.kernel == configs.sdd_wgmma_config("float16", b, True)
     groups = worklists.group_count(s, short.kernel.group)
     assert short.grid == min(groups, SMS * short.kernel.persistent) > 0
     assert f"grid ({short.grid},)" in str(short)
@@ -561,7 +563,8 @@ def test_sdd_plan_runs_short_reductions_persistent(b):
     with plans.override(sdd_short=True, grid_limit=3):
         assert plans.plan_sdd(s, "float16", b, 4096, True, False, False, 90, SMS, None).grid == 3
     # off Hopper the mma.sync sdd takes a CTA per group, and so does TF32
-    assert plans.plan_sdd(s, "float16", b, 32, True, False, False, 80, SMS, None).grid == 0
+    with plans.override(sdd_stream=False):
+        assert plans.plan_sdd(s, "float16", b, 32, True, False, False, 80, SMS, None).grid == 0
     assert plans.plan_sdd(s, "float32", b, 32, True, False, True, 90, SMS, None).grid == 0
 
 
@@ -810,6 +813,80 @@ def test_plan_is_built_once_and_calls_repeat_bitwise(backend, b, dtype):
     ref = _ref(x, w, False)
     err = np.linalg.norm(to_numpy(first).astype(np.float64) - ref) / np.linalg.norm(ref)
     assert err < cs._dtypes.TOLERANCE[dtype]
+
+
+@pytest.mark.parametrize("backend", CUDA, indirect=True)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("b", [8, 16])
+@pytest.mark.parametrize("n", [1, 7, 16, 17, 32, 40, 64, 100, 128])
+def test_short_reduction_sdd_matches_scipy(backend, dtype, b, n):
+    """The short-reduction sdd (dY's chunks in shared memory), forced: block columns that
+    are not whole chunks, an empty block row and column, N not a multiple of 16, a NaN
+    poisoned result matrix overwritten, alpha and beta, repeated calls giving the same bits,
+    and one CTA per chunk (every warp walking several block rows)."""
+    _stream_capable()
+    rng = np.random.default_rng(100 * b + n)
+    lay = rng.random((70, 300 if b == 8 else 150)) < 0.3  # 2-10 chunks of dY's block columns
+    lay[5, :] = False
+    lay[:, 11] = False
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=n, backend=backend)
+    x = to_backend(rng.standard_normal((n, lay.shape[0] * b)), backend).astype(dtype)
+    dy = to_backend(rng.standard_normal((n, lay.shape[1] * b)), backend).astype(dtype)
+    mask = np.kron(lay, np.ones((b, b)))
+    ref = (to_numpy(x).astype(np.float64).T @ to_numpy(dy).astype(np.float64)) * mask
+    tol = cs._dtypes.TOLERANCE[dtype]
+    for grid in (None, 1):
+        with plans.override(sdd_stream=True, dense=False, sdd_stream_grid=grid):
+            plan = cs.sampled_matmul_plan(x.T, dy, like=w)
+            assert plan.kernel.kernel == "sdd_stream", str(plan)
+            assert grid is None or plan.grid == 1
+            out = w.copy()
+            out.data[...] = np.nan
+            cs.sampled_matmul(x.T, dy, like=w, out=out)
+            got = to_numpy(out.toarray()).astype(np.float64)
+            err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
+            assert err < tol, (str(plan), err)
+            again = [to_numpy(cs.sampled_matmul(x.T, dy, like=w).data) for _ in range(2)]
+            np.testing.assert_array_equal(again[0], to_numpy(out.data))
+            np.testing.assert_array_equal(again[1], to_numpy(out.data))
+            cs.sampled_matmul(x.T, dy, like=w, out=out, alpha=0.5, beta=2.0)
+            got2 = to_numpy(out.toarray()).astype(np.float64)
+            assert np.linalg.norm(got2 - 2.5 * got) / np.linalg.norm(2.5 * got) < 2 * tol
+
+
+def test_short_reduction_sdd_plan():
+    """The short-reduction sdd up to SDD_STREAM_MAX_INNER rows at b = 8 and 16 in 16 bits,
+    x and dy read in place, from sm_80, ahead of the dense path; its grid fills the device
+    once (at most a warp per block row); not for float32, b = 32, long reductions, other
+    operand layouts, or an empty layout."""
+    s = structure(1024, 1024, 0.25)
+    for b in (8, 16):
+        for inner, kp in ((1, 16), (16, 16), (17, 32), (64, 64), (100, 128), (128, 128)):
+            p = plans.plan_sdd(s, "float16", b, inner, True, False, False, 90, SMS, 1 << 34)
+            assert p.kernel == configs.sdd_stream_config("float16", b, inner)
+            assert f"sdd_stream<F16,{b},{kp}," in p.kernel.name
+            assert (p.path, p.ratio) == ("sparse", None)
+            rows, cols = s.block_shape
+            assert p.chunks == -(-cols // p.kernel.group)
+            per_sm = configs.smem_ctas(p.kernel, 90)
+            assert p.grid == max(1, min(-(-rows // 8), per_sm * SMS // p.chunks))
+            assert f"grid ({p.chunks}, {p.grid})" in str(p)
+        assert plans.plan_sdd(s, "bfloat16", b, 32, True, False, False, 80, SMS).kernel.kernel \
+            == "sdd_stream"
+        for args in [("float16", b, 129, True, False, False, 90),
+                     ("float32", b, 32, True, False, False, 90),
+                     ("float16", b, 32, False, False, False, 90),
+                     ("float16", b, 32, True, True, False, 90),
+                     ("float16", b, 32, True, False, False, 75)]:
+            assert plans.plan_sdd(s, *args, SMS).kernel.kernel != "sdd_stream", args
+        with plans.override(sdd_stream=False):
+            assert plans.plan_sdd(s, "float16", b, 32, True, False, False, 90,
+                                  SMS).kernel.kernel != "sdd_stream"
+    assert plans.plan_sdd(s, "float16", 32, 32, True, False, False, 90, SMS).kernel.kernel \
+        != "sdd_stream"
+    empty = structure(64, 64, 0.0)
+    assert plans.plan_sdd(empty, "float16", 8, 32, True, False, False, 90,
+                          SMS).kernel.kernel != "sdd_stream"
 
 
 @pytest.mark.parametrize("backend", CUDA, indirect=True)

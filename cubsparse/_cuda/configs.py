@@ -19,6 +19,8 @@ from .tiles import (
     DSD_TC_SMALL,
     SDD_SIMT,
     SDD_SIMT_F64,
+    SDD_STREAM,
+    SDD_STREAM_MAX_INNER,
     SDD_TC,
     SDD_TILE,
     SDD_TILE_SIMT,
@@ -45,8 +47,9 @@ SIMT_TYPES = {"float32": "float", "float64": "double"}
 #: The kernel sources, ``kernels/<family>.cu``: one kernel schedule per file, named after
 #: its kernel (``dense.cu`` holds the dense path's scatter and gather).
 FAMILIES = ("dsd_tc", "dsd_group_tc", "dsd_stream", "dsd_simt", "sdd_tc", "sdd_tile_tc",
-            "sdd_simt", "sdd_tile_simt", "dsd_wgmma_single", "dsd_wgmma_ws", "dsd_wgmma_tma",
-            "dsd_wgmma_union", "transpose_blocks", "sdd_wgmma", "sdd_wgmma_tma", "dense")
+            "sdd_stream", "sdd_simt", "sdd_tile_simt", "dsd_wgmma_single", "dsd_wgmma_ws",
+            "dsd_wgmma_tma", "dsd_wgmma_union", "transpose_blocks", "sdd_wgmma",
+            "sdd_wgmma_tma", "dense")
 #: Groups of kernels for :func:`all_configs` (what ``warmup`` compiles per op).
 GROUPS = ("dsd", "sdd", "dsd_sm90", "sdd_sm90", "dense")
 
@@ -165,6 +168,28 @@ def sdd_tile_config(dtype, b: int) -> KernelConfig | None:
             f"{t.stages}>")
     smem = _tc_smem(tr * b, ts * b, t.k, t.stages, True, False)
     return _instance(expr, t.warps_m * t.warps_n * 32, smem, 0, tr * ts)
+
+
+def sdd_stream_key(b: int, inner: int) -> tuple | None:
+    """The key ``(b, rows)`` of the short-reduction sdd's tile (:data:`SDD_STREAM`) for a
+    reduction of ``inner`` rows, or None where it has none."""
+    if not 0 < inner <= SDD_STREAM_MAX_INNER:
+        return None
+    rows = min((r for bb, r in SDD_STREAM if bb == b and r >= inner), default=None)
+    return None if rows is None else (b, rows)
+
+
+@functools.cache
+def sdd_stream_config(dtype, b: int, inner: int) -> KernelConfig | None:
+    """The short-reduction sdd (x and dy read as rows) for ``inner`` rows, or None where
+    unused; its group is the chunk's block columns."""
+    name = dtype_name(dtype)
+    key = sdd_stream_key(b, inner)
+    if name not in TC_TAGS or key is None or SDD_STREAM[key] is None:
+        return None
+    kp, chunk = key[1], SDD_STREAM[key].chunk
+    smem = kp * (chunk * b + 8) * 2 + 8 * kp * b * 2  # dY's chunk, the warps' slices of X
+    return _instance(f"sdd_stream<{TC_TAGS[name]},{b},{kp},{chunk}>", 256, smem, 0, chunk)
 
 
 def sdd_tile_shape(dtype, b: int) -> tuple[int, int]:
@@ -407,7 +432,7 @@ def set_tiles(**tables) -> None:
         for b, tile in (entries or {}).items():
             table[b] = None if tile is None else record(*tile)
     for f in (dsd_config, sdd_config, group_config, stream_config, wgmma_config,
-              sdd_wgmma_config, sdd_tile_config):
+              sdd_wgmma_config, sdd_tile_config, sdd_stream_config):
         f.cache_clear()
     GENERATION[0] += 1
 
@@ -468,6 +493,8 @@ def _family_configs(fam: str, dt: str, b: int) -> list[KernelConfig]:
     elif fam == "sdd":
         out += [sdd_config(dt, b, a, bn) for a in (True, False) for bn in (False, True)]
         out += [sdd_tile_config(dt, b)] if sdd_tile_config(dt, b) is not None else []
+        for inner in (16, 32, 64, 128):
+            out += [sdd_stream_config(dt, b, inner)] if sdd_stream_config(dt, b, inner) else []
         out += [sdd_config(dt, b, tf32=True)] if tf32 else []
     elif fam == "dense":
         out += [scatter_config(dt, b), fill_config(dt, b), gather_config(dt, b)]

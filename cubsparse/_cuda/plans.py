@@ -29,9 +29,11 @@ from .configs import (
     group_config,
     scatter_config,
     sdd_config,
+    sdd_stream_config,
     sdd_tile_config,
     sdd_tile_shape,
     sdd_wgmma_config,
+    smem_ctas,
     stream_config,
     stream_ctas,
     stream_key,
@@ -105,6 +107,9 @@ SDD_TILE_SHORT_INNER = 32
 #: overlap. At 1-32 rows they ran 1.3-4x faster; at 128 rows the two were even at a
 #: quarter of the blocks, and the tile 1.7x faster at half (bench/NOTES.md).
 SDD_TILE_MIN_INNER = 128
+#: Block sizes at which a reduction of at most SDD_STREAM_MAX_INNER rows (16-bit, x and dy
+#: in place) takes the short-reduction sdd (``sdd_stream``) ahead of every other kernel.
+SDD_STREAM_BLOCKS = {8, 16}
 #: A split costs float32 partial tiles and a tail: the CTA that stores a list's last
 #: segment then adds up the list's partials (split_finish in common.cuh), in the same
 #: launch. Lists are split where the kernel would leave SMs idle: fewer CTAs (work items x
@@ -361,6 +366,12 @@ def sdd_panel_pays(structure, cfg: KernelConfig, b: int, inner: int, sms: int) -
             >= SDD_PANEL_MIN_WAVES * sms)
 
 
+def sdd_stream_pays(b: int) -> bool:
+    """The short-reduction sdd (``sdd_stream``) is taken at block sizes of
+    SDD_STREAM_BLOCKS, wherever configured."""
+    return b in SDD_STREAM_BLOCKS
+
+
 def sdd_tiled_pays(structure, dtype, b: int, group: int, inner: int) -> bool:
     """The tiled sdd beats groups of ``group`` blocks of one block row, for a reduction of
     ``inner`` rows. Tensor cores: from SDD_TILE_MIN_INNER rows, when it loads fewer operand
@@ -390,7 +401,8 @@ def sdd_tiled_pays(structure, dtype, b: int, group: int, inner: int) -> bool:
 _FORCED: dict = {}
 DECISIONS = ("panel", "union", "group", "tall", "cluster", "dsd_pair", "short", "kn",
              "sdd_tiled", "sdd_short", "sdd_wide", "sdd_tma", "sdd_pair", "sdd_panel", "split",
-             "grid_limit", "band", "dense", "fill", "stream", "stream_run", "stream_share")
+             "grid_limit", "band", "dense", "fill", "stream", "stream_run", "stream_share",
+             "sdd_stream", "sdd_stream_grid")
 
 
 @contextlib.contextmanager
@@ -448,6 +460,14 @@ def override(**decisions):
         Chunks of X's block columns per CTA of that dsd (at least 1, at most its tile's
         ``max_run``; at least as many as there are means one CTA per group of output
         blocks, writing Y itself).
+    ``sdd_stream`` : bool
+        Take (or not) the short-reduction sdd that stages dY's chunks in shared memory,
+        wherever one is configured (at most ``SDD_STREAM_MAX_INNER`` rows, 16-bit, x and
+        dy read in place), ahead of every other sdd kernel and the dense path. Where left to
+        the rule, another sdd decision forced on keeps it off.
+    ``sdd_stream_grid`` : int
+        CTAs per chunk of dY of that sdd (the rule: as many as fill the device once, at
+        most one warp per block row).
     ``stream_share`` : bool
         Where that dsd's CTAs leave partial products, let each group's CTAs add them up in
         the same launch (the rule: up to ``STREAM_SHARE_MAX_ROWS`` rows of X; True: at any
@@ -567,7 +587,8 @@ class SddPlan:
     b_nk: bool  # B read as [n][k] rows, else [k][n]
     tf32: bool
     ratio: float | None
-    grid: int = 0  # CTAs of a persistent grid (0: one per tile or group)
+    grid: int = 0  # CTAs of a persistent grid (0: one per tile or group); sdd_stream: per chunk
+    chunks: int = 0  # sdd_stream: chunks of dY's block columns (the grid's other dimension)
 
     def __str__(self) -> str:
         head = f"sampled A @ B, {self.dtype}, b = {self.blocksize}: "
@@ -575,6 +596,10 @@ class SddPlan:
             return head + (f"dense (cuBLAS product, then W's blocks gathered; model: sparse "
                            f"{self.ratio:.2f}x dense)")
         k = self.kernel
+        if k.kernel == "sdd_stream":
+            return head + (f"{k.name}, dY staged {k.group} block columns at a time, block "
+                           f"rows walked by warps, grid ({self.chunks}, {self.grid}), A as "
+                           "[k][m], B as [k][n]")
         per = (f"dense panels of {k.block_rows} x {k.group} blocks per tile (stored where W "
                "has them)" if k.panel else
                f"{k.group} block columns of a pair of block rows per group"
@@ -741,6 +766,17 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
     name = dtype_name(dtype)
     tf32 = tf32 and name == "float32"
     tiled, wcfg = False, None
+    # A short reduction at small blocks: dY's chunks in shared memory, W's blocks stored in
+    # order; it beats the dense path there too (which writes the whole product), so no ratio.
+    scfg = sdd_stream_config(name, b, inner) if a_km and not b_nk and arch >= 80 else None
+    per_sm = smem_ctas(scfg, arch) if scfg is not None else 0
+    if per_sm and structure.nnzb and _sdd_stream_taken(b):
+        rows, cols = structure.block_shape
+        chunks = -(-cols // scfg.group)
+        per_chunk = int(forced("sdd_stream_grid") or max(1, min(-(-rows // 8),
+                                                                  per_sm * sms // chunks)))
+        return SddPlan(name, b, "sparse", scfg, False, a_km, b_nk, False, None, per_chunk,
+                       chunks)
     hopper = name in TC_TAGS and a_km and not b_nk and arch == 90
     pcfg = sdd_wgmma_config(name, b, panel=True) if hopper and not tf32 else None
     if tf32:  # TF32 reads A[m][k] and B[n][k]
@@ -782,6 +818,15 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
     if dense:
         return SddPlan(name, b, "dense", gather_config(name, b), False, a_km, b_nk, tf32, ratio)
     return SddPlan(name, b, "sparse", cfg, tiled, a_km, b_nk, tf32, ratio, grid)
+
+
+def _sdd_stream_taken(b: int) -> bool:
+    """The ``sdd_stream`` decision: as forced, else off while another sdd kernel is forced,
+    else :func:`sdd_stream_pays`."""
+    if "sdd_stream" in _FORCED:
+        return bool(_FORCED["sdd_stream"])
+    others = ("sdd_short", "sdd_tiled", "sdd_tma", "sdd_wide", "sdd_pair", "sdd_panel")
+    return not any(_FORCED.get(k) for k in others) and sdd_stream_pays(b)
 
 
 def _sdd_panel_taken(structure, cfg: KernelConfig, b: int, inner: int, sms: int) -> bool:

@@ -712,6 +712,13 @@ class _SddRunner:
             self.main = Launch(get_kernel(cfg), (_stride_grid(nvec),), (256,), 0, "plpppddl",
                                [None, s.block_shape[1] * b, rows, cols, None, None, None,
                                 nvec])
+        elif cfg.kernel == "sdd_stream":  # p.chunks x p.grid CTAs
+            nbr, nbc = s.block_shape
+            starts = worklists.sdd_stream_starts(s, dev, cfg.group)
+            self.main = Launch(get_kernel(cfg), (p.chunks, p.grid), (cfg.threads,), cfg.smem,
+                               "plpliiippipff", [None, None, None, None, inner, nbr, nbc,
+                                                 s.indices, starts, p.chunks, None, None,
+                                                 None])
         elif p.tiled:
             tiles, bmap = worklists.sdd_tiles(s, dev, *sdd_tile_shape(p.dtype, b))
             nbr, nbc = s.block_shape

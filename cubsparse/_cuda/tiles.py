@@ -94,6 +94,14 @@ class SddWgmmaTile(NamedTuple):
     k: int = 64
 
 
+class SddStreamTile(NamedTuple):
+    """The weight gradient of a short reduction (``sdd_stream``): a CTA copies ``chunk`` of
+    dY's block columns (all rows of the reduction) into shared memory once and stores the
+    blocks of many block rows in that chunk."""
+
+    chunk: int
+
+
 class SddTile(NamedTuple):
     """Tiled small-block sdd on tensor cores: a CTA per tile of the block grid."""
 
@@ -231,6 +239,14 @@ WGMMA_SDD_PAIR = {8: None, 16: None, 32: None, 64: SddWgmmaTile(4, 2, 1, 3, Fals
 #: and stored where W has blocks (plans.sdd_panel_pays).
 WGMMA_SDD_PANEL = {8: SddWgmmaTile(32, 2, 1, 3, False), 16: SddWgmmaTile(16, 2, 1, 3, False),
                    32: SddWgmmaTile(8, 2, 1, 3, False), 64: None, 128: None}
+#: The short-reduction sdd by (block size, reduction rows up to): chunks of 64 KB of dY
+#: (rows x chunk x b = 32768 elements), which with the warps' slices of X leave room for two
+#: CTAs an SM.
+SDD_STREAM = {(8, 16): SddStreamTile(256), (8, 32): SddStreamTile(128),
+              (8, 64): SddStreamTile(64), (8, 128): SddStreamTile(32),
+              (16, 16): SddStreamTile(128), (16, 32): SddStreamTile(64),
+              (16, 64): SddStreamTile(32), (16, 128): SddStreamTile(16)}
+SDD_STREAM_MAX_INNER = 128
 SDD_TILE = {8: SddTile(16, 16, 64, 2, 4, 3)}
 SDD_TILE_SIMT = {8: SddSimtTile(16, 16, 32, 2), 16: SddSimtTile(8, 8, 32, 2)}
 DSD_SIMT = {8: SimtTile(128, 4, 4, 32, 3), 16: SimtTile(128, 8, 4, 16, 3),
@@ -264,6 +280,7 @@ TABLES = {
     "wgmma_sdd_pair": (WGMMA_SDD_PAIR, SddWgmmaTile),
     "wgmma_sdd_panel": (WGMMA_SDD_PANEL, SddWgmmaTile),
     "sdd_tile": (SDD_TILE, SddTile), "sdd_tile_simt": (SDD_TILE_SIMT, SddSimtTile),
+    "sdd_stream": (SDD_STREAM, SddStreamTile),
     "simt": (DSD_SIMT, SimtTile), "simt_small": (DSD_SIMT_SMALL, SimtTile),
     "sdd_simt": (SDD_SIMT, SimtTile), "sdd_simt_f64": (SDD_SIMT_F64, SimtTile),
 }

@@ -315,6 +315,25 @@ def stream_tables(structure, device: int, trans: bool, chunk: int, group: int):
     return device_tables(structure, device, ("stream", trans, chunk, group), build)
 
 
+def sdd_stream_starts_host(structure, chunk: int) -> np.ndarray:
+    """Each block row's first entry in each chunk of ``chunk`` block columns, then the
+    row's end (int32, block rows x (chunks + 1)): the short-reduction sdd's work, a row's
+    blocks of one chunk being one contiguous run of W's blocks."""
+    rows, cols = structure.block_shape
+    nchunks = max(1, -(-cols // chunk))
+    ptr = structure.host_indptr.astype(np.int64)
+    owner = np.repeat(np.arange(rows, dtype=np.int64), np.diff(ptr))
+    key = owner * nchunks + structure.host_indices.astype(np.int64) // chunk  # ascending
+    want = np.arange(rows, dtype=np.int64)[:, None] * nchunks + np.arange(nchunks + 1)
+    return np.searchsorted(key, want, side="left").astype(np.int32)
+
+
+def sdd_stream_starts(structure, device: int, chunk: int):
+    """:func:`sdd_stream_starts_host` on the device."""
+    return device_tables(structure, device, ("sdd_stream", chunk),
+                         lambda: (sdd_stream_starts_host(structure, chunk),))[0]
+
+
 def block_map(structure, device: int):
     """Each block position's index into W's blocks, -1 where W has none (the layout's
     block rows x block columns, int32, on the device), for the dense path's fill."""

@@ -1,0 +1,126 @@
+// sdd (the weight gradient dW = X.T @ dY on W's blocks) for a short reduction, N <= 128
+// rows of X and dY, at b = 8 or 16: a product bound by storing the blocks, which the kernel
+// streams out in W's own order.
+//
+//   dW_p = X[:, r*B .. r*B + B].T @ dY[:, c*B .. c*B + B]   for block p at (r, c)
+//
+// The per-row kernels read a block's slice of dY from L2 for every block (N / B times the
+// block's own bytes), and the tiled one keeps a CTA per tile of the block grid waiting on
+// its loads, then its MMAs, then its stores. Here a CTA owns a chunk of CB of dY's block
+// columns, which it copies into shared memory once (all KP rows of the reduction, zeros
+// past N), and walks block rows r = blockIdx.y * 8 + warp, then every gridDim.y * 8: warp
+// by warp, each row's blocks in that chunk (starts: the row's first entry in each chunk,
+// from the host) are a contiguous run of W's blocks, stored as the warp makes them.
+//
+// A warp copies its row's slice of X (KP x B) into its own buffer, takes it into
+// registers as mma m16n8k16's A fragments (ldmatrix.trans of the [k][m] slice; at B = 8
+// rows 8-15 of A are zeros), and starts copying the next row's slice while it multiplies:
+// per block, ldmatrix.trans of the block's [k][n] columns of the chunk gives the B
+// fragments, KP / 16 MMAs per n8 tile give the block, and each lane stores its pairs: a
+// warp's store is one 128-byte block at B = 8, 8 rows of 32 bytes at B = 16. Every block is
+// reduced whole by one warp in a fixed order, so the result is deterministic.
+#include "common.cuh"
+
+template <class Tag, int B, int KP, int CB>
+__global__ void __launch_bounds__(256)
+    sdd_stream(const u16* __restrict__ x, i64 ldx, const u16* __restrict__ dy, i64 ldy,
+               int inner, int nbr, int nbc, const int* __restrict__ indices,
+               const int* __restrict__ starts, int nchunks, u16* out, float alpha,
+               float beta) {
+  static_assert(B == 8 || B == 16, "an m16 A tile holds one block row's columns");
+  static_assert(KP % 16 == 0 && (B == 16 || KP == 16 || KP % 32 == 0), "whole ldmatrix");
+  constexpr int KS = KP / 16, NT = B / 8;
+  constexpr int W = CB * B, LDD = W + 8;  // the chunk's columns; rows padded by 16 bytes so
+                                          // that ldmatrix's 8 rows fall in distinct banks
+  extern __shared__ __align__(16) u16 smem[];
+  u16* const ds = smem;  // [KP][LDD]: dY's chunk
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  u16* const xs = smem + KP * LDD + warp * KP * B;  // [KP][B]: this warp's slice of X
+  const int chunk = blockIdx.x, c0 = chunk * W;     // the chunk's first column of dY
+  const int ncols = nbc * B;
+  for (int s = tid; s < KP * (W / 8); s += 256) {  // zeros past N and past dY's columns
+    const int k = s / (W / 8), c = (s % (W / 8)) * 8;
+    const bool ok = k < inner && c0 + c < ncols;
+    cp_async16(ds + k * LDD + c, ok ? dy + (i64)k * ldy + c0 + c : dy, ok ? 16 : 0);
+  }
+  cp_async_commit();
+  auto load_x = [&](int r) {  // rows k of X's columns r * B .., zeros past N
+    for (int s = lane; s < KP * (B / 8); s += 32) {
+      const int k = s / (B / 8), c = (s % (B / 8)) * 8;
+      const bool ok = k < inner;
+      cp_async16(xs + k * B + c, ok ? x + (i64)k * ldx + (i64)r * B + c : x, ok ? 16 : 0);
+    }
+    cp_async_commit();
+  };
+  const int step = gridDim.y * 8;
+  int r = blockIdx.y * 8 + warp;
+  if (r < nbr) load_x(r);
+  cp_async_wait<0>();
+  __syncthreads();  // the chunk is in (and this warp's first slice)
+
+  for (; r < nbr; r += step) {
+    cp_async_wait<0>();
+    __syncwarp();
+    unsigned a[KS][4];
+    if constexpr (B == 16) {
+      // matrix lane / 8: (k 0-7, m 0-7), (k 0-7, m 8-15), (k 8-15, m 0-7), (k 8-15, m 8-15),
+      // transposed: a0 .. a3 of m16n8k16
+#pragma unroll
+      for (int ks = 0; ks < KS; ++ks)
+        ldsm_x4_t(a[ks], xs + (ks * 16 + (lane & 7) + (lane >> 4) * 8) * B + ((lane >> 3) & 1) * 8);
+    } else if constexpr (KP == 16) {
+      unsigned t[2];
+      ldsm_x2_t(t, xs + (lane & 15) * B);  // k 0-7, k 8-15 (lanes 16-31: ignored)
+      a[0][0] = t[0], a[0][2] = t[1], a[0][1] = a[0][3] = 0u;
+    } else {
+#pragma unroll
+      for (int kk = 0; kk < KS / 2; ++kk) {  // four 8-deep pieces: two k16 steps
+        unsigned t[4];
+        ldsm_x4_t(t, xs + (kk * 32 + lane) * B);
+        a[2 * kk][0] = t[0], a[2 * kk][2] = t[1], a[2 * kk + 1][0] = t[2];
+        a[2 * kk + 1][2] = t[3];
+        a[2 * kk][1] = a[2 * kk][3] = a[2 * kk + 1][1] = a[2 * kk + 1][3] = 0u;
+      }
+    }
+    __syncwarp();  // every lane has its fragments: the buffer takes the next slice
+    if (r + step < nbr) load_x(r + step);
+    const int* const st = starts + (i64)r * (nchunks + 1) + chunk;
+    const int lo = st[0], hi = st[1];
+    for (int p = lo; p < hi; ++p) {
+      const u16* const col = ds + indices[p] * B - c0;  // the block's columns of the chunk
+      float acc[NT][4] = {};
+      if constexpr (B == 16) {
+#pragma unroll
+        for (int ks = 0; ks < KS; ++ks) {  // (k 0-7, n 0-7), (k 8-15, n 0-7), then n 8-15
+          unsigned bq[4];
+          ldsm_x4_t(bq, col + (ks * 16 + (lane & 15)) * LDD + (lane >> 4) * 8);
+          const unsigned b0[2] = {bq[0], bq[1]}, b1[2] = {bq[2], bq[3]};
+          mma16816(Tag(), acc[0], a[ks], b0);
+          mma16816(Tag(), acc[1], a[ks], b1);
+        }
+      } else if constexpr (KP == 16) {
+        unsigned bq[2];
+        ldsm_x2_t(bq, col + (lane & 15) * LDD);
+        mma16816(Tag(), acc[0], a[0], bq);
+      } else {
+#pragma unroll
+        for (int kk = 0; kk < KS / 2; ++kk) {
+          unsigned bq[4];
+          ldsm_x4_t(bq, col + (kk * 32 + lane) * LDD);
+          const unsigned b0[2] = {bq[0], bq[1]}, b1[2] = {bq[2], bq[3]};
+          mma16816(Tag(), acc[0], a[2 * kk], b0);
+          mma16816(Tag(), acc[0], a[2 * kk + 1], b1);
+        }
+      }
+      // lane: row lane / 4 (and 8 below it at B = 16), columns 2 (lane % 4) + {0, 1} of
+      // each n8 tile
+      u16* const blk = out + (i64)p * (B * B) + (lane >> 2) * B + (lane & 3) * 2;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        store_pair(Tag(), blk + nt * 8, acc[nt][0], acc[nt][1], alpha, beta);
+        if constexpr (B == 16)
+          store_pair(Tag(), blk + 8 * B + nt * 8, acc[nt][2], acc[nt][3], alpha, beta);
+      }
+    }
+  }
+}
