@@ -867,10 +867,15 @@ def test_short_reduction_sdd_plan():
             assert f"sdd_stream<F16,{b},{kp}," in p.kernel.name
             assert (p.path, p.ratio) == ("sparse", None)
             rows, cols = s.block_shape
-            assert p.chunks == -(-cols // p.kernel.group)
             per_sm = configs.smem_ctas(p.kernel, 90)
+            assert p.chunk <= p.kernel.group
+            assert p.chunks == -(-cols // p.chunk)
             assert p.grid == max(1, min(-(-rows // 8), per_sm * SMS // p.chunks))
             assert f"grid ({p.chunks}, {p.grid})" in str(p)
+            assert f"{p.chunk} block columns at a time" in str(p)
+            # narrower chunks only where the tile's would leave CTA slots empty
+            assert p.chunk == p.kernel.group or p.chunk == 8 or p.chunks * p.grid >= (
+                per_sm * SMS)
         assert plans.plan_sdd(s, "bfloat16", b, 32, True, False, False, 80, SMS).kernel.kernel \
             == "sdd_stream"
         for args in [("float16", b, 129, True, False, False, 90),
@@ -882,6 +887,14 @@ def test_short_reduction_sdd_plan():
         with plans.override(sdd_stream=False):
             assert plans.plan_sdd(s, "float16", b, 32, True, False, False, 90,
                                   SMS).kernel.kernel != "sdd_stream"
+    # a small W: chunks narrowed until the grid fills the device
+    small = structure(256, 256, 0.1)
+    p = plans.plan_sdd(small, "float16", 16, 8, True, False, False, 90, SMS)
+    per_sm = configs.smem_ctas(p.kernel, 90)
+    assert p.chunk < p.kernel.group
+    assert p.chunk == 8 or p.chunks * p.grid >= per_sm * SMS
+    wide = plans.sdd_stream_grid(small, 2 * p.chunk, per_sm * SMS)
+    assert wide[0] == p.chunk  # halved from twice as wide: the same chunk
     assert plans.plan_sdd(s, "float16", 32, 32, True, False, False, 90, SMS).kernel.kernel \
         != "sdd_stream"
     empty = structure(64, 64, 0.0)

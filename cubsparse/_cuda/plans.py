@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 
 import numpy as np
 
@@ -366,6 +367,22 @@ def sdd_panel_pays(structure, cfg: KernelConfig, b: int, inner: int, sms: int) -
             >= SDD_PANEL_MIN_WAVES * sms)
 
 
+def sdd_stream_grid(structure, chunk: int, slots: int) -> tuple[int, int, int]:
+    """(block columns per chunk, chunks, CTAs per chunk) of the short-reduction sdd: as many
+    CTAs per chunk as fill the device's ``slots`` once, at most a warp per block row, and
+    chunks halved from the tile's ``chunk`` (down to 8 block columns) until the grid fills
+    the slots: a small W would otherwise leave SMs idle."""
+    rows, cols = structure.block_shape
+
+    def grid(c):
+        chunks = max(1, -(-cols // c))
+        return chunks, max(1, min(-(-rows // 8), slots // chunks))
+
+    while chunk > 8 and math.prod(grid(chunk)) < slots:
+        chunk //= 2
+    return (chunk, *grid(chunk))
+
+
 def sdd_stream_pays(b: int) -> bool:
     """The short-reduction sdd (``sdd_stream``) is taken at block sizes of
     SDD_STREAM_BLOCKS, wherever configured."""
@@ -589,6 +606,7 @@ class SddPlan:
     ratio: float | None
     grid: int = 0  # CTAs of a persistent grid (0: one per tile or group); sdd_stream: per chunk
     chunks: int = 0  # sdd_stream: chunks of dY's block columns (the grid's other dimension)
+    chunk: int = 0  # sdd_stream: block columns per chunk (at most its tile's)
 
     def __str__(self) -> str:
         head = f"sampled A @ B, {self.dtype}, b = {self.blocksize}: "
@@ -597,9 +615,9 @@ class SddPlan:
                            f"{self.ratio:.2f}x dense)")
         k = self.kernel
         if k.kernel == "sdd_stream":
-            return head + (f"{k.name}, dY staged {k.group} block columns at a time, block "
-                           f"rows walked by warps, grid ({self.chunks}, {self.grid}), A as "
-                           "[k][m], B as [k][n]")
+            return head + (f"{k.name}, dY staged {self.chunk} block columns at a time, "
+                           f"block rows walked by warps, grid ({self.chunks}, {self.grid}), A "
+                           "as [k][m], B as [k][n]")
         per = (f"dense panels of {k.block_rows} x {k.group} blocks per tile (stored where W "
                "has them)" if k.panel else
                f"{k.group} block columns of a pair of block rows per group"
@@ -771,12 +789,10 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
     scfg = sdd_stream_config(name, b, inner) if a_km and not b_nk and arch >= 80 else None
     per_sm = smem_ctas(scfg, arch) if scfg is not None else 0
     if per_sm and structure.nnzb and _sdd_stream_taken(b):
-        rows, cols = structure.block_shape
-        chunks = -(-cols // scfg.group)
-        per_chunk = int(forced("sdd_stream_grid") or max(1, min(-(-rows // 8),
-                                                                  per_sm * sms // chunks)))
+        chunk, chunks, per_chunk = sdd_stream_grid(structure, scfg.group, per_sm * sms)
+        per_chunk = int(forced("sdd_stream_grid") or per_chunk)
         return SddPlan(name, b, "sparse", scfg, False, a_km, b_nk, False, None, per_chunk,
-                       chunks)
+                       chunks, chunk)
     hopper = name in TC_TAGS and a_km and not b_nk and arch == 90
     pcfg = sdd_wgmma_config(name, b, panel=True) if hopper and not tf32 else None
     if tf32:  # TF32 reads A[m][k] and B[n][k]

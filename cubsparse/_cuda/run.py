@@ -714,11 +714,11 @@ class _SddRunner:
                                 nvec])
         elif cfg.kernel == "sdd_stream":  # p.chunks x p.grid CTAs
             nbr, nbc = s.block_shape
-            starts = worklists.sdd_stream_starts(s, dev, cfg.group)
+            starts = worklists.sdd_stream_starts(s, dev, p.chunk)
             self.main = Launch(get_kernel(cfg), (p.chunks, p.grid), (cfg.threads,), cfg.smem,
-                               "plpliiippipff", [None, None, None, None, inner, nbr, nbc,
-                                                 s.indices, starts, p.chunks, None, None,
-                                                 None])
+                               "plpliiippiipff", [None, None, None, None, inner, nbr, nbc,
+                                                  s.indices, starts, p.chunks, p.chunk, None,
+                                                  None, None])
         elif p.tiled:
             tiles, bmap = worklists.sdd_tiles(s, dev, *sdd_tile_shape(p.dtype, b))
             nbr, nbc = s.block_shape

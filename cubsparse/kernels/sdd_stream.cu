@@ -6,9 +6,9 @@
 //
 // The per-row kernels read a block's slice of dY from L2 for every block (N / B times the
 // block's own bytes), and the tiled one keeps a CTA per tile of the block grid waiting on
-// its loads, then its MMAs, then its stores. Here a CTA owns a chunk of CB of dY's block
-// columns, which it copies into shared memory once (all KP rows of the reduction, zeros
-// past N), and walks block rows r = blockIdx.y * 8 + warp, then every gridDim.y * 8: warp
+// its loads, then its MMAs, then its stores. Here a CTA owns a chunk of `cw` (at most CB)
+// of dY's block columns, which it copies into shared memory once (all KP rows of the
+// reduction, zeros past N), and walks block rows r = blockIdx.y * 8 + warp, then every gridDim.y * 8: warp
 // by warp, each row's blocks in that chunk (starts: the row's first entry in each chunk,
 // from the host) are a contiguous run of W's blocks, stored as the warp makes them.
 //
@@ -25,21 +25,22 @@ template <class Tag, int B, int KP, int CB>
 __global__ void __launch_bounds__(256)
     sdd_stream(const u16* __restrict__ x, i64 ldx, const u16* __restrict__ dy, i64 ldy,
                int inner, int nbr, int nbc, const int* __restrict__ indices,
-               const int* __restrict__ starts, int nchunks, u16* out, float alpha,
+               const int* __restrict__ starts, int nchunks, int cw, u16* out, float alpha,
                float beta) {
   static_assert(B == 8 || B == 16, "an m16 A tile holds one block row's columns");
   static_assert(KP % 16 == 0 && (B == 16 || KP == 16 || KP % 32 == 0), "whole ldmatrix");
   constexpr int KS = KP / 16, NT = B / 8;
-  constexpr int W = CB * B, LDD = W + 8;  // the chunk's columns; rows padded by 16 bytes so
-                                          // that ldmatrix's 8 rows fall in distinct banks
+  // the chunk's rows padded by 16 bytes so that ldmatrix's 8 rows fall in distinct banks
+  constexpr int LDD = CB * B + 8;
+  const int w = cw * B;  // the chunk's columns
   extern __shared__ __align__(16) u16 smem[];
   u16* const ds = smem;  // [KP][LDD]: dY's chunk
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   u16* const xs = smem + KP * LDD + warp * KP * B;  // [KP][B]: this warp's slice of X
-  const int chunk = blockIdx.x, c0 = chunk * W;     // the chunk's first column of dY
+  const int chunk = blockIdx.x, c0 = chunk * w;     // the chunk's first column of dY
   const int ncols = nbc * B;
-  for (int s = tid; s < KP * (W / 8); s += 256) {  // zeros past N and past dY's columns
-    const int k = s / (W / 8), c = (s % (W / 8)) * 8;
+  for (int s = tid; s < KP * (w / 8); s += 256) {  // zeros past N and past dY's columns
+    const int k = s / (w / 8), c = (s % (w / 8)) * 8;
     const bool ok = k < inner && c0 + c < ncols;
     cp_async16(ds + k * LDD + c, ok ? dy + (i64)k * ldy + c0 + c : dy, ok ? 16 : 0);
   }
