@@ -873,9 +873,8 @@ def test_short_reduction_sdd_plan():
             assert p.grid == max(1, min(-(-rows // 8), per_sm * SMS // p.chunks))
             assert f"grid ({p.chunks}, {p.grid})" in str(p)
             assert f"{p.chunk} block columns at a time" in str(p)
-            # narrower chunks only where the tile's would leave CTA slots empty
-            assert p.chunk == p.kernel.group or p.chunk == 8 or p.chunks * p.grid >= (
-                per_sm * SMS)
+            # the tile's chunks: 128 block rows fill half the CTA slots at their chunks
+            assert p.chunk == p.kernel.group
         assert plans.plan_sdd(s, "bfloat16", b, 32, True, False, False, 80, SMS).kernel.kernel \
             == "sdd_stream"
         for args in [("float16", b, 129, True, False, False, 90),
@@ -892,7 +891,11 @@ def test_short_reduction_sdd_plan():
     p = plans.plan_sdd(small, "float16", 16, 8, True, False, False, 90, SMS)
     per_sm = configs.smem_ctas(p.kernel, 90)
     assert p.chunk < p.kernel.group
-    assert p.chunk == 8 or p.chunks * p.grid >= per_sm * SMS
+    warps = -(-small.block_shape[0] // 8)  # CTAs per chunk: a warp per block row at most
+    assert p.grid == warps
+    assert 2 * p.chunks * warps >= per_sm * SMS  # at least half the slots filled ...
+    wider = -(-small.block_shape[1] // (2 * p.chunk))
+    assert 2 * wider * warps < per_sm * SMS  # ... where chunks twice as wide did not
     wide = plans.sdd_stream_grid(small, 2 * p.chunk, per_sm * SMS)
     assert wide[0] == p.chunk  # halved from twice as wide: the same chunk
     assert plans.plan_sdd(s, "float16", 32, 32, True, False, False, 90, SMS).kernel.kernel \

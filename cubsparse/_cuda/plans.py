@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import math
 
 import numpy as np
 
@@ -369,18 +368,20 @@ def sdd_panel_pays(structure, cfg: KernelConfig, b: int, inner: int, sms: int) -
 
 def sdd_stream_grid(structure, chunk: int, slots: int) -> tuple[int, int, int]:
     """(block columns per chunk, chunks, CTAs per chunk) of the short-reduction sdd: as many
-    CTAs per chunk as fill the device's ``slots`` once, at most a warp per block row, and
-    chunks halved from the tile's ``chunk`` (down to 8 block columns) until the grid fills
-    the slots: a small W would otherwise leave SMs idle."""
+    CTAs per chunk as fill the device's ``slots`` once, at most a warp per block row. Where
+    W has too few block rows for that to fill half the slots, the chunks are halved from the
+    tile's ``chunk`` (down to 8 block columns) until it does: narrower chunks cost every
+    CTA a copy of X's slice per block row, so they are cut only as far as needed."""
     rows, cols = structure.block_shape
+    per_chunk = -(-rows // 8)
 
-    def grid(c):
-        chunks = max(1, -(-cols // c))
-        return chunks, max(1, min(-(-rows // 8), slots // chunks))
+    def chunks(c):
+        return max(1, -(-cols // c))
 
-    while chunk > 8 and math.prod(grid(chunk)) < slots:
+    while chunk > 8 and 2 * per_chunk * chunks(chunk) < slots:
         chunk //= 2
-    return (chunk, *grid(chunk))
+    n = chunks(chunk)
+    return chunk, n, max(1, min(per_chunk, slots // n))
 
 
 def sdd_stream_pays(b: int) -> bool:
