@@ -412,7 +412,7 @@ def test_contiguous_but_misaligned_operands(backend, dtype, n):
     assert_close(out, (S.T @ x64.T).T + 0.5 * old.astype(np.float64), case.dtype, "out=")
 
 
-@pytest.mark.parametrize("b", [16, 32, 64])  # flipped and unflipped blocks of the wgmma sdd
+@pytest.mark.parametrize("b", [8, 16, 32, 64])  # pair stores, flipped and unflipped wgmma blocks
 @pytest.mark.parametrize("beta", [0.0, 0.5])
 @pytest.mark.parametrize("n", [4, 200])  # the short grid, then the regular one
 def test_sampled_matmul_into_misaligned_out(backend, b, beta, n):

@@ -701,8 +701,10 @@ class _SddRunner:
         self.outputs = Outputs(like._data.shape, dtype)
         self.direct = None  # the eager call's launch, where the kernel reads pointers
         cfg = p.kernel
-        # the wgmma kernel and the dense path's gather store 16-byte vectors
-        self.vec_stores = p.path == "dense" or cfg.kernel.startswith("sdd_wgmma")
+        # the wgmma kernel and the dense path's gather store 16-byte vectors, the
+        # short-reduction kernel 4-byte pairs (an output view one element in needs a stand-in)
+        self.vec_stores = p.path == "dense" or cfg.kernel.startswith(("sdd_wgmma",
+                                                                      "sdd_stream"))
         f = "d" if p.dtype == "float64" else "f"
         if p.path == "dense":
             # what a capture runs (see _DsdRunner)
