@@ -57,8 +57,8 @@ def _run() -> int:
                 cs.sampled_matmul(cp.ascontiguousarray(x8.T), dy8, like=W).toarray(), ref8)
             results["sdd b col-major"] = (
                 cs.sampled_matmul(x8.T, cp.asfortranarray(dy8), like=W).toarray(), ref8)
-            # the short-reduction sdd (b = 8, 16 in 16 bits): 37 rows padded to 64, one CTA a
-            # chunk (each warp several block rows), and 32 rows
+            # the short-reduction sdd (b = 8, 16, 32 in 16 bits): 37 rows padded to 64, one CTA
+            # a chunk (each warp several block rows), and 32 rows
             if configs.sdd_stream_config(dtype, b, 37) is not None:
                 with plans.override(sdd_stream=True, sdd_stream_grid=1):
                     results["sdd stream 37, one CTA a chunk"] = (

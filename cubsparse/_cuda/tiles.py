@@ -245,7 +245,9 @@ WGMMA_SDD_PANEL = {8: SddWgmmaTile(32, 2, 1, 3, False), 16: SddWgmmaTile(16, 2, 
 SDD_STREAM = {(8, 16): SddStreamTile(256), (8, 32): SddStreamTile(128),
               (8, 64): SddStreamTile(64), (8, 128): SddStreamTile(32),
               (16, 16): SddStreamTile(128), (16, 32): SddStreamTile(64),
-              (16, 64): SddStreamTile(32), (16, 128): SddStreamTile(16)}
+              (16, 64): SddStreamTile(32), (16, 128): SddStreamTile(16),
+              (32, 16): SddStreamTile(64), (32, 32): SddStreamTile(32),
+              (32, 64): SddStreamTile(16), (32, 128): SddStreamTile(8)}
 SDD_STREAM_MAX_INNER = 128
 SDD_TILE = {8: SddTile(16, 16, 64, 2, 4, 3)}
 SDD_TILE_SIMT = {8: SddSimtTile(16, 16, 32, 2), 16: SddSimtTile(8, 8, 32, 2)}

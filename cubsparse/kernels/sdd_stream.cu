@@ -1,6 +1,6 @@
 // sdd (the weight gradient dW = X.T @ dY on W's blocks) for a short reduction, N <= 128
-// rows of X and dY, at b = 8 or 16: a product bound by storing the blocks, which the kernel
-// streams out in W's own order.
+// rows of X and dY, at b = 8, 16 or 32: a product bound by storing the blocks, which the
+// kernel streams out in W's own order.
 //
 //   dW_p = X[:, r*B .. r*B + B].T @ dY[:, c*B .. c*B + B]   for block p at (r, c)
 //
@@ -13,12 +13,13 @@
 // from the host) are a contiguous run of W's blocks, stored as the warp makes them.
 //
 // A warp copies its row's slice of X (KP x B) into its own buffer, takes it into
-// registers as mma m16n8k16's A fragments (ldmatrix.trans of the [k][m] slice; at B = 8
-// rows 8-15 of A are zeros), and starts copying the next row's slice while it multiplies:
-// per block, ldmatrix.trans of the block's [k][n] columns of the chunk gives the B
-// fragments, KP / 16 MMAs per n8 tile give the block, and each lane stores its pairs: a
-// warp's store is one 128-byte block at B = 8, 8 rows of 32 bytes at B = 16. Every block is
-// reduced whole by one warp in a fixed order, so the result is deterministic.
+// registers as mma m16n8k16's A fragments (ldmatrix.trans of the [k][m] slice: B / 16 m16
+// tiles, or at B = 8 one whose rows 8-15 are zeros), and starts copying the next row's
+// slice while it multiplies: per block, ldmatrix.trans of the block's [k][n] columns of
+// the chunk gives the B fragments, KP / 16 MMAs per m16 and n8 tile give the block, and
+// each lane stores its pairs: a warp's store is one 128-byte block at B = 8, 8 rows of 16
+// bytes of one n8 tile from B = 16. Every block is reduced whole by one warp in a fixed
+// order, so the result is deterministic.
 #include "common.cuh"
 
 template <class Tag, int B, int KP, int CB>
@@ -27,9 +28,9 @@ __global__ void __launch_bounds__(256)
                int inner, int nbr, int nbc, const int* __restrict__ indices,
                const int* __restrict__ starts, int nchunks, int cw, u16* out, float alpha,
                float beta) {
-  static_assert(B == 8 || B == 16, "an m16 A tile holds one block row's columns");
-  static_assert(KP % 16 == 0 && (B == 16 || KP == 16 || KP % 32 == 0), "whole ldmatrix");
-  constexpr int KS = KP / 16, NT = B / 8;
+  static_assert(B == 8 || B == 16 || B == 32, "one or two m16 A tiles per block row");
+  static_assert(KP % 16 == 0 && (B > 8 || KP == 16 || KP % 32 == 0), "whole ldmatrix");
+  constexpr int KS = KP / 16, MT = (B + 15) / 16, NT = B / 8;
   // the chunk's rows padded by 16 bytes so that ldmatrix's 8 rows fall in distinct banks
   constexpr int LDD = CB * B + 8;
   const int w = cw * B;  // the chunk's columns
@@ -62,25 +63,28 @@ __global__ void __launch_bounds__(256)
   for (; r < nbr; r += step) {
     cp_async_wait<0>();
     __syncwarp();
-    unsigned a[KS][4];
-    if constexpr (B == 16) {
-      // matrix lane / 8: (k 0-7, m 0-7), (k 0-7, m 8-15), (k 8-15, m 0-7), (k 8-15, m 8-15),
-      // transposed: a0 .. a3 of m16n8k16
+    unsigned a[KS][MT][4];
+    if constexpr (B >= 16) {
+      // per m16 tile, matrix lane / 8: (k 0-7, m 0-7), (k 0-7, m 8-15), (k 8-15, m 0-7),
+      // (k 8-15, m 8-15), transposed: a0 .. a3 of m16n8k16
 #pragma unroll
       for (int ks = 0; ks < KS; ++ks)
-        ldsm_x4_t(a[ks], xs + (ks * 16 + (lane & 7) + (lane >> 4) * 8) * B + ((lane >> 3) & 1) * 8);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+          ldsm_x4_t(a[ks][mt], xs + (ks * 16 + (lane & 7) + (lane >> 4) * 8) * B + mt * 16 +
+                                   ((lane >> 3) & 1) * 8);
     } else if constexpr (KP == 16) {
       unsigned t[2];
       ldsm_x2_t(t, xs + (lane & 15) * B);  // k 0-7, k 8-15 (lanes 16-31: ignored)
-      a[0][0] = t[0], a[0][2] = t[1], a[0][1] = a[0][3] = 0u;
+      a[0][0][0] = t[0], a[0][0][2] = t[1], a[0][0][1] = a[0][0][3] = 0u;
     } else {
 #pragma unroll
       for (int kk = 0; kk < KS / 2; ++kk) {  // four 8-deep pieces: two k16 steps
         unsigned t[4];
         ldsm_x4_t(t, xs + (kk * 32 + lane) * B);
-        a[2 * kk][0] = t[0], a[2 * kk][2] = t[1], a[2 * kk + 1][0] = t[2];
-        a[2 * kk + 1][2] = t[3];
-        a[2 * kk][1] = a[2 * kk][3] = a[2 * kk + 1][1] = a[2 * kk + 1][3] = 0u;
+        a[2 * kk][0][0] = t[0], a[2 * kk][0][2] = t[1], a[2 * kk + 1][0][0] = t[2];
+        a[2 * kk + 1][0][2] = t[3];
+        a[2 * kk][0][1] = a[2 * kk][0][3] = a[2 * kk + 1][0][1] = a[2 * kk + 1][0][3] = 0u;
       }
     }
     __syncwarp();  // every lane has its fragments: the buffer takes the next slice
@@ -89,39 +93,47 @@ __global__ void __launch_bounds__(256)
     const int lo = st[0], hi = st[1];
     for (int p = lo; p < hi; ++p) {
       const u16* const col = ds + indices[p] * B - c0;  // the block's columns of the chunk
-      float acc[NT][4] = {};
-      if constexpr (B == 16) {
+      float acc[MT][NT][4] = {};
+      if constexpr (B >= 16) {
 #pragma unroll
-        for (int ks = 0; ks < KS; ++ks) {  // (k 0-7, n 0-7), (k 8-15, n 0-7), then n 8-15
-          unsigned bq[4];
-          ldsm_x4_t(bq, col + (ks * 16 + (lane & 15)) * LDD + (lane >> 4) * 8);
-          const unsigned b0[2] = {bq[0], bq[1]}, b1[2] = {bq[2], bq[3]};
-          mma16816(Tag(), acc[0], a[ks], b0);
-          mma16816(Tag(), acc[1], a[ks], b1);
-        }
+        for (int ks = 0; ks < KS; ++ks)
+#pragma unroll
+          for (int np = 0; np < NT / 2; ++np) {  // n 16 np..: (k 0-7, n 0-7), (k 8-15, n
+            unsigned bq[4];                      // 0-7), then n 8-15
+            ldsm_x4_t(bq, col + (ks * 16 + (lane & 15)) * LDD + np * 16 + (lane >> 4) * 8);
+            const unsigned b0[2] = {bq[0], bq[1]}, b1[2] = {bq[2], bq[3]};
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+              mma16816(Tag(), acc[mt][2 * np], a[ks][mt], b0);
+              mma16816(Tag(), acc[mt][2 * np + 1], a[ks][mt], b1);
+            }
+          }
       } else if constexpr (KP == 16) {
         unsigned bq[2];
         ldsm_x2_t(bq, col + (lane & 15) * LDD);
-        mma16816(Tag(), acc[0], a[0], bq);
+        mma16816(Tag(), acc[0][0], a[0][0], bq);
       } else {
 #pragma unroll
         for (int kk = 0; kk < KS / 2; ++kk) {
           unsigned bq[4];
           ldsm_x4_t(bq, col + (kk * 32 + lane) * LDD);
           const unsigned b0[2] = {bq[0], bq[1]}, b1[2] = {bq[2], bq[3]};
-          mma16816(Tag(), acc[0], a[2 * kk], b0);
-          mma16816(Tag(), acc[0], a[2 * kk + 1], b1);
+          mma16816(Tag(), acc[0][0], a[2 * kk][0], b0);
+          mma16816(Tag(), acc[0][0], a[2 * kk + 1][0], b1);
         }
       }
-      // lane: row lane / 4 (and 8 below it at B = 16), columns 2 (lane % 4) + {0, 1} of
-      // each n8 tile
+      // lane: rows lane / 4 (and 8 below, from B = 16) of each m16 tile, columns
+      // 2 (lane % 4) + {0, 1} of each n8 tile
       u16* const blk = out + (i64)p * (B * B) + (lane >> 2) * B + (lane & 3) * 2;
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        store_pair(Tag(), blk + nt * 8, acc[nt][0], acc[nt][1], alpha, beta);
-        if constexpr (B == 16)
-          store_pair(Tag(), blk + 8 * B + nt * 8, acc[nt][2], acc[nt][3], alpha, beta);
-      }
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+          u16* const dst = blk + mt * 16 * B + nt * 8;
+          store_pair(Tag(), dst, acc[mt][nt][0], acc[mt][nt][1], alpha, beta);
+          if constexpr (B >= 16)
+            store_pair(Tag(), dst + 8 * B, acc[mt][nt][2], acc[mt][nt][3], alpha, beta);
+        }
     }
   }
 }
