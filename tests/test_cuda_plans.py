@@ -855,9 +855,10 @@ def test_short_reduction_sdd_matches_scipy(backend, dtype, b, n):
 
 
 def test_short_reduction_sdd_plan():
-    """The short-reduction sdd up to SDD_STREAM_MAX_INNER rows at b = 8 and 16 in 16 bits,
+    """The short-reduction sdd up to SDD_STREAM_MAX_INNER rows at b = 8 and 16 (b = 32 from
+    its least density) in 16 bits,
     x and dy read in place, from sm_80, ahead of the dense path; its grid fills the device
-    once (at most a warp per block row); not for float32, b = 32, long reductions, other
+    once (at most a warp per block row); not for float32, b = 64, long reductions, other
     operand layouts, or an empty layout."""
     s = structure(1024, 1024, 0.25)
     for b in (8, 16):
@@ -898,7 +899,12 @@ def test_short_reduction_sdd_plan():
     assert 2 * wider * warps < per_sm * SMS  # ... where chunks twice as wide did not
     wide = plans.sdd_stream_grid(small, 2 * p.chunk, per_sm * SMS)
     assert wide[0] == p.chunk  # halved from twice as wide: the same chunk
-    assert plans.plan_sdd(s, "float16", 32, 32, True, False, False, 90, SMS).kernel.kernel \
+    # b = 32 from its least density on
+    for d in (0.25, 0.5):
+        got = plans.plan_sdd(structure(256, 256, d), "float16", 32, 32, True, False, False, 90,
+                             SMS).kernel.kernel
+        assert (got == "sdd_stream") == (d >= plans.SDD_STREAM_MIN_DENSITY[32]), d
+    assert plans.plan_sdd(s, "float16", 64, 32, True, False, False, 90, SMS).kernel.kernel \
         != "sdd_stream"
     empty = structure(64, 64, 0.0)
     assert plans.plan_sdd(empty, "float16", 8, 32, True, False, False, 90,

@@ -416,8 +416,9 @@ def test_contiguous_but_misaligned_operands(backend, dtype, n):
 @pytest.mark.parametrize("beta", [0.0, 0.5])
 @pytest.mark.parametrize("n", [4, 200])  # the short grid, then the regular one
 def test_sampled_matmul_into_misaligned_out(backend, b, beta, n):
-    """``out``'s values a view one element into a buffer: the kernels that store 16-byte
-    vectors write through an aligned stand-in, and beta reads the old values."""
+    """``out``'s values a view one element into a buffer: every sdd kernel stores pairs or
+    16-byte vectors, so each writes through an aligned stand-in, and beta reads the old
+    values (b = 8 at 4 rows: the short-reduction kernel; at 200: the per-row mma.sync one)."""
     layout = np.array([[True, False, True], [True, True, False]])
     case = Case(b, np.dtype("float16"), layout, seed=12)
     M, N = case.shape

@@ -108,8 +108,12 @@ SDD_TILE_SHORT_INNER = 32
 #: quarter of the blocks, and the tile 1.7x faster at half (bench/NOTES.md).
 SDD_TILE_MIN_INNER = 128
 #: Block sizes at which a reduction of at most SDD_STREAM_MAX_INNER rows (16-bit, x and dy
-#: in place) takes the short-reduction sdd (``sdd_stream``) ahead of every other kernel.
-SDD_STREAM_BLOCKS = {8, 16}
+#: in place) takes the short-reduction sdd (``sdd_stream``) ahead of every other kernel, and
+#: the least density of W it needs there. b = 8 and 16 gained at every density measured
+#: but at b = 16, C = K = 4096, d = 0.1 (0.93-0.95x of the wgmma tile, 6-13 µs); b = 32 gained
+#: from d = 0.5 (1.02-1.63x), was even at 0.25 (0.92-1.22x) and lost at 0.1 (0.61-1.08x),
+#: against the wgmma tile (bench/NOTES.md).
+SDD_STREAM_MIN_DENSITY = {8: 0.0, 16: 0.0, 32: 0.375}
 #: A split costs float32 partial tiles and a tail: the CTA that stores a list's last
 #: segment then adds up the list's partials (split_finish in common.cuh), in the same
 #: launch. Lists are split where the kernel would leave SMs idle: fewer CTAs (work items x
@@ -384,10 +388,12 @@ def sdd_stream_grid(structure, chunk: int, slots: int) -> tuple[int, int, int]:
     return chunk, n, max(1, min(per_chunk, slots // n))
 
 
-def sdd_stream_pays(b: int) -> bool:
-    """The short-reduction sdd (``sdd_stream``) is taken at block sizes of
-    SDD_STREAM_BLOCKS, wherever configured."""
-    return b in SDD_STREAM_BLOCKS
+def sdd_stream_pays(structure, b: int) -> bool:
+    """The short-reduction sdd (``sdd_stream``) is taken at the block sizes of
+    SDD_STREAM_MIN_DENSITY, where W is at least that dense."""
+    rows, cols = structure.block_shape
+    least = SDD_STREAM_MIN_DENSITY.get(b)
+    return least is not None and structure.nnzb >= least * rows * cols
 
 
 def sdd_tiled_pays(structure, dtype, b: int, group: int, inner: int) -> bool:
@@ -789,7 +795,7 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
     # order; it beats the dense path there too (which writes the whole product), so no ratio.
     scfg = sdd_stream_config(name, b, inner) if a_km and not b_nk and arch >= 80 else None
     per_sm = smem_ctas(scfg, arch) if scfg is not None else 0
-    if per_sm and structure.nnzb and _sdd_stream_taken(b):
+    if per_sm and structure.nnzb and _sdd_stream_taken(structure, b):
         chunk, chunks, per_chunk = sdd_stream_grid(structure, scfg.group, per_sm * sms)
         per_chunk = int(forced("sdd_stream_grid") or per_chunk)
         return SddPlan(name, b, "sparse", scfg, False, a_km, b_nk, False, None, per_chunk,
@@ -837,13 +843,13 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
     return SddPlan(name, b, "sparse", cfg, tiled, a_km, b_nk, tf32, ratio, grid)
 
 
-def _sdd_stream_taken(b: int) -> bool:
+def _sdd_stream_taken(structure, b: int) -> bool:
     """The ``sdd_stream`` decision: as forced, else off while another sdd kernel is forced,
     else :func:`sdd_stream_pays`."""
     if "sdd_stream" in _FORCED:
         return bool(_FORCED["sdd_stream"])
     others = ("sdd_short", "sdd_tiled", "sdd_tma", "sdd_wide", "sdd_pair", "sdd_panel")
-    return not any(_FORCED.get(k) for k in others) and sdd_stream_pays(b)
+    return not any(_FORCED.get(k) for k in others) and sdd_stream_pays(structure, b)
 
 
 def _sdd_panel_taken(structure, cfg: KernelConfig, b: int, inner: int, sms: int) -> bool:

@@ -701,10 +701,9 @@ class _SddRunner:
         self.outputs = Outputs(like._data.shape, dtype)
         self.direct = None  # the eager call's launch, where the kernel reads pointers
         cfg = p.kernel
-        # the wgmma kernel and the dense path's gather store 16-byte vectors, the
-        # short-reduction kernel 4-byte pairs (an output view one element in needs a stand-in)
-        self.vec_stores = p.path == "dense" or cfg.kernel.startswith(("sdd_wgmma",
-                                                                      "sdd_stream"))
+        # Every sdd kernel stores at least pairs of outputs (the wgmma kernels and the dense
+        # path's gather 16-byte vectors): a result whose values are a view one element into a
+        # buffer is written through an aligned stand-in (_aligned_target).
         f = "d" if p.dtype == "float64" else "f"
         if p.path == "dense":
             # what a capture runs (see _DsdRunner)
@@ -765,7 +764,7 @@ class _SddRunner:
         dense = self.plan.path == "dense"
         if dense and _current_stream().is_capturing():  # no cuBLAS in a capture
             return self.sparse(a, b_mat, ops, data, alpha, beta, stream)
-        target = _aligned_target(data, beta) if self.vec_stores else data
+        target = _aligned_target(data, beta)
         v = self.main.v
         if dense:  # the product by cuBLAS, then the gather of W's blocks from it
             a, a_ptr, lda, a_t = blas.operand_or_copy(a)
