@@ -887,6 +887,9 @@ def test_short_reduction_sdd_plan():
         with plans.override(sdd_stream=False):
             assert plans.plan_sdd(s, "float16", b, 32, True, False, False, 90,
                                   SMS).kernel.kernel != "sdd_stream"
+        with plans.override(dense=True):  # the dense path forced wins
+            assert plans.plan_sdd(s, "float16", b, 32, True, False, False, 90, SMS,
+                                  1 << 34).path == "dense"
     # a small W: chunks narrowed until the grid fills the device
     small = structure(256, 256, 0.1)
     p = plans.plan_sdd(small, "float16", 16, 8, True, False, False, 90, SMS)

@@ -488,7 +488,7 @@ def override(**decisions):
         Take (or not) the short-reduction sdd that stages dY's chunks in shared memory,
         wherever one is configured (at most ``SDD_STREAM_MAX_INNER`` rows, 16-bit, x and
         dy read in place), ahead of every other sdd kernel and the dense path. Where left to
-        the rule, another sdd decision forced on keeps it off.
+        the rule, another sdd decision or the dense path forced on keeps it off.
     ``sdd_stream_grid`` : int
         CTAs per chunk of dY of that sdd (the rule: as many as fill the device once, at
         most one warp per block row).
@@ -844,11 +844,11 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
 
 
 def _sdd_stream_taken(structure, b: int) -> bool:
-    """The ``sdd_stream`` decision: as forced, else off while another sdd kernel is forced,
-    else :func:`sdd_stream_pays`."""
+    """The ``sdd_stream`` decision: as forced, else off while another sdd kernel or the
+    dense path is forced, else :func:`sdd_stream_pays`."""
     if "sdd_stream" in _FORCED:
         return bool(_FORCED["sdd_stream"])
-    others = ("sdd_short", "sdd_tiled", "sdd_tma", "sdd_wide", "sdd_pair", "sdd_panel")
+    others = ("sdd_short", "sdd_tiled", "sdd_tma", "sdd_wide", "sdd_pair", "sdd_panel", "dense")
     return not any(_FORCED.get(k) for k in others) and sdd_stream_pays(structure, b)
 
 
