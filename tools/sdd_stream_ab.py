@@ -1,0 +1,100 @@
+"""Same-process A/B of the short-reduction weight gradient (``sdd_stream``) against the plan
+without it (``before``: the per-row, tiled or wgmma sdd), the dense path (a cuBLAS product,
+then the gather; eager µs, since CuPy refuses cuBLAS in a capture) and the stream kernel on
+a grid of a warp per 4 block rows (``s_rows32``): CUDA-graph µs per call
+(``gpu_probe.graph_ms``), random layouts, float16, each checked against float32 dense math.
+"bw" is (W's blocks + X + dY) bytes over the faster stream grid's time over the copy rate
+(measured as the bench measures its ceiling).
+
+    PYTHONPATH=.:tools python3 tools/sdd_stream_ab.py --b 8,16 --ck 4096,8192
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import cupy as cp
+import numpy as np
+from gpu_probe import bench, graph_ms
+
+import cubsparse as cs
+from cubsparse._cuda import plans
+
+
+def _ints(text):
+    return [int(v) for v in text.split(",")]
+
+
+def _floats(text):
+    return [float(v) for v in text.split(",")]
+
+
+def _copy_rate() -> float:
+    """TB/s read + written by a device-to-device copy, as the bench measures its ceiling."""
+    from bench import device
+
+    return device.copy_bandwidth(device.get_backend("cuda"))["GBps"] / 1e3
+
+
+def _variants(ck: int, b: int) -> dict:
+    return {"stream": {"sdd_stream": True, "dense": False},
+            "s_rows32": {"sdd_stream": True, "dense": False,
+                         "sdd_stream_grid": max(1, ck // b // 32)},
+            "before": {"sdd_stream": False, "dense": False},
+            "dense": {"sdd_stream": False, "dense": True}}
+
+
+def _case(x, dy, w, mask, variants) -> list:
+    """(variant, µs, relative error, kernel) per variant."""
+    ref = (x.T.astype(cp.float32) @ dy.astype(cp.float32)) * mask
+    rows = []
+    for name, forced in variants.items():
+        with plans.override(**forced):
+            def call(x=x, dy=dy, w=w):
+                return cs.sampled_matmul(x.T, dy, like=w)
+
+            got = call().toarray().astype(cp.float32)
+            err = float(cp.linalg.norm(got - ref) / cp.linalg.norm(ref))
+            t = (bench(call) if name == "dense" else graph_ms(call)) * 1e3
+            plan = str(cs.sampled_matmul_plan(x.T, dy, like=w)).split(": ", 1)[1]
+        rows.append((name, t, err, plan.split(",")[0][:22]))
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--b", type=_ints, default=[8, 16])
+    ap.add_argument("--ck", type=_ints, default=[4096, 8192])
+    ap.add_argument("--d", type=_floats, default=[0.1, 0.25, 0.5])
+    ap.add_argument("--n", type=_ints, default=[1, 32, 64, 128])
+    args = ap.parse_args(argv)
+    copy = _copy_rate()
+    name = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    print(f"# {name} copy {copy:.2f} TB/s", flush=True)
+    rng = np.random.default_rng(0)
+    for b in args.b:
+        for ck in args.ck:
+            for d in args.d:
+                lay = cs.layouts.random(ck // b, ck // b, d, seed=1)
+                w = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", seed=2,
+                                                     backend="cuda")
+                mask = cp.asarray(np.kron(lay, np.ones((b, b), bool)))
+                for n in args.n:
+                    x = cp.asarray(rng.standard_normal((n, ck))).astype(cp.float16)
+                    dy = cp.asarray(rng.standard_normal((n, ck))).astype(cp.float16)
+                    rows = _case(x, dy, w, mask, _variants(ck, b))
+                    times = " ".join(f"{v} {t:7.1f}" for v, t, _, _ in rows)
+                    nbytes = w.data.nbytes + x.nbytes + dy.nbytes
+                    bw = nbytes / min(rows[0][1], rows[1][1]) / 1e6 / copy
+                    err = max(r[2] for r in rows)
+                    print(f"b={b:2d} CK={ck} d={d:4.2f} N={n:3d} {times}  before/stream "
+                          f"{rows[2][1] / rows[0][1]:5.2f} bw {bw:4.2f} err {err:.1e} | "
+                          f"{rows[0][3]} | {rows[2][3]}", flush=True)
+                    if not err < 2e-2:
+                        raise AssertionError(f"relative error {err:.3g}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
