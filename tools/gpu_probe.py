@@ -5,7 +5,8 @@ so the kernels probed are the sparse ones whatever the cost model would pick.
 
     PYTHONPATH=. python tools/gpu_probe.py [--quick | --speed | --split | --fp32]
 
-Also the helpers of the tile sweeps (``tools/tile_sweep.py``, ``tools/simt_sweep.py``).
+Also the helpers of the tile sweeps (``tools/tile_sweep.py``, ``tools/simt_sweep.py``) and
+the A/B tools (``tools/stream_ab.py``, ``tools/sdd_stream_ab.py``).
 """
 
 from __future__ import annotations
@@ -78,6 +79,22 @@ def check(dtype, b, n, cb, kb, density, layout_kind, rng):
     ok = (all(v < tol * (1 if k != "beta" else 2) for k, v in res.items() if isinstance(v, float))
           and all(v for v in res.values() if isinstance(v, bool)))
     return ok, res
+
+
+def ints(text):
+    """``"1,32"`` -> ``[1, 32]``: a comma-separated command-line list."""
+    return [int(v) for v in text.split(",")]
+
+
+def floats(text):
+    return [float(v) for v in text.split(",")]
+
+
+def copy_rate() -> float:
+    """TB/s read + written by a device-to-device copy, as the bench measures its ceiling."""
+    from bench import device
+
+    return device.copy_bandwidth(device.get_backend("cuda"))["GBps"] / 1e3
 
 
 def bench(fn, reps=30, warm=5):

@@ -15,25 +15,10 @@ import argparse
 
 import cupy as cp
 import numpy as np
-from gpu_probe import bench, graph_ms
+from gpu_probe import bench, copy_rate, floats, graph_ms, ints
 
 import cubsparse as cs
 from cubsparse._cuda import plans
-
-
-def _ints(text):
-    return [int(v) for v in text.split(",")]
-
-
-def _floats(text):
-    return [float(v) for v in text.split(",")]
-
-
-def _copy_rate() -> float:
-    """TB/s read + written by a device-to-device copy, as the bench measures its ceiling."""
-    from bench import device
-
-    return device.copy_bandwidth(device.get_backend("cuda"))["GBps"] / 1e3
 
 
 def _variants(ck: int, b: int) -> dict:
@@ -64,12 +49,12 @@ def _case(x, dy, w, mask, variants) -> list:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--b", type=_ints, default=[8, 16])
-    ap.add_argument("--ck", type=_ints, default=[4096, 8192])
-    ap.add_argument("--d", type=_floats, default=[0.1, 0.25, 0.5])
-    ap.add_argument("--n", type=_ints, default=[1, 32, 64, 128])
+    ap.add_argument("--b", type=ints, default=[8, 16])
+    ap.add_argument("--ck", type=ints, default=[4096, 8192])
+    ap.add_argument("--d", type=floats, default=[0.1, 0.25, 0.5])
+    ap.add_argument("--n", type=ints, default=[1, 32, 64, 128])
     args = ap.parse_args(argv)
-    copy = _copy_rate()
+    copy = copy_rate()
     name = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
     print(f"# {name} copy {copy:.2f} TB/s", flush=True)
     rng = np.random.default_rng(0)

@@ -20,25 +20,10 @@ import argparse
 
 import cupy as cp
 import numpy as np
-from gpu_probe import bench, graph_ms, host_overhead
+from gpu_probe import bench, copy_rate, floats, graph_ms, host_overhead, ints
 
 import cubsparse as cs
 from cubsparse._cuda import configs, plans, tiles
-
-
-def _ints(text):
-    return [int(v) for v in text.split(",")]
-
-
-def _floats(text):
-    return [float(v) for v in text.split(",")]
-
-
-def _copy_rate() -> float:
-    """TB/s read + written by a device-to-device copy, as the bench measures its ceiling."""
-    from bench import device
-
-    return device.copy_bandwidth(device.get_backend("cuda"))["GBps"] / 1e3
 
 
 def _apply(variant: str, b: int) -> dict:
@@ -63,12 +48,12 @@ def main(argv=None) -> int:
     ap.add_argument("variants", nargs="+",
                     help="auto, off, second, run=K or tiles (see above)")
     ap.add_argument("--b", type=int, default=8)
-    ap.add_argument("--n", type=_ints, default=[1, 32])
-    ap.add_argument("--ck", type=_ints, default=[8192, 12288])
-    ap.add_argument("--d", type=_floats, default=[0.1, 0.5])
+    ap.add_argument("--n", type=ints, default=[1, 32])
+    ap.add_argument("--ck", type=ints, default=[8192, 12288])
+    ap.add_argument("--d", type=floats, default=[0.1, 0.5])
     ap.add_argument("--dtype", default="float16")
     args = ap.parse_args(argv)
-    b, copy = args.b, _copy_rate()
+    b, copy = args.b, copy_rate()
     name = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
     print(f"# {name}, copy rate {copy:.2f} TB/s, b = {b}, {args.dtype}", flush=True)
     rng = np.random.default_rng(0)
