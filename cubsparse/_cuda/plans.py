@@ -495,8 +495,8 @@ def override(**decisions):
     ``stream_share`` : bool
         Where that dsd's CTAs leave partial products, let each group's CTAs add them up in
         the same launch (the rule: up to ``STREAM_SHARE_MAX_ROWS`` rows of X; True: at any
-        rows) or in a second launch (False). Either way only where every CTA of the grid
-        fits on the device at once.
+        rows) or in a second launch (False). The in-launch sum needs every CTA of the grid
+        on the device at once: where the grid does not fit, a second launch adds them.
 
     Examples
     --------
