@@ -11,6 +11,7 @@ from conftest import BACKENDS, poison, to_backend, to_numpy
 
 import cubsparse as cs
 from cubsparse._cuda import configs, dense_model, plans, tiles, worklists
+from cubsparse._cuda import run as cuda_run
 
 CUDA = [p for p in BACKENDS if p.values == ("cuda",)]
 SMS = 132  # an H100 / H200
@@ -714,6 +715,13 @@ def _check_stream(w, lay_shape, n, dtype, backend, rng, **forced):
             share = forced.get("stream_share", n <= plans.STREAM_SHARE_MAX_ROWS)
             assert plan.shared_sum == bool(plan.slots and fits and share), str(plan)
             shared.append(plan.shared_sum)
+            # and the runner launches what the plan says: one cooperative launch, or the
+            # main kernel and stream_finish
+            runner = cuda_run._dsd_runner(n, w, trans, False)
+            assert runner.plan == plan
+            assert (runner.finish is not None) == bool(plan.slots and not plan.shared_sum)
+            assert runner.main._api == ("cuLaunchCooperativeKernel" if plan.shared_sum
+                                        else "cuLaunchKernel")
             ref = _ref(a, w, trans)
             got = cs.matmul(a, op, out=poison(ref.shape, dtype, backend))
             err = np.linalg.norm(to_numpy(got).astype(np.float64) - ref) / np.linalg.norm(ref)
@@ -823,7 +831,8 @@ def test_short_reduction_sdd_matches_scipy(backend, dtype, b, n):
     """The short-reduction sdd (dY's chunks in shared memory), forced: block columns that
     are not whole chunks, an empty block row and column, N not a multiple of 16, a NaN
     poisoned result matrix overwritten, alpha and beta, repeated calls giving the same bits,
-    and one CTA per chunk (every warp walking several block rows)."""
+    and one CTA per chunk (every warp walking several block rows). This W has few block
+    rows, so its chunks are narrowed; the next test runs the tile's full chunks."""
     _stream_capable()
     rng = np.random.default_rng(100 * b + n)
     lay = rng.random((70, 300 // (b // 8) if b < 32 else 100)) < 0.3  # 2-13 chunks of dY
@@ -854,6 +863,34 @@ def test_short_reduction_sdd_matches_scipy(backend, dtype, b, n):
             assert np.linalg.norm(got2 - 2.5 * got) / np.linalg.norm(2.5 * got) < 2 * tol
 
 
+@pytest.mark.parametrize("backend", CUDA, indirect=True)
+@pytest.mark.parametrize("b", [8, 16, 32])
+@pytest.mark.parametrize("n", [9, 32, 100])
+def test_short_reduction_sdd_full_chunks_match_scipy(backend, b, n):
+    """The short-reduction sdd on a W with enough block rows to keep its tile's full chunks
+    (and a last chunk cut short), against a float64 reference, bitwise repeatable."""
+    _stream_capable()
+    rng = np.random.default_rng(7 * b + n)
+    kp = configs.sdd_stream_key(b, n)[1]
+    cols = tiles.SDD_STREAM[(b, kp)].chunk * 3 // 2  # a chunk and a half
+    lay = rng.random((1600, cols)) < 0.05
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", seed=n, backend=backend)
+    x = to_backend(rng.standard_normal((n, lay.shape[0] * b)), backend).astype("float16")
+    dy = to_backend(rng.standard_normal((n, cols * b)), backend).astype("float16")
+    with plans.override(sdd_stream=True, dense=False):
+        plan = cs.sampled_matmul_plan(x.T, dy, like=w)
+        assert plan.kernel.kernel == "sdd_stream", str(plan)
+        assert plan.chunk == plan.kernel.group  # the tile's full chunks
+        assert plan.chunks == 2
+        got = cs.sampled_matmul(x.T, dy, like=w)
+        again = cs.sampled_matmul(x.T, dy, like=w)
+    np.testing.assert_array_equal(to_numpy(again.data), to_numpy(got.data))
+    mask = np.kron(lay, np.ones((b, b)))
+    ref = (to_numpy(x).astype(np.float64).T @ to_numpy(dy).astype(np.float64)) * mask
+    err = np.linalg.norm(to_numpy(got.toarray()).astype(np.float64) - ref) / np.linalg.norm(ref)
+    assert err < cs._dtypes.TOLERANCE["float16"], (str(plan), err)
+
+
 def test_short_reduction_sdd_plan():
     """The short-reduction sdd up to SDD_STREAM_MAX_INNER rows at b = 8 and 16 (b = 32 from
     its least density) in 16 bits,
@@ -868,10 +905,13 @@ def test_short_reduction_sdd_plan():
             assert f"sdd_stream<F16,{b},{kp}," in p.kernel.name
             assert (p.path, p.ratio) == ("sparse", None)
             rows, cols = s.block_shape
-            per_sm = configs.smem_ctas(p.kernel, 90)
-            assert p.chunk <= p.kernel.group
+            slots = configs.smem_ctas(p.kernel, 90) * SMS
             assert p.chunks == -(-cols // p.chunk)
-            assert p.grid == max(1, min(-(-rows // 8), per_sm * SMS // p.chunks))
+            # at most a warp per block row, one wave, and no CTA slot left that a CTA could
+            # take without breaking either
+            assert p.grid * 8 < rows + 8
+            assert p.chunks * p.grid <= slots
+            assert p.grid * 8 >= rows or p.chunks * (p.grid + 1) > slots
             assert f"grid ({p.chunks}, {p.grid})" in str(p)
             assert f"{p.chunk} block columns at a time" in str(p)
             # the tile's chunks: 128 block rows fill half the CTA slots at their chunks

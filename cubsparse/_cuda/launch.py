@@ -46,8 +46,8 @@ class Launch:
         other need.
     """
 
-    __slots__ = ("_block", "_fn", "_grid", "_keep", "_launch", "_params", "_pp", "_shape",
-                 "_smem", "_tail", "name", "v")
+    __slots__ = ("_api", "_block", "_fn", "_grid", "_keep", "_launch", "_params", "_pp",
+                 "_shape", "_smem", "_tail", "name", "v")
 
     def __init__(self, function, grid, block, smem: int, signature: str, values,
                  cooperative: bool = False):
@@ -58,6 +58,7 @@ class Launch:
         self._fn = function.ptr
         self._launch = _launcher(cooperative)
         self._tail = () if cooperative else (0,)  # cuLaunchKernel's `extra`
+        self._api = "cuLaunchCooperativeKernel" if cooperative else "cuLaunchKernel"
         grid = tuple(grid) + (1,) * (3 - len(grid))
         block = tuple(block) + (1,) * (3 - len(block))
         self._grid, self._block, self._smem = grid, block, int(smem)
@@ -90,7 +91,7 @@ class Launch:
         try:
             self._launch(self._fn, *self._shape, stream, self._pp, *self._tail)
         except Exception as exc:
-            raise LaunchError(f"cuLaunchKernel failed for {self.name}: {exc}; grid "
+            raise LaunchError(f"{self._api} failed for {self.name}: {exc}; grid "
                               f"{self._grid}, block {self._block}, {self._smem} bytes of "
                               "shared memory") from exc
 

@@ -11,6 +11,7 @@ may overlap the dense operand is written through a temporary.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from threading import get_ident as _get_ident
 
@@ -29,7 +30,7 @@ from .configs import (
     stream_tile,
     transpose_config,
 )
-from .launch import Launch
+from .launch import Launch, LaunchError
 from .outputs import Outputs
 from .plans import MAX_GRID_Y, plan_dsd, plan_sdd
 
@@ -381,7 +382,7 @@ class _DsdRunner:
         # TF32 reads [n][k] blocks too
         return _held(cupy.ascontiguousarray(wdata.transpose(0, 2, 1)))
 
-    def _init_stream(self, s, dev, n, trans, dtype):
+    def _init_stream(self, s, dev, n, trans, dtype, shared=None):
         """The small-N dsd with X in shared memory. A grid of one CTA per group of output
         blocks writes Y itself; otherwise each run of chunks writes its float32 partial
         product to the workspace (kept per stream in the layout's cache, as a split
@@ -395,10 +396,15 @@ class _DsdRunner:
         nk = s.block_shape[1] if trans else s.block_shape[0]
         nchunks = worklists.stream_chunks(s, trans, t.chunk)
         kernel = get_kernel(cfg)
-        # The driver's occupancy must agree with the plan's count of resident CTAs, else the
-        # cooperative launch would be refused: then the second launch adds the partials.
-        shared = p.shared_sum and groups * runs <= device.sm_count(dev) * device.resident_ctas(
-            kernel, cfg.threads, cfg.smem)
+        if shared is None:
+            # The driver's occupancy must agree with the plan's count of resident CTAs,
+            # else the cooperative launch would be refused: then the second launch adds the
+            # partials, and the plan says so.
+            shared = p.shared_sum and groups * runs <= device.sm_count(
+                dev) * device.resident_ctas(kernel, cfg.threads, cfg.smem)
+        if p.shared_sum and not shared:
+            self.plan = p = dataclasses.replace(p, shared_sum=False)
+        self._stream_args = (s, dev, n, trans, dtype)
         #   x ldx nrows kcols w blk kcol starts nout nchunks run ws counts y ldy alpha beta
         self.main = Launch(kernel, p.grid, (cfg.threads,), cfg.smem, "pliippppiiippplff",
                            [None, None, n, nk * b, None, blk, kcol, starts, self.width // b,
@@ -433,7 +439,13 @@ class _DsdRunner:
         v[11].value = ws.data.ptr
         if self.finish is None:  # the group's CTAs add the partials
             v[12].value = counts.data.ptr
-            self.main(stream)
+            try:
+                self.main(stream)
+            except LaunchError:
+                # The driver refused the cooperative launch (fewer SMs to be had than the
+                # device has, as under MPS): from now on a second launch adds them.
+                self._init_stream(*self._stream_args, shared=False)
+                self._call_stream(x, wdata, y, alpha, beta, stream)
             return
         self.finish.v[0].value = ws.data.ptr
         _set_output(self.finish.v, 5, y, it, alpha, beta)
