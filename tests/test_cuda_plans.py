@@ -10,7 +10,7 @@ import pytest
 from conftest import BACKENDS, poison, to_backend, to_numpy
 
 import cubsparse as cs
-from cubsparse._cuda import configs, dense_model, plans, tiles, worklists
+from cubsparse._cuda import configs, dense_model, device, plans, tiles, worklists
 from cubsparse._cuda import run as cuda_run
 
 CUDA = [p for p in BACKENDS if p.values == ("cuda",)]
@@ -710,8 +710,9 @@ def _check_stream(w, lay_shape, n, dtype, backend, rng, **forced):
             assert plan.kernel.kernel == "dsd_stream"
             # the runs' partial products are added in the launch wherever the grid fits on
             # the device at once, up to STREAM_SHARE_MAX_ROWS rows unless forced
-            fits = plan.grid[0] * plan.grid[1] <= _SMS() * min(
-                plans.STREAM_CTAS_PER_SM, configs.stream_ctas(b, n, _ARCH()))
+            dev = device.current()
+            fits = plan.grid[0] * plan.grid[1] <= device.sm_count(dev) * min(
+                plans.STREAM_CTAS_PER_SM, configs.stream_ctas(b, n, device.arch(dev)))
             share = forced.get("stream_share", n <= plans.STREAM_SHARE_MAX_ROWS)
             assert plan.shared_sum == bool(plan.slots and fits and share), str(plan)
             shared.append(plan.shared_sum)
@@ -731,18 +732,6 @@ def _check_stream(w, lay_shape, n, dtype, backend, rng, **forced):
             np.testing.assert_array_equal(again[1], to_numpy(got))
             _check_alpha_beta(a, op, ref, rng, dtype, backend, tol)
     return shared
-
-
-def _SMS():
-    import cupy
-
-    return cupy.cuda.Device().attributes["MultiProcessorCount"]
-
-
-def _ARCH():
-    import cupy
-
-    return int(cupy.cuda.Device().compute_capability)
 
 
 def _stream_capable():
@@ -1050,8 +1039,6 @@ def test_cuda_graph_captures_on_a_stream_without_a_tile_counter(backend, dense):
     the sparse kernel) has no tile counter: one is made inside the capture and kept for
     that graph only, and the graph replays correctly."""
     import cupy
-
-    from cubsparse._cuda import device
 
     b, n = 64, 512
     rng = cupy.random.default_rng(8)

@@ -173,10 +173,7 @@ def sdd_tile_config(dtype, b: int) -> KernelConfig | None:
 def sdd_stream_key(b: int, inner: int) -> tuple | None:
     """The key ``(b, rows)`` of the short-reduction sdd's tile (:data:`SDD_STREAM`) for a
     reduction of ``inner`` rows, or None where it has none."""
-    if not 0 < inner <= SDD_STREAM_MAX_INNER:
-        return None
-    rows = min((r for bb, r in SDD_STREAM if bb == b and r >= inner), default=None)
-    return None if rows is None else (b, rows)
+    return _rows_key(SDD_STREAM, SDD_STREAM_MAX_INNER, b, inner)
 
 
 @functools.cache
@@ -227,13 +224,19 @@ def smem_ctas(cfg: KernelConfig, arch: int, static: int = 512) -> int:
     return SMEM_PER_SM.get(arch, min(SMEM_PER_SM.values())) // (need + 1024)
 
 
+def _rows_key(table, most: int, b: int, n: int) -> tuple | None:
+    """The key ``(b, rows)`` of ``table`` (keyed by block size and rows up to) for ``n`` rows
+    (at most ``most``): the fewest rows that hold ``n``, or None where there is none."""
+    if not 0 < n <= most:
+        return None
+    rows = min((r for bb, r in table if bb == b and r >= n), default=None)
+    return None if rows is None else (b, rows)
+
+
 def stream_key(b: int, n: int) -> tuple | None:
     """The key ``(b, rows)`` of the small-N dsd's tile (:data:`DSD_STREAM`) for ``n`` rows
     of X at block size ``b``, or None where it has none."""
-    if not 0 < n <= STREAM_MAX_ROWS:
-        return None
-    rows = min((r for bb, r in DSD_STREAM if bb == b and r >= n), default=None)
-    return None if rows is None else (b, rows)
+    return _rows_key(DSD_STREAM, STREAM_MAX_ROWS, b, n)
 
 
 def stream_tile(b: int, n: int):

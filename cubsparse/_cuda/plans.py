@@ -795,7 +795,8 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
     # order; it beats the dense path there too (which writes the whole product), so no ratio.
     scfg = sdd_stream_config(name, b, inner) if a_km and not b_nk and arch >= 80 else None
     per_sm = smem_ctas(scfg, arch) if scfg is not None else 0
-    if per_sm and structure.nnzb and _sdd_stream_taken(structure, b):
+    if per_sm and structure.nnzb and _decide_ahead(
+            "sdd_stream", (*_SDD_LATER, "sdd_panel", "dense"), sdd_stream_pays, structure, b):
         chunk, chunks, per_chunk = sdd_stream_grid(structure, scfg.group, per_sm * sms)
         per_chunk = int(forced("sdd_stream_grid") or per_chunk)
         return SddPlan(name, b, "sparse", scfg, False, a_km, b_nk, False, None, per_chunk,
@@ -804,7 +805,8 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
     pcfg = sdd_wgmma_config(name, b, panel=True) if hopper and not tf32 else None
     if tf32:  # TF32 reads A[m][k] and B[n][k]
         cfg, a_km, b_nk = sdd_config(name, b, tf32=True), False, True
-    elif pcfg is not None and _sdd_panel_taken(structure, pcfg, b, inner, sms):
+    elif pcfg is not None and _decide_ahead("sdd_panel", _SDD_LATER, sdd_panel_pays,
+                                            structure, pcfg, b, inner, sms):
         cfg = pcfg  # the dense panels, first where they pay
     else:
         wcfg = sdd_wgmma_config(name, b) if hopper else None
@@ -843,23 +845,17 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
     return SddPlan(name, b, "sparse", cfg, tiled, a_km, b_nk, tf32, ratio, grid)
 
 
-def _sdd_stream_taken(structure, b: int) -> bool:
-    """The ``sdd_stream`` decision: as forced, else off while another sdd kernel or the
-    dense path is forced, else :func:`sdd_stream_pays`."""
-    if "sdd_stream" in _FORCED:
-        return bool(_FORCED["sdd_stream"])
-    others = ("sdd_short", "sdd_tiled", "sdd_tma", "sdd_wide", "sdd_pair", "sdd_panel", "dense")
-    return not any(_FORCED.get(k) for k in others) and sdd_stream_pays(structure, b)
+#: The sdd kernels a plan weighs after the short-reduction kernel and the dense panels:
+#: forcing one on keeps those two off where their own decisions are left to the rule.
+_SDD_LATER = ("sdd_short", "sdd_tiled", "sdd_tma", "sdd_wide", "sdd_pair")
 
 
-def _sdd_panel_taken(structure, cfg: KernelConfig, b: int, inner: int, sms: int) -> bool:
-    """The ``sdd_panel`` decision: as forced, else off while another sdd kernel is forced,
-    else :func:`sdd_panel_pays`."""
-    if "sdd_panel" in _FORCED:
-        return bool(_FORCED["sdd_panel"])
-    others = ("sdd_short", "sdd_tiled", "sdd_tma", "sdd_wide", "sdd_pair")
-    return not any(_FORCED.get(k) for k in others) and sdd_panel_pays(structure, cfg, b,
-                                                                     inner, sms)
+def _decide_ahead(name: str, rivals: tuple, rule, *args) -> bool:
+    """A decision taken ahead of ``rivals``: as forced, else off while a rival is forced on
+    (so that forcing a later kernel reaches it), else ``rule(*args)``."""
+    if name in _FORCED:
+        return bool(_FORCED[name])
+    return not any(_FORCED.get(k) for k in rivals) and rule(*args)
 
 
 def _itemsize(name: str) -> int:

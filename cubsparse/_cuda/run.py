@@ -590,6 +590,18 @@ def _padded_rows(a, inner_pad: int):
     return buf
 
 
+def _layer_gradient(a, b_mat, it: int):
+    """``(a_ptr, a_ld, b_ptr, b_ld)`` where ``a = x.T`` (rows of x contiguous) and ``b_mat =
+    dy`` are the layer-gradient case, both read in place (a as [k][m] rows, x's rows; b as
+    [k][n] rows) with 16-byte aligned rows; else None. A few comparisons: every eager weight
+    gradient of a layer comes here."""
+    sa, sb = a.strides, b_mat.strides
+    ap, bp = a.data.ptr, b_mat.data.ptr
+    if sa[0] == it and sb[1] == it and not (sa[1] | sb[0] | ap | bp) & 15:
+        return ap, sa[1] // it, bp, sb[0] // it
+    return None
+
+
 def sdd_operands(a, b_mat, tf32: bool):
     """``(a_ptr, a_ld, b_ptr, b_ld, a_km, b_nk, inner, copies)``: where the kernels read
     the operands (addresses, row strides in elements), and in which order. In place where
@@ -604,13 +616,9 @@ def sdd_operands(a, b_mat, tf32: bool):
         b_src = b_t if (_rows(b_t, it) and inner_pad == inner) else _padded_rows(b_t, inner_pad)
         return (a_src.data.ptr, a_src.strides[0] // it, b_src.data.ptr, b_src.strides[0] // it,
                 False, True, inner_pad, (a_src, b_src))
-    # a = x.T (rows of x contiguous) and b = dy are the layer-gradient case: both in place,
-    # a read as [k][m] rows (x's rows), b as [k][n] rows. Tested first, in a few
-    # comparisons: every eager weight gradient of a layer comes here.
-    sa, sb = a.strides, b_mat.strides
-    ap, bp = a.data.ptr, b_mat.data.ptr
-    if sa[0] == it and sb[1] == it and not (sa[1] | sb[0] | ap | bp) & 15:
-        return ap, sa[1] // it, bp, sb[0] // it, True, False, inner, ()
+    lg = _layer_gradient(a, b_mat, it)
+    if lg is not None:
+        return (*lg, True, False, inner, ())
     whole = inner % (16 // it) == 0
     copies = ()
     if _cols(a, it):
@@ -671,27 +679,22 @@ def sdd_eager(a, b_mat, like, tf32: bool):
     ``alpha`` 1, ``beta`` 0; types, dtypes and shapes checked by the caller), through a
     runner already built, or None where :func:`sdd` must run."""
     dev = _get_device()
-    ad, bd = a.data, b_mat.data
-    if ad.device_id != dev or bd.device_id != dev or like._data.data.device_id != dev:
+    if a.data.device_id != dev or b_mat.data.device_id != dev or (
+            like._data.data.device_id != dev):
         return None
     runners = like.__dict__.get("_runners")
     if runners is None or a.shape[1] == 0 or like._structure.nnzb == 0:
         return None
-    if not tf32:
-        # The layer gradient, a = x.T and b_mat = dy with 16-byte aligned rows, in place:
-        # sdd_operands' first case, tested here without its call.
-        it = a.itemsize
-        sa, sb = a.strides, b_mat.strides
-        ap, bp = ad.ptr, bd.ptr
-        if sa[0] == it and sb[1] == it and not (sa[1] | sb[0] | ap | bp) & 15:
-            r = runners.get(_key("sdd", dev, a.shape[1], True, False, False))
-            if r is None:
-                return None
-            if r.direct is not None:
-                stream = _current_stream().ptr
-                data = r.outputs.take(stream)
-                r.direct(ap, sa[1] // it, bp, sb[0] // it, data.data.ptr, stream)
-                return data
+    lg = None if tf32 else _layer_gradient(a, b_mat, a.itemsize)
+    if lg is not None:  # sdd_operands' first case, without its tuple
+        r = runners.get(_key("sdd", dev, a.shape[1], True, False, False))
+        if r is None:
+            return None
+        if r.direct is not None:
+            stream = _current_stream().ptr
+            data = r.outputs.take(stream)
+            r.direct(*lg, data.data.ptr, stream)
+            return data
     ops = sdd_operands(a, b_mat, tf32)
     r = runners.get(_key("sdd", dev, ops[6], ops[4], ops[5], tf32))
     if r is None:
