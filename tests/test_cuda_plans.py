@@ -936,11 +936,13 @@ def test_short_reduction_sdd_plan():
     assert 2 * wider * warps < per_sm * SMS  # ... where chunks twice as wide did not
     wide = plans.sdd_stream_grid(small, 2 * p.chunk, per_sm * SMS)
     assert wide[0] == p.chunk  # halved from twice as wide: the same chunk
-    # b = 32 from its least density on
-    for d in (0.25, 0.5):
-        got = plans.plan_sdd(structure(256, 256, d), "float16", 32, 32, True, False, False, 90,
-                             SMS).kernel.kernel
-        assert (got == "sdd_stream") == (d >= plans.SDD_STREAM_MIN_DENSITY[32]), d
+    # b = 32 from its tile's least density on, which depends on the reduction's rows
+    for inner in (16, 32, 64):
+        least = configs.sdd_stream_tile(32, inner).least_density
+        for d in (0.05, 0.1, 0.25, 0.5):
+            got = plans.plan_sdd(structure(256, 256, d), "float16", 32, inner, True, False,
+                                 False, 90, SMS).kernel.kernel
+            assert (got == "sdd_stream") == (d >= least), (inner, d)
     assert plans.plan_sdd(s, "float16", 64, 32, True, False, False, 90, SMS).kernel.kernel \
         != "sdd_stream"
     empty = structure(64, 64, 0.0)

@@ -1,12 +1,16 @@
 """Same-process A/B of the short-reduction weight gradient (``sdd_stream``) against the plan
 without it (``before``: the per-row, tiled or wgmma sdd), the dense path (a cuBLAS product,
 then the gather; eager µs, since CuPy refuses cuBLAS in a capture) and the stream kernel on
-a grid of a warp per 4 block rows (``s_rows32``): CUDA-graph µs per call
-(``gpu_probe.graph_ms``), random layouts, float16, each checked against float32 dense math.
-"bw" is (W's blocks + X + dY) bytes over the faster stream grid's time over the copy rate
-(measured as the bench measures its ceiling).
+a grid of a warp per 4 block rows (``s_rows32``); with ``--chunks``, also the stream kernel
+with chunks of that many block columns (``c16``, ...: its tile's shared memory, hence its
+CTAs an SM). CUDA-graph µs per call (``gpu_probe.graph_ms``, the best of three), random
+layouts, float16, each checked against float32 dense math. "bw" is (W's blocks + X + dY)
+bytes over the fastest stream variant's time over the copy rate (measured as the bench
+measures its ceiling).
 
     PYTHONPATH=.:tools python3 tools/sdd_stream_ab.py --b 8,16 --ck 4096,8192
+    PYTHONPATH=.:tools python3 tools/sdd_stream_ab.py --b 32 --n 1,16,32 --chunks 8,16,32,64 \\
+        --variants stream,before
 """
 
 from __future__ import annotations
@@ -18,30 +22,46 @@ import numpy as np
 from gpu_probe import bench, copy_rate, floats, graph_ms, ints
 
 import cubsparse as cs
-from cubsparse._cuda import plans
+from cubsparse._cuda import configs, plans
+
+VARIANTS = ("stream", "s_rows32", "before", "dense")
 
 
-def _variants(ck: int, b: int) -> dict:
-    return {"stream": {"sdd_stream": True, "dense": False},
-            "s_rows32": {"sdd_stream": True, "dense": False,
-                         "sdd_stream_grid": max(1, ck // b // 32)},
-            "before": {"sdd_stream": False, "dense": False},
-            "dense": {"sdd_stream": False, "dense": True}}
+def _variants(ck: int, b: int, names, chunks) -> list:
+    """(name, forced decisions, chunk width or None) per variant."""
+    stream = {"sdd_stream": True, "dense": False}
+    table = {"stream": stream,
+             "s_rows32": {**stream, "sdd_stream_grid": max(1, ck // b // 32)},
+             "before": {"sdd_stream": False, "dense": False},
+             "dense": {"sdd_stream": False, "dense": True}}
+    return ([(v, table[v], None) for v in names]
+            + [(f"c{c}", stream, c) for c in chunks])
 
 
 def _case(x, dy, w, mask, variants) -> list:
     """(variant, µs, relative error, kernel) per variant."""
     ref = (x.T.astype(cp.float32) @ dy.astype(cp.float32)) * mask
+    key = configs.sdd_stream_key(w.blocksize, x.shape[0])
+    tile = configs.sdd_stream_tile(w.blocksize, x.shape[0])
     rows = []
-    for name, forced in variants.items():
-        with plans.override(**forced):
-            def call(x=x, dy=dy, w=w):
-                return cs.sampled_matmul(x.T, dy, like=w)
+    for name, forced, chunk in variants:
+        if chunk is not None:
+            if key is None:
+                continue
+            configs.set_tiles(sdd_stream={key: tile._replace(chunk=chunk)})
+        try:
+            with plans.override(**forced):
+                def call(x=x, dy=dy, w=w):
+                    return cs.sampled_matmul(x.T, dy, like=w)
 
-            got = call().toarray().astype(cp.float32)
-            err = float(cp.linalg.norm(got - ref) / cp.linalg.norm(ref))
-            t = (bench(call) if name == "dense" else graph_ms(call)) * 1e3
-            plan = str(cs.sampled_matmul_plan(x.T, dy, like=w)).split(": ", 1)[1]
+                got = call().toarray().astype(cp.float32)
+                err = float(cp.linalg.norm(got - ref) / cp.linalg.norm(ref))
+                t = (bench(call) if name == "dense"
+                     else min(graph_ms(call) for _ in range(3))) * 1e3
+                plan = str(cs.sampled_matmul_plan(x.T, dy, like=w)).split(": ", 1)[1]
+        finally:
+            if chunk is not None:
+                configs.set_tiles(sdd_stream={key: tile})
         rows.append((name, t, err, plan.split(",")[0][:22]))
     return rows
 
@@ -53,7 +73,16 @@ def main(argv=None) -> int:
     ap.add_argument("--ck", type=ints, default=[4096, 8192])
     ap.add_argument("--d", type=floats, default=[0.1, 0.25, 0.5])
     ap.add_argument("--n", type=ints, default=[1, 32, 64, 128])
+    ap.add_argument("--variants", default=",".join(VARIANTS),
+                    help=f"a comma-separated subset of {', '.join(VARIANTS)}")
+    ap.add_argument("--chunks", type=ints, default=[],
+                    help="also the stream kernel with chunks of these block columns")
     args = ap.parse_args(argv)
+    names = [v for v in args.variants.split(",") if v]
+    unknown = sorted(set(names) - set(VARIANTS))
+    if unknown:
+        ap.error(f"--variants: unknown {', '.join(unknown)}; expected some of "
+                 f"{', '.join(VARIANTS)}")
     copy = copy_rate()
     name = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
     print(f"# {name} copy {copy:.2f} TB/s", flush=True)
@@ -68,14 +97,15 @@ def main(argv=None) -> int:
                 for n in args.n:
                     x = cp.asarray(rng.standard_normal((n, ck))).astype(cp.float16)
                     dy = cp.asarray(rng.standard_normal((n, ck))).astype(cp.float16)
-                    rows = _case(x, dy, w, mask, _variants(ck, b))
+                    rows = _case(x, dy, w, mask, _variants(ck, b, names, args.chunks))
                     times = " ".join(f"{v} {t:7.1f}" for v, t, _, _ in rows)
                     nbytes = w.data.nbytes + x.nbytes + dy.nbytes
-                    bw = nbytes / min(rows[0][1], rows[1][1]) / 1e6 / copy
+                    stream = [t for v, t, _, k in rows if k.startswith("sdd_stream")]
+                    bw = f"{nbytes / min(stream) / 1e6 / copy:4.2f}" if stream else "   -"
                     err = max(r[2] for r in rows)
-                    print(f"b={b:2d} CK={ck} d={d:4.2f} N={n:3d} {times}  before/stream "
-                          f"{rows[2][1] / rows[0][1]:5.2f} bw {bw:4.2f} err {err:.1e} | "
-                          f"{rows[0][3]} | {rows[2][3]}", flush=True)
+                    kernels = " | ".join(dict.fromkeys(k for _, _, _, k in rows))
+                    print(f"b={b:2d} CK={ck} d={d:4.2f} N={n:3d} {times}  bw {bw} err "
+                          f"{err:.1e} | {kernels}", flush=True)
                     if not err < 2e-2:
                         raise AssertionError(f"relative error {err:.3g}")
     return 0

@@ -176,6 +176,12 @@ def sdd_stream_key(b: int, inner: int) -> tuple | None:
     return _rows_key(SDD_STREAM, SDD_STREAM_MAX_INNER, b, inner)
 
 
+def sdd_stream_tile(b: int, inner: int):
+    """The short-reduction sdd's tile for a reduction of ``inner`` rows, or None."""
+    key = sdd_stream_key(b, inner)
+    return None if key is None else SDD_STREAM[key]
+
+
 @functools.cache
 def sdd_stream_config(dtype, b: int, inner: int) -> KernelConfig | None:
     """The short-reduction sdd (x and dy read as rows) for ``inner`` rows, or None where

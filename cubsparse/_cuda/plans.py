@@ -30,6 +30,7 @@ from .configs import (
     scatter_config,
     sdd_config,
     sdd_stream_config,
+    sdd_stream_tile,
     sdd_tile_config,
     sdd_tile_shape,
     sdd_wgmma_config,
@@ -107,13 +108,6 @@ SDD_TILE_SHORT_INNER = 32
 #: overlap. At 1-32 rows they ran 1.3-4x faster; at 128 rows the two were even at a
 #: quarter of the blocks, and the tile 1.7x faster at half (bench/NOTES.md).
 SDD_TILE_MIN_INNER = 128
-#: Block sizes at which a reduction of at most SDD_STREAM_MAX_INNER rows (16-bit, x and dy
-#: in place) takes the short-reduction sdd (``sdd_stream``) ahead of every other kernel, and
-#: the least density of W it needs there. b = 8 and 16 gained at every density measured
-#: but at b = 16, C = K = 4096, d = 0.1 (0.93-0.95x of the wgmma tile, 6-13 µs); b = 32 gained
-#: from d = 0.5 (1.02-1.63x), was even at 0.25 (0.92-1.22x) and lost at 0.1 (0.61-1.08x),
-#: against the wgmma tile (bench/NOTES.md).
-SDD_STREAM_MIN_DENSITY = {8: 0.0, 16: 0.0, 32: 0.375}
 #: A split costs float32 partial tiles and a tail: the CTA that stores a list's last
 #: segment then adds up the list's partials (split_finish in common.cuh), in the same
 #: launch. Lists are split where the kernel would leave SMs idle: fewer CTAs (work items x
@@ -388,12 +382,11 @@ def sdd_stream_grid(structure, chunk: int, slots: int) -> tuple[int, int, int]:
     return chunk, n, max(1, min(per_chunk, slots // n))
 
 
-def sdd_stream_pays(structure, b: int) -> bool:
-    """The short-reduction sdd (``sdd_stream``) is taken at the block sizes of
-    SDD_STREAM_MIN_DENSITY, where W is at least that dense."""
+def sdd_stream_pays(structure, tile) -> bool:
+    """The short-reduction sdd (``sdd_stream``) pays where W is at least as dense as its
+    ``tile`` needs (:data:`.tiles.SDD_STREAM`)."""
     rows, cols = structure.block_shape
-    least = SDD_STREAM_MIN_DENSITY.get(b)
-    return least is not None and structure.nnzb >= least * rows * cols
+    return structure.nnzb >= tile.least_density * rows * cols
 
 
 def sdd_tiled_pays(structure, dtype, b: int, group: int, inner: int) -> bool:
@@ -796,7 +789,8 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
     scfg = sdd_stream_config(name, b, inner) if a_km and not b_nk and arch >= 80 else None
     per_sm = smem_ctas(scfg, arch) if scfg is not None else 0
     if per_sm and structure.nnzb and _decide_ahead(
-            "sdd_stream", (*_SDD_LATER, "sdd_panel", "dense"), sdd_stream_pays, structure, b):
+            "sdd_stream", (*_SDD_LATER, "sdd_panel", "dense"), sdd_stream_pays, structure,
+            sdd_stream_tile(b, inner)):
         chunk, chunks, per_chunk = sdd_stream_grid(structure, scfg.group, per_sm * sms)
         per_chunk = int(forced("sdd_stream_grid") or per_chunk)
         return SddPlan(name, b, "sparse", scfg, False, a_km, b_nk, False, None, per_chunk,

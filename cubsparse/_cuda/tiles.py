@@ -97,9 +97,11 @@ class SddWgmmaTile(NamedTuple):
 class SddStreamTile(NamedTuple):
     """The weight gradient of a short reduction (``sdd_stream``): a CTA copies ``chunk`` of
     dY's block columns (all rows of the reduction) into shared memory once and stores the
-    blocks of many block rows in that chunk."""
+    blocks of many block rows in that chunk. The plan takes it ahead of every other sdd
+    kernel and the dense path where W's density is at least ``least_density``."""
 
     chunk: int
+    least_density: float = 0.0
 
 
 class SddTile(NamedTuple):
@@ -241,13 +243,18 @@ WGMMA_SDD_PANEL = {8: SddWgmmaTile(32, 2, 1, 3, False), 16: SddWgmmaTile(16, 2, 
                    32: SddWgmmaTile(8, 2, 1, 3, False), 64: None, 128: None}
 #: The short-reduction sdd by (block size, reduction rows up to): chunks of 64 KB of dY
 #: (rows x chunk x b = 32768 elements), which with the warps' slices of X leave room for two
-#: CTAs an SM.
-SDD_STREAM = {(8, 16): SddStreamTile(256), (8, 32): SddStreamTile(128),
+#: CTAs an SM; 32 KB up to 16 rows, and up to 32 at b = 16, where four to six CTAs an SM
+#: hide the latency of the warps' short MMA chains better than wider chunks save copies of
+#: X's slices; at b = 32 up to 32 rows, 16 KB. b = 8 and 16 gained at every density measured
+#: against the kernels before them, but at b = 16, C = K = 4096, d = 0.1 (0.93-0.95x, 6-13
+#: µs). b = 32 gains from d = 0.1 up to 16 rows, from 0.25 up to 32 and from 0.375 beyond
+#: against the wgmma tile, lost below (bench/NOTES.md).
+SDD_STREAM = {(8, 16): SddStreamTile(128), (8, 32): SddStreamTile(128),
               (8, 64): SddStreamTile(64), (8, 128): SddStreamTile(32),
-              (16, 16): SddStreamTile(128), (16, 32): SddStreamTile(64),
+              (16, 16): SddStreamTile(64), (16, 32): SddStreamTile(32),
               (16, 64): SddStreamTile(32), (16, 128): SddStreamTile(16),
-              (32, 16): SddStreamTile(64), (32, 32): SddStreamTile(32),
-              (32, 64): SddStreamTile(16), (32, 128): SddStreamTile(8)}
+              (32, 16): SddStreamTile(16, 0.1), (32, 32): SddStreamTile(8, 0.25),
+              (32, 64): SddStreamTile(16, 0.375), (32, 128): SddStreamTile(8, 0.375)}
 SDD_STREAM_MAX_INNER = 128
 SDD_TILE = {8: SddTile(16, 16, 64, 2, 4, 3)}
 SDD_TILE_SIMT = {8: SddSimtTile(16, 16, 32, 2), 16: SddSimtTile(8, 8, 32, 2)}
