@@ -862,7 +862,11 @@ def test_short_reduction_sdd_full_chunks_match_scipy(backend, b, n):
     rng = np.random.default_rng(7 * b + n)
     kp = configs.sdd_stream_key(b, n)[1]
     cols = tiles.SDD_STREAM[(b, kp)].chunk * 3 // 2  # a chunk and a half
-    lay = rng.random((1600, cols)) < 0.05
+    # block rows enough that two chunks' CTAs, a warp per block row, fill the CTA slots
+    dev = device.current()
+    slots = configs.smem_ctas(configs.sdd_stream_config("float16", b, n), device.arch(dev)) * \
+        device.sm_count(dev)
+    lay = rng.random((max(1600, 2 * slots), cols)) < 0.05
     w = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", seed=n, backend=backend)
     x = to_backend(rng.standard_normal((n, lay.shape[0] * b)), backend).astype("float16")
     dy = to_backend(rng.standard_normal((n, cols * b)), backend).astype("float16")
