@@ -860,12 +860,11 @@ def test_short_reduction_sdd_full_chunks_match_scipy(backend, b, n):
     (and a last chunk cut short), against a float64 reference, bitwise repeatable."""
     _stream_capable()
     rng = np.random.default_rng(7 * b + n)
-    kp = configs.sdd_stream_key(b, n)[1]
-    cols = tiles.SDD_STREAM[(b, kp)].chunk * 3 // 2  # a chunk and a half
-    # block rows enough that two chunks' CTAs, a warp per block row, fill the CTA slots
     dev = device.current()
-    slots = configs.smem_ctas(configs.sdd_stream_config("float16", b, n), device.arch(dev)) * \
-        device.sm_count(dev)
+    cfg = configs.sdd_stream_config("float16", b, n, device.arch(dev))  # as the plan's
+    cols = cfg.group * 3 // 2  # a chunk and a half
+    # block rows enough that two chunks' CTAs, a warp per block row, fill the CTA slots
+    slots = configs.smem_ctas(cfg, device.arch(dev)) * device.sm_count(dev)
     lay = rng.random((max(1600, 2 * slots), cols)) < 0.05
     w = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", seed=n, backend=backend)
     x = to_backend(rng.standard_normal((n, lay.shape[0] * b)), backend).astype("float16")
@@ -891,8 +890,8 @@ def test_short_reduction_sdd_full_chunks_match_scipy(backend, b, n):
 
 def test_short_reduction_sdd_plan():
     """The short-reduction sdd up to SDD_STREAM_MAX_INNER rows at b = 8 and 16 (b = 32 from
-    its least density) in 16 bits,
-    x and dy read in place, from sm_80, ahead of the dense path; its grid fills the device
+    its least density) in 16 bits, x and dy read in place, from sm_80 (narrower chunks
+    where shared memory is smaller), ahead of the dense path; its grid fills the device
     once (at most a warp per block row); not for float32, b = 64, long reductions, other
     operand layouts, or an empty layout."""
     s = structure(1024, 1024, 0.25)
@@ -940,13 +939,23 @@ def test_short_reduction_sdd_plan():
     assert 2 * wider * warps < per_sm * SMS  # ... where chunks twice as wide did not
     wide = plans.sdd_stream_grid(small, 2 * p.chunk, per_sm * SMS)
     assert wide[0] == p.chunk  # halved from twice as wide: the same chunk
-    # b = 32 from its tile's least density on, which depends on the reduction's rows
-    for inner in (16, 32, 64):
+    # b = 32 from its tile's least density on, which depends on the reduction's rows and
+    # lies between the densities measured (a W whose blocks round down below d = 0.1 too)
+    for inner in (16, 32, 64, 128):
         least = configs.sdd_stream_tile(32, inner).least_density
-        for d in (0.05, 0.1, 0.25, 0.5):
-            got = plans.plan_sdd(structure(256, 256, d), "float16", 32, inner, True, False,
+        assert 0.05 < least < 0.1 if inner <= 16 else 0.1 < least < 0.25
+        for rows, d in ((256, 0.05), (256, 0.1), (128, 0.1), (256, 0.25), (256, 0.5)):
+            got = plans.plan_sdd(structure(rows, rows, d), "float16", 32, inner, True, False,
                                  False, 90, SMS).kernel.kernel
-            assert (got == "sdd_stream") == (d >= least), (inner, d)
+            assert (got == "sdd_stream") == (d >= least), (inner, rows, d)
+    # with less shared memory than sm_90 the chunks narrow until a CTA fits
+    for arch in (80, 86):
+        for inner in (16, 32, 64, 128):
+            cfg = configs.sdd_stream_config("float16", 32, inner, arch)
+            assert configs.smem_ctas(cfg, arch) >= 1, (arch, inner)
+            assert cfg.group <= configs.sdd_stream_tile(32, inner).chunk
+            p = plans.plan_sdd(s, "float16", 32, inner, True, False, False, arch, SMS)
+            assert p.kernel == cfg, (arch, inner, str(p))
     assert plans.plan_sdd(s, "float16", 64, 32, True, False, False, 90, SMS).kernel.kernel \
         != "sdd_stream"
     empty = structure(64, 64, 0.0)

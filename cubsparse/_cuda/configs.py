@@ -183,16 +183,25 @@ def sdd_stream_tile(b: int, inner: int):
 
 
 @functools.cache
-def sdd_stream_config(dtype, b: int, inner: int) -> KernelConfig | None:
+def sdd_stream_config(dtype, b: int, inner: int, arch: int = 90) -> KernelConfig | None:
     """The short-reduction sdd (x and dy read as rows) for ``inner`` rows, or None where
-    unused; its group is the chunk's block columns."""
+    unused; its group is the chunk's block columns: the tile's, halved where one CTA would
+    need more shared memory than compute capability ``arch`` gives it (the b = 32 tiles
+    past 16 rows take 145-194 KB, more than sm_80, 86 and 89 have)."""
     name = dtype_name(dtype)
     key = sdd_stream_key(b, inner)
     if name not in TC_TAGS or key is None or SDD_STREAM[key] is None:
         return None
     kp, chunk = key[1], SDD_STREAM[key].chunk
-    smem = kp * (chunk * b + 8) * 2 + 8 * kp * b * 2  # dY's chunk, the warps' slices of X
-    return _instance(f"sdd_stream<{TC_TAGS[name]},{b},{kp},{chunk}>", 256, smem, 0, chunk)
+
+    def smem(c):  # dY's chunk, the warps' slices of X
+        return kp * (c * b + 8) * 2 + 8 * kp * b * 2
+
+    most = SMEM_PER_BLOCK.get(arch, min(SMEM_PER_BLOCK.values())) - 512  # as smem_ctas
+    while chunk > 1 and smem(chunk) > most:
+        chunk //= 2
+    return _instance(f"sdd_stream<{TC_TAGS[name]},{b},{kp},{chunk}>", 256, smem(chunk), 0,
+                     chunk)
 
 
 def sdd_tile_shape(dtype, b: int) -> tuple[int, int]:

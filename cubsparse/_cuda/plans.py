@@ -786,7 +786,8 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
     tiled, wcfg = False, None
     # A short reduction at small blocks: dY's chunks in shared memory, W's blocks stored in
     # order; it beats the dense path there too (which writes the whole product), so no ratio.
-    scfg = sdd_stream_config(name, b, inner) if a_km and not b_nk and arch >= 80 else None
+    scfg = (sdd_stream_config(name, b, inner, arch) if a_km and not b_nk and arch >= 80
+            else None)
     per_sm = smem_ctas(scfg, arch) if scfg is not None else 0
     if per_sm and structure.nnzb and _decide_ahead(
             "sdd_stream", (*_SDD_LATER, "sdd_panel", "dense"), sdd_stream_pays, structure,

@@ -243,21 +243,22 @@ WGMMA_SDD_PANEL = {8: SddWgmmaTile(32, 2, 1, 3, False), 16: SddWgmmaTile(16, 2, 
                    32: SddWgmmaTile(8, 2, 1, 3, False), 64: None, 128: None}
 #: The short-reduction sdd by (block size, reduction rows up to): ``chunk`` block columns
 #: of dY in shared memory. At b = 8 and 16 the warps' MMA chains are short and their
-#: latency bounds the kernel: 64 KB chunks (two CTAs an SM, with the warps' slices of X),
-#: 32 KB up to 16 rows and at b = 16 up to 32, where four to six CTAs an SM hide it better
-#: than wider chunks save copies of X's slices; so does b = 32 up to 16 rows (8 KB
+#: latency bounds the kernel: 64 KB chunks (two or three CTAs an SM with the warps' slices
+#: of X), 32 KB up to 16 rows and at b = 16 up to 32, where four to six CTAs an SM hide it
+#: better than wider chunks save copies of X's slices; so does b = 32 up to 16 rows (8 KB
 #: chunks). Past 16 rows a b = 32 block's MMAs are eight independent chains, and X's
 #: slices, copied once per chunk, bound it: 128 KB chunks, one CTA an SM, run fastest.
-#: b = 8 and 16 gained at every density
-#: measured against the kernels before them, but at b = 16, C = K = 4096, d = 0.1
-#: (0.93-0.95x, 6-13 µs); b = 32 gains from d = 0.1 up to 16 rows and from 0.25 beyond,
-#: against the wgmma tile (bench/NOTES.md).
+#: b = 8 and 16 gained at every density measured against the kernels before them, but at
+#: b = 16, C = K = 4096, d = 0.1 (0.93-0.95x, 6-13 µs). b = 32 gained from d = 0.1 up to 16
+#: rows and from 0.25 beyond, against the wgmma tile, and lost at 0.05 and 0.1 there: its
+#: least densities lie between (bench/NOTES.md). Devices with less shared memory than
+#: sm_90 get narrower chunks (configs.sdd_stream_config).
 SDD_STREAM = {(8, 16): SddStreamTile(128), (8, 32): SddStreamTile(128),
               (8, 64): SddStreamTile(64), (8, 128): SddStreamTile(32),
               (16, 16): SddStreamTile(64), (16, 32): SddStreamTile(32),
               (16, 64): SddStreamTile(32), (16, 128): SddStreamTile(16),
-              (32, 16): SddStreamTile(8, 0.1), (32, 32): SddStreamTile(64, 0.25),
-              (32, 64): SddStreamTile(32, 0.25), (32, 128): SddStreamTile(16, 0.25)}
+              (32, 16): SddStreamTile(8, 0.075), (32, 32): SddStreamTile(64, 0.175),
+              (32, 64): SddStreamTile(32, 0.175), (32, 128): SddStreamTile(16, 0.175)}
 SDD_STREAM_MAX_INNER = 128
 SDD_TILE = {8: SddTile(16, 16, 64, 2, 4, 3)}
 SDD_TILE_SIMT = {8: SddSimtTile(16, 16, 32, 2), 16: SddSimtTile(8, 8, 32, 2)}
