@@ -906,9 +906,10 @@ def test_short_reduction_sdd_plan():
             assert p.chunks == -(-cols // p.chunk)
             # at most a warp per block row, one wave, and no CTA slot left that a CTA could
             # take without breaking either
-            assert p.grid * 8 < rows + 8
+            w = p.kernel.threads // 32
+            assert p.grid * w < rows + w
             assert p.chunks * p.grid <= slots
-            assert p.grid * 8 >= rows or p.chunks * (p.grid + 1) > slots
+            assert p.grid * w >= rows or p.chunks * (p.grid + 1) > slots
             assert f"grid ({p.chunks}, {p.grid})" in str(p)
             assert f"{p.chunk} block columns at a time" in str(p)
             # the tile's chunks: 128 block rows fill half the CTA slots at their chunks
@@ -932,12 +933,12 @@ def test_short_reduction_sdd_plan():
     p = plans.plan_sdd(small, "float16", 16, 8, True, False, False, 90, SMS)
     per_sm = configs.smem_ctas(p.kernel, 90)
     assert p.chunk < p.kernel.group
-    warps = -(-small.block_shape[0] // 8)  # CTAs per chunk: a warp per block row at most
+    warps = -(-small.block_shape[0] // (p.kernel.threads // 32))  # a warp per block row
     assert p.grid == warps
     assert 2 * p.chunks * warps >= per_sm * SMS  # at least half the slots filled ...
     wider = -(-small.block_shape[1] // (2 * p.chunk))
     assert 2 * wider * warps < per_sm * SMS  # ... where chunks twice as wide did not
-    wide = plans.sdd_stream_grid(small, 2 * p.chunk, per_sm * SMS)
+    wide = plans.sdd_stream_grid(small, 2 * p.chunk, per_sm * SMS, p.kernel.threads // 32)
     assert wide[0] == p.chunk  # halved from twice as wide: the same chunk
     # b = 32 from its tile's least density on, which depends on the reduction's rows and
     # lies between the densities measured (a W whose blocks round down below d = 0.1 too)

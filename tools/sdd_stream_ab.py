@@ -3,10 +3,10 @@ without it (``before``: the per-row, tiled or wgmma sdd), the dense path (a cuBL
 then the gather; eager µs, since CuPy refuses cuBLAS in a capture) and the stream kernel on
 a grid of a warp per 4 block rows (``s_rows32``); with ``--chunks``, also the stream kernel
 with chunks of that many block columns (``c16``, ...: its tile's shared memory, hence its
-CTAs an SM). CUDA-graph µs per call (``gpu_probe.graph_ms``, the best of three), random
-layouts, float16, each checked against float32 dense math. "bw" is (W's blocks + X + dY)
-bytes over the fastest stream variant's time over the copy rate (measured as the bench
-measures its ceiling).
+CTAs an SM), and with ``--warps`` that many warps a CTA (``c16w16``, ...). CUDA-graph µs
+per call (``gpu_probe.graph_ms``, the best of three), random layouts, float16, each
+checked against float32 dense math. "bw" is (W's blocks + X + dY) bytes over the fastest
+stream variant's time over the copy rate (measured as the bench measures its ceiling).
 
     PYTHONPATH=.:tools python3 tools/sdd_stream_ab.py --b 8,16 --ck 4096,8192
     PYTHONPATH=.:tools python3 tools/sdd_stream_ab.py --b 32 --n 1,16,32 --chunks 8,16,32,64 \\
@@ -27,15 +27,16 @@ from cubsparse._cuda import configs, plans
 VARIANTS = ("stream", "s_rows32", "before", "dense")
 
 
-def _variants(ck: int, b: int, names, chunks) -> list:
-    """(name, forced decisions, chunk width or None) per variant."""
+def _variants(ck: int, b: int, names, chunks, warps) -> list:
+    """(name, forced decisions, tile fields to replace or None) per variant."""
     stream = {"sdd_stream": True, "dense": False}
     table = {"stream": stream,
              "s_rows32": {**stream, "sdd_stream_grid": max(1, ck // b // 32)},
              "before": {"sdd_stream": False, "dense": False},
              "dense": {"sdd_stream": False, "dense": True}}
     return ([(v, table[v], None) for v in names]
-            + [(f"c{c}", stream, c) for c in chunks])
+            + [(f"c{c}" + (f"w{w}" if warps else ""), stream, {"chunk": c, "warps": w or 8})
+               for c in chunks for w in (warps or [None])])
 
 
 def _case(x, dy, w, mask, variants) -> list:
@@ -44,11 +45,11 @@ def _case(x, dy, w, mask, variants) -> list:
     key = configs.sdd_stream_key(w.blocksize, x.shape[0])
     tile = configs.sdd_stream_tile(w.blocksize, x.shape[0])
     rows = []
-    for name, forced, chunk in variants:
-        if chunk is not None:
+    for name, forced, fields in variants:
+        if fields is not None:
             if tile is None:  # no stream tile for this block size and reduction
                 continue
-            configs.set_tiles(sdd_stream={key: tile._replace(chunk=chunk)})
+            configs.set_tiles(sdd_stream={key: tile._replace(**fields)})
         try:
             with plans.override(**forced):
                 def call(x=x, dy=dy, w=w):
@@ -60,7 +61,7 @@ def _case(x, dy, w, mask, variants) -> list:
                      else min(graph_ms(call) for _ in range(3))) * 1e3
                 plan = str(cs.sampled_matmul_plan(x.T, dy, like=w)).split(": ", 1)[1]
         finally:
-            if chunk is not None:
+            if fields is not None:
                 configs.set_tiles(sdd_stream={key: tile})
         rows.append((name, t, err, plan.split(",")[0][:22]))
     return rows
@@ -77,6 +78,8 @@ def main(argv=None) -> int:
                     help=f"a comma-separated subset of {', '.join(VARIANTS)}")
     ap.add_argument("--chunks", type=ints, default=[],
                     help="also the stream kernel with chunks of these block columns")
+    ap.add_argument("--warps", type=ints, default=[],
+                    help="with --chunks: each chunk width with these warps a CTA (else 8)")
     args = ap.parse_args(argv)
     names = [v for v in args.variants.split(",") if v]
     unknown = sorted(set(names) - set(VARIANTS))
@@ -97,7 +100,8 @@ def main(argv=None) -> int:
                 for n in args.n:
                     x = cp.asarray(rng.standard_normal((n, ck))).astype(cp.float16)
                     dy = cp.asarray(rng.standard_normal((n, ck))).astype(cp.float16)
-                    rows = _case(x, dy, w, mask, _variants(ck, b, names, args.chunks))
+                    rows = _case(x, dy, w, mask,
+                                 _variants(ck, b, names, args.chunks, args.warps))
                     if not rows:
                         continue
                     times = " ".join(f"{v} {t:7.1f}" for v, t, _, _ in rows)

@@ -192,16 +192,16 @@ def sdd_stream_config(dtype, b: int, inner: int, arch: int = 90) -> KernelConfig
     key = sdd_stream_key(b, inner)
     if name not in TC_TAGS or key is None or SDD_STREAM[key] is None:
         return None
-    kp, chunk = key[1], SDD_STREAM[key].chunk
+    kp, chunk, warps = key[1], SDD_STREAM[key].chunk, SDD_STREAM[key].warps
 
     def smem(c):  # dY's chunk, the warps' slices of X
-        return kp * (c * b + 8) * 2 + 8 * kp * b * 2
+        return kp * (c * b + 8) * 2 + warps * kp * b * 2
 
     most = SMEM_PER_BLOCK.get(arch, min(SMEM_PER_BLOCK.values())) - 512  # as smem_ctas
     while chunk > 1 and smem(chunk) > most:
         chunk //= 2
-    return _instance(f"sdd_stream<{TC_TAGS[name]},{b},{kp},{chunk}>", 256, smem(chunk), 0,
-                     chunk)
+    return _instance(f"sdd_stream<{TC_TAGS[name]},{b},{kp},{chunk},{warps}>", warps * 32,
+                     smem(chunk), 0, chunk)
 
 
 def sdd_tile_shape(dtype, b: int) -> tuple[int, int]:

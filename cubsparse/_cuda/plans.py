@@ -364,14 +364,15 @@ def sdd_panel_pays(structure, cfg: KernelConfig, b: int, inner: int, sms: int) -
             >= SDD_PANEL_MIN_WAVES * sms)
 
 
-def sdd_stream_grid(structure, chunk: int, slots: int) -> tuple[int, int, int]:
-    """(block columns per chunk, chunks, CTAs per chunk) of the short-reduction sdd: as many
-    CTAs per chunk as fill the device's ``slots`` once, at most a warp per block row. Where
+def sdd_stream_grid(structure, chunk: int, slots: int, warps: int = 8) -> tuple[int, int, int]:
+    """(block columns per chunk, chunks, CTAs per chunk) of the short-reduction sdd of
+    ``warps`` warps a CTA: as many CTAs per chunk as fill the device's ``slots`` once, at
+    most a warp per block row. Where
     W has too few block rows for that to fill half the slots, the chunks are halved from the
     tile's ``chunk`` (down to 8 block columns) until it does: narrower chunks cost every
     CTA a copy of X's slice per block row, so they are cut only as far as needed."""
     rows, cols = structure.block_shape
-    per_chunk = -(-rows // 8)
+    per_chunk = -(-rows // warps)
 
     def chunks(c):
         return max(1, -(-cols // c))
@@ -792,7 +793,8 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
     if per_sm and structure.nnzb and _decide_ahead(
             "sdd_stream", (*_SDD_LATER, "sdd_panel", "dense"), sdd_stream_pays, structure,
             sdd_stream_tile(b, inner)):
-        chunk, chunks, per_chunk = sdd_stream_grid(structure, scfg.group, per_sm * sms)
+        chunk, chunks, per_chunk = sdd_stream_grid(structure, scfg.group, per_sm * sms,
+                                                   scfg.threads // 32)
         per_chunk = int(forced("sdd_stream_grid") or per_chunk)
         return SddPlan(name, b, "sparse", scfg, False, a_km, b_nk, False, None, per_chunk,
                        chunks, chunk)

@@ -8,9 +8,10 @@
 // block's own bytes), and the tiled one keeps a CTA per tile of the block grid waiting on
 // its loads, then its MMAs, then its stores. Here a CTA owns a chunk of `cw` (at most CB)
 // of dY's block columns, which it copies into shared memory once (all KP rows of the
-// reduction, zeros past N), and walks block rows r = blockIdx.y * 8 + warp, then every gridDim.y * 8: warp
-// by warp, each row's blocks in that chunk (starts: the row's first entry in each chunk,
-// from the host) are a contiguous run of W's blocks, stored as the warp makes them.
+// reduction, zeros past N), and its WARPS warps walk block rows r = blockIdx.y * WARPS +
+// warp, then every gridDim.y * WARPS: warp by warp, each row's blocks in that chunk
+// (starts: the row's first entry in each chunk, from the host) are a contiguous run of W's
+// blocks, stored as the warp makes them.
 //
 // A warp copies its row's slice of X (KP x B) into its own buffer, takes it into
 // registers as mma m16n8k16's A fragments (ldmatrix.trans of the [k][m] slice: B / 16 m16
@@ -22,8 +23,8 @@
 // order, so the result is deterministic.
 #include "common.cuh"
 
-template <class Tag, int B, int KP, int CB>
-__global__ void __launch_bounds__(256)
+template <class Tag, int B, int KP, int CB, int WARPS>
+__global__ void __launch_bounds__(WARPS * 32)
     sdd_stream(const u16* __restrict__ x, i64 ldx, const u16* __restrict__ dy, i64 ldy,
                int inner, int nbr, int nbc, const int* __restrict__ indices,
                const int* __restrict__ starts, int nchunks, int cw, u16* out, float alpha,
@@ -40,7 +41,7 @@ __global__ void __launch_bounds__(256)
   u16* const xs = smem + KP * LDD + warp * KP * B;  // [KP][B]: this warp's slice of X
   const int chunk = blockIdx.x, c0 = chunk * w;     // the chunk's first column of dY
   const int ncols = nbc * B;
-  for (int s = tid; s < KP * (w / 8); s += 256) {  // zeros past N and past dY's columns
+  for (int s = tid; s < KP * (w / 8); s += WARPS * 32) {  // zeros past N and dY's columns
     const int k = s / (w / 8), c = (s % (w / 8)) * 8;
     const bool ok = k < inner && c0 + c < ncols;
     cp_async16(ds + k * LDD + c, ok ? dy + (i64)k * ldy + c0 + c : dy, ok ? 16 : 0);
@@ -54,8 +55,8 @@ __global__ void __launch_bounds__(256)
     }
     cp_async_commit();
   };
-  const int step = gridDim.y * 8;
-  int r = blockIdx.y * 8 + warp;
+  const int step = gridDim.y * WARPS;
+  int r = blockIdx.y * WARPS + warp;
   if (r < nbr) load_x(r);
   cp_async_wait<0>();
   __syncthreads();  // the chunk is in (and this warp's first slice)
