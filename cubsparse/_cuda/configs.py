@@ -192,7 +192,8 @@ def sdd_stream_config(dtype, b: int, inner: int, arch: int = 90) -> KernelConfig
     key = sdd_stream_key(b, inner)
     if name not in TC_TAGS or key is None or SDD_STREAM[key] is None:
         return None
-    kp, chunk, warps = key[1], SDD_STREAM[key].chunk, SDD_STREAM[key].warps
+    t = SDD_STREAM[key]
+    kp, chunk, warps = key[1], t.chunk, t.warps
 
     def smem(c):  # dY's chunk, the warps' slices of X
         return kp * (c * b + 8) * 2 + warps * kp * b * 2
@@ -511,8 +512,8 @@ def _family_configs(fam: str, dt: str, b: int) -> list[KernelConfig]:
     elif fam == "sdd":
         out += [sdd_config(dt, b, a, bn) for a in (True, False) for bn in (False, True)]
         out += [sdd_tile_config(dt, b)] if sdd_tile_config(dt, b) is not None else []
-        for inner in (16, 32, 64, 128):
-            out += [sdd_stream_config(dt, b, inner)] if sdd_stream_config(dt, b, inner) else []
+        stream = (sdd_stream_config(dt, b, rows) for bb, rows in SDD_STREAM if bb == b)
+        out += [cfg for cfg in stream if cfg is not None]
         out += [sdd_config(dt, b, tf32=True)] if tf32 else []
     elif fam == "dense":
         out += [scatter_config(dt, b), fill_config(dt, b), gather_config(dt, b)]

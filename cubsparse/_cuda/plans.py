@@ -367,10 +367,10 @@ def sdd_panel_pays(structure, cfg: KernelConfig, b: int, inner: int, sms: int) -
 def sdd_stream_grid(structure, chunk: int, slots: int, warps: int = 8) -> tuple[int, int, int]:
     """(block columns per chunk, chunks, CTAs per chunk) of the short-reduction sdd of
     ``warps`` warps a CTA: as many CTAs per chunk as fill the device's ``slots`` once, at
-    most a warp per block row. Where
-    W has too few block rows for that to fill half the slots, the chunks are halved from the
-    tile's ``chunk`` (down to 8 block columns) until it does: narrower chunks cost every
-    CTA a copy of X's slice per block row, so they are cut only as far as needed."""
+    most a warp per block row. Where W has too few block rows for that to fill half the
+    slots, the chunks are halved from the tile's ``chunk`` (down to 8 block columns) until
+    it does: narrower chunks cost every CTA a copy of X's slice per block row, so they are
+    cut only as far as needed."""
     rows, cols = structure.block_shape
     per_chunk = -(-rows // warps)
 

@@ -685,22 +685,20 @@ def sdd_eager(a, b_mat, like, tf32: bool):
     runners = like.__dict__.get("_runners")
     if runners is None or a.shape[1] == 0 or like._structure.nnzb == 0:
         return None
+    # sdd_operands' first case, the layer gradient, tested without building its tuple
     lg = None if tf32 else _layer_gradient(a, b_mat, a.itemsize)
-    if lg is not None:  # sdd_operands' first case, without its tuple
-        r = runners.get(_key("sdd", dev, a.shape[1], True, False, False))
-        if r is None:
-            return None
-        if r.direct is not None:
-            stream = _current_stream().ptr
-            data = r.outputs.take(stream)
-            r.direct(*lg, data.data.ptr, stream)
-            return data
-    ops = sdd_operands(a, b_mat, tf32)
-    r = runners.get(_key("sdd", dev, ops[6], ops[4], ops[5], tf32))
+    ops = None if lg is not None else sdd_operands(a, b_mat, tf32)
+    r = runners.get(_key("sdd", dev, a.shape[1], True, False, False) if ops is None
+                    else _key("sdd", dev, ops[6], ops[4], ops[5], tf32))
     if r is None:
         return None
     stream = _current_stream().ptr
     data = r.outputs.take(stream)
+    if ops is None:
+        if r.direct is not None:
+            r.direct(*lg, data.data.ptr, stream)
+            return data
+        ops = (*lg, True, False, a.shape[1], ())
     r(a, b_mat, ops, data, 1.0, 0.0, stream)
     return data
 
