@@ -14,14 +14,27 @@
 // blocks, stored as the warp makes them.
 //
 // A warp copies its row's slice of X (KP x B) into its own buffer, takes it into
-// registers as mma m16n8k16's A fragments (ldmatrix.trans of the [k][m] slice: B / 16 m16
-// tiles, or at B = 8 one whose rows 8-15 are zeros), and starts copying the next row's
-// slice while it multiplies: per block, ldmatrix.trans of the block's [k][n] columns of
-// the chunk gives the B fragments, KP / 16 MMAs per m16 and n8 tile give the block, and
-// each lane stores its pairs: a warp's store is one 128-byte block at B = 8, 8 rows of 16
-// bytes of one n8 tile from B = 16. Every block is reduced whole by one warp in a fixed
-// order, so the result is deterministic.
+// registers as mma m16n8k16 fragments, and starts copying the next row's slice while it
+// multiplies. As A fragments (ldmatrix.trans of the [k][m] slice: B / 16 m16 tiles, or at
+// B = 8 one whose rows 8-15 are zeros): per block, ldmatrix.trans of the block's [k][n]
+// columns of the chunk gives the B fragments, KP / 16 MMAs per m16 and n8 tile give the
+// block, and each lane stores its pairs (a warp's store: one 128-byte block at B = 8, 8
+// rows of 16 bytes of one n8 tile from B = 16).
+//
+// At B = 8 from KP = 64 (PAIRS), where the zero half's MMAs would double the tensor work
+// of a block (shorter reductions gain nothing by pairing), a warp computes transposed
+// blocks two at a time instead: dW_p.T = dY[:, c*B ..].T @ X[:, r*B ..], the slice as the B fragment (n8: the block's
+// rows), the row's next two blocks' columns of the chunk stacked as the A fragment's m16
+// (one ldmatrix.trans x4 per k16 step), and each lane storing its four values one by one
+// into their transposed places. Every block is reduced whole by one warp in a fixed order,
+// so the result is deterministic.
 #include "common.cuh"
+
+// alpha * v + beta * the old value, into one 16-bit output
+template <class Tag>
+__device__ __forceinline__ void store_one(Tag tag, u16* dst, float v, float alpha, float beta) {
+  *dst = from_f32(tag, beta != 0.f ? alpha * v + beta * to_f32(tag, *dst) : alpha * v);
+}
 
 template <class Tag, int B, int KP, int CB, int WARPS>
 __global__ void __launch_bounds__(WARPS * 32)
@@ -32,6 +45,7 @@ __global__ void __launch_bounds__(WARPS * 32)
   static_assert(B == 8 || B == 16 || B == 32, "one or two m16 A tiles per block row");
   static_assert(KP % 16 == 0 && (B > 8 || KP == 16 || KP % 32 == 0), "whole ldmatrix");
   constexpr int KS = KP / 16, MT = (B + 15) / 16, NT = B / 8;
+  constexpr bool PAIRS = B == 8 && KP >= 64;  // two transposed blocks an MMA (above)
   // the chunk's rows padded by 16 bytes so that ldmatrix's 8 rows fall in distinct banks
   constexpr int LDD = CB * B + 8;
   const int w = cw * B;  // the chunk's columns
@@ -64,8 +78,17 @@ __global__ void __launch_bounds__(WARPS * 32)
   for (; r < nbr; r += step) {
     cp_async_wait<0>();
     __syncwarp();
-    unsigned a[KS][MT][4];
-    if constexpr (B >= 16) {
+    unsigned a[PAIRS ? 1 : KS][MT][4];  // X's slice as A fragments
+    unsigned xb[PAIRS ? KS : 1][2];     // as B fragments, per k16 step: k 0-7, k 8-15
+    if constexpr (PAIRS) {
+#pragma unroll
+      for (int kk = 0; kk < KS / 2; ++kk) {  // four 8-deep pieces: two k16 steps
+        unsigned t[4];
+        ldsm_x4_t(t, xs + (kk * 32 + lane) * B);
+        xb[2 * kk][0] = t[0], xb[2 * kk][1] = t[1], xb[2 * kk + 1][0] = t[2];
+        xb[2 * kk + 1][1] = t[3];
+      }
+    } else if constexpr (B >= 16) {
       // per m16 tile, matrix lane / 8: (k 0-7, m 0-7), (k 0-7, m 8-15), (k 8-15, m 0-7),
       // (k 8-15, m 8-15), transposed: a0 .. a3 of m16n8k16
 #pragma unroll
@@ -92,6 +115,31 @@ __global__ void __launch_bounds__(WARPS * 32)
     if (r + step < nbr) load_x(r + step);
     const int* const st = starts + (i64)r * (nchunks + 1) + chunk;
     const int lo = st[0], hi = st[1];
+    if constexpr (PAIRS) {
+      // the A fragment's matrices, lane / 8: (k 0-7, block p's columns), (k 0-7, p + 1's),
+      // (k 8-15, p's), (k 8-15, p + 1's); a lone last block pairs with itself
+      for (int p = lo; p < hi; p += 2) {
+        const int c1 = indices[p] * B - c0, c2 = p + 1 < hi ? indices[p + 1] * B - c0 : c1;
+        const u16* const col = ds + (lane & 7) * LDD + ((lane >> 3) & 1 ? c2 : c1);
+        float acc[4] = {};
+#pragma unroll
+        for (int ks = 0; ks < KS; ++ks) {
+          unsigned aq[4];
+          ldsm_x4_t(aq, col + (ks * 16 + (lane >> 4) * 8) * LDD);
+          mma16816(Tag(), acc, aq, xb[ks]);
+        }
+        // lane: m = lane / 4 (block p's column; block p + 1's in acc[2 ..]), n = 2 (lane %
+        // 4) + {0, 1} (the blocks' rows), stored at [n][m]
+        u16* const blk = out + (i64)p * (B * B) + (lane & 3) * 2 * B + (lane >> 2);
+        store_one(Tag(), blk, acc[0], alpha, beta);
+        store_one(Tag(), blk + B, acc[1], alpha, beta);
+        if (p + 1 < hi) {
+          store_one(Tag(), blk + B * B, acc[2], alpha, beta);
+          store_one(Tag(), blk + B * B + B, acc[3], alpha, beta);
+        }
+      }
+      continue;
+    }
     for (int p = lo; p < hi; ++p) {
       const u16* const col = ds + indices[p] * B - c0;  // the block's columns of the chunk
       float acc[MT][NT][4] = {};
