@@ -246,16 +246,16 @@ WGMMA_SDD_PANEL = {8: SddWgmmaTile(32, 2, 1, 3, False), 16: SddWgmmaTile(16, 2, 
 #: shared memory, walked by ``warps`` warps a CTA. At b = 8 and 16 the warps' MMA chains are short
 #: and their latency bounds the kernel, so the tiles hold as many warps an SM as fit: 32 KB chunks
 #: up to 16 rows (six CTAs of 8 warps), and from 32 rows (b = 16) or 64 (b = 8) CTAs of 16 warps,
-#: two an SM where their chunks and slices of X allow; each CTA's 16 warps also share its chunk, so
-#: X's slices are copied half as often as with two CTAs of 8. b = 8 past 64 rows (where the kernel
-#: pairs blocks in its MMAs) runs fastest with one CTA of 32 warps an SM. b = 32 up to 16 rows is
-#: latency-bound as well (8 KB chunks). Past 16 rows a b = 32 block's MMAs are eight independent
-#: chains, and X's slices, copied once per chunk, bound it: 128 KB chunks, one CTA an SM, run
-#: fastest. b = 8 and 16 gained at every density measured against the kernels before them, but at b
-#: = 16, C = K = 4096, d = 0.1 (0.93-0.95x, 6-13 µs). b = 32 gained from d = 0.1 up to 16 rows and
-#: from 0.25 beyond, against the wgmma tile, and lost at 0.05 and 0.1 there: its least densities lie
-#: between (bench/NOTES.md). Devices with less shared memory than sm_90 get narrower chunks
-#: (configs.sdd_stream_config).
+#: two an SM where their chunks and slices of X allow; each CTA's 16 warps also share its chunk,
+#: so X's slices are copied half as often as with two CTAs of 8. b = 8 past 64 rows (where the
+#: kernel pairs blocks in its MMAs) runs fastest with one CTA of 32 warps an SM. b = 32 up to 16
+#: rows is latency-bound as well (8 KB chunks). Past 16 rows a b = 32 block's MMAs are eight
+#: independent chains, and X's slices, copied once per chunk, bound it: 128 KB chunks, one CTA an
+#: SM, run fastest. b = 8 and 16 gained at every density measured against the kernels before them,
+#: but at b = 16, C = K = 4096, d = 0.1 (0.93-0.95x, 6-13 µs). b = 32 gained from d = 0.1 up to 16
+#: rows and from 0.25 beyond, against the wgmma tile, and lost at 0.05 and 0.1 there: its least
+#: densities lie between (bench/NOTES.md). Devices with less shared memory than sm_90 get narrower
+#: chunks (configs.sdd_stream_config).
 SDD_STREAM = {(8, 16): SddStreamTile(128), (8, 32): SddStreamTile(128),
               (8, 64): SddStreamTile(64, warps=16), (8, 128): SddStreamTile(64, warps=32),
               (16, 16): SddStreamTile(64), (16, 32): SddStreamTile(64, warps=16),
