@@ -96,7 +96,7 @@ def _run() -> int:
             xlh, dylh = _f64(xl), _f64(dyl)
             results["x@W large"] = (cs.matmul(xl, W), xlh @ Wd)
             results["dy@W.T large"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
-            # a narrow W at 137 rows takes the short tiles (plans.short_pays); the regular
+            # a narrow W at 137 rows takes the short tiles (dsd_rules.short_pays); the regular
             # ones too, and both with split lists
             with plans.override(short=False):
                 results["x@W large regular"] = (cs.matmul(xl, W), xlh @ Wd)

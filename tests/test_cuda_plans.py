@@ -10,8 +10,17 @@ import pytest
 from conftest import BACKENDS, poison, to_backend, to_numpy
 
 import cubsparse as cs
-from cubsparse._cuda import configs, dense_model, device, plans, tiles, worklists
-from cubsparse._cuda import run as cuda_run
+from cubsparse._cuda import (
+    configs,
+    dense_model,
+    device,
+    dsd_rules,
+    plans,
+    run_dsd,
+    sdd_rules,
+    tiles,
+    worklists,
+)
 
 CUDA = [p for p in BACKENDS if p.values == ("cuda",)]
 SMS = 132  # an H100 / H200
@@ -89,7 +98,7 @@ def test_dense_path_where_the_model_says_so():
     q = plans.plan_sdd(s, "float16", 8, 4096, True, False, False, 90, SMS, 1 << 30)
     assert q.path == "sparse"
     assert q.kernel.panel
-    assert q.ratio == pytest.approx(1 / plans.SDD_PANEL_SPEED)
+    assert q.ratio == pytest.approx(1 / sdd_rules.SDD_PANEL_SPEED)
 
 
 def test_small_n_plan_streams_w_with_x_in_shared_memory():
@@ -103,8 +112,8 @@ def test_small_n_plan_streams_w_with_x_in_shared_memory():
         assert p.kernel.rows_per_cta == 16 * -(-n // 16)
         t = configs.stream_tile(8, n)
         groups, chunks = 1024 // t.group, 1024 // t.chunk
-        per_sm = 1 if arch == 80 else plans.STREAM_CTAS_PER_SM  # what the SM's memory holds
-        run = plans.stream_run(groups, chunks, per_sm * SMS)
+        per_sm = 1 if arch == 80 else dsd_rules.STREAM_CTAS_PER_SM  # what the SM's memory holds
+        run = dsd_rules.stream_run(groups, chunks, per_sm * SMS)
         assert p.grid == (groups, -(-chunks // run))
         assert p.split == run
         assert "chunk(s) per CTA" in str(p)
@@ -119,7 +128,7 @@ def test_small_n_plan_streams_w_with_x_in_shared_memory():
     for n, d in ((16, 0.05), (16, 0.1), (32, 0.1), (32, 0.25), (64, 0.25), (64, 0.5)):
         got = plans.plan_dsd(structure(512, 512, d), "float16", 32, n, False, False, 90,
                              SMS).kernel.kernel  # b = 32 from its tile's least density
-        assert (got == "dsd_stream") == (d >= plans.STREAM_MIN_DENSITY[(32, n)]), (n, d)
+        assert (got == "dsd_stream") == (d >= dsd_rules.STREAM_MIN_DENSITY[(32, n)]), (n, d)
     assert plans.plan_dsd(s, "float16", 8, 32, False, False, 75, SMS).kernel.kernel \
         != "dsd_stream"  # mma m16n8k8 in bfloat16 and movmatrix: sm_80 on
     # past 32 rows at b = 16, from d = 0.075 on (STREAM_MIN_DENSITY)
@@ -154,7 +163,7 @@ def test_stream_partial_products_are_added_in_the_launch_up_to_32_rows():
         p = plans.plan_dsd(s, "float16", 8, n, False, False, 90, SMS)
         assert p.kernel.kernel == "dsd_stream"
         assert p.slots > 0
-        assert p.shared_sum == (n <= plans.STREAM_SHARE_MAX_ROWS), n
+        assert p.shared_sum == (n <= dsd_rules.STREAM_SHARE_MAX_ROWS), n
         assert ("cooperative launch" in str(p)) == p.shared_sum
         assert ("by a second launch" in str(p)) != p.shared_sum
     with plans.override(stream_share=False):
@@ -166,7 +175,7 @@ def test_stream_partial_products_are_added_in_the_launch_up_to_32_rows():
     tall = structure(2048, 1024, 0.05)  # capped runs: 2 per group of 32 groups ...
     with plans.override(stream=True, stream_run=1):  # ... or 128 per group: too many CTAs
         p = plans.plan_dsd(tall, "float16", 8, 16, False, False, 90, SMS)
-    assert p.grid[0] * p.grid[1] > plans.STREAM_CTAS_PER_SM * SMS
+    assert p.grid[0] * p.grid[1] > dsd_rules.STREAM_CTAS_PER_SM * SMS
     assert p.slots > 0
     assert not p.shared_sum
 
@@ -174,16 +183,16 @@ def test_stream_partial_products_are_added_in_the_launch_up_to_32_rows():
 def test_stream_runs_fill_the_device_with_the_fewest_partial_products():
     """The shortest runs of chunks whose CTAs fit STREAM_CTAS_PER_SM to an SM at once (no
     second wave), never longer than the chunks there are."""
-    slots = plans.STREAM_CTAS_PER_SM * 132
+    slots = dsd_rules.STREAM_CTAS_PER_SM * 132
     for groups, chunks in ((32, 16), (48, 24), (16, 8), (100, 7), (300, 5), (1, 1)):
-        run = plans.stream_run(groups, chunks, slots)
+        run = dsd_rules.stream_run(groups, chunks, slots)
         assert 1 <= run <= chunks
         ctas = groups * -(-chunks // run)
         assert ctas <= slots or run == chunks
         assert run == 1 or groups * -(-chunks // (run - 1)) > slots
-    assert plans.stream_run(32, 16, slots) == 2  # C = K = 8192: 8 runs of 2 chunks
-    assert plans.stream_run(16, 8, slots) == 1
-    assert plans.stream_run(300, 5, slots) == 5  # more groups than slots: one run each
+    assert dsd_rules.stream_run(32, 16, slots) == 2  # C = K = 8192: 8 runs of 2 chunks
+    assert dsd_rules.stream_run(16, 8, slots) == 1
+    assert dsd_rules.stream_run(300, 5, slots) == 5  # more groups than slots: one run each
 
 
 def test_stream_plan_fits_the_device_and_caps_its_runs():
@@ -196,7 +205,7 @@ def test_stream_plan_fits_the_device_and_caps_its_runs():
         assert (got == "dsd_stream") == fits, (arch, n)
     groups, chunks = 1024 // 32, 1024 // configs.stream_tile(8, 32).chunk
     assert plans.plan_dsd(s, "float16", 8, 32, False, False, 80, SMS).split == \
-        plans.stream_run(groups, chunks, SMS)  # one CTA an SM on sm_80
+        dsd_rules.stream_run(groups, chunks, SMS)  # one CTA an SM on sm_80
     tall = structure(2048, 1024, 0.05)  # X @ W at 64 rows: 128 chunks of 16 block columns
     with plans.override(stream=True, stream_run=1000):
         p = plans.plan_dsd(tall, "float16", 8, 64, False, False, 90, SMS)
@@ -222,11 +231,11 @@ def test_dsd_plan_takes_dense_panels_where_members_fill_them():
         cover = worklists.panel_cover(band, trans, panel.group)
         assert 0 < cover < 0.5
         assert p.ratio == pytest.approx(
-            cover / plans.panel_speed(16, band.nnzb / np.prod(band.block_shape)))
+            cover / dsd_rules.panel_speed(16, band.nnzb / np.prod(band.block_shape)))
         assert plans.plan_dsd(band, "float16", 16, 128, trans, False, 90, SMS,
                               None).kernel != panel
     rand = structure(256, 256, 0.05)
-    assert worklists.sharing(rand, False, panel.group) < plans.PANEL_MIN_FILL[16] * panel.group
+    assert worklists.sharing(rand, False, panel.group) < dsd_rules.PANEL_MIN_FILL[16] * panel.group
     q = plans.plan_dsd(rand, "float16", 16, 8192, False, False, 90, SMS, None)
     assert q.kernel != panel
     assert not q.panel
@@ -343,14 +352,14 @@ def test_sdd_plan_takes_dense_panels_where_blocks_fill_them(b):
     # the dense path's model: the share of the block grid the tiles cover, at the panels' speed
     nbr, nbc = band.block_shape
     assert p.ratio == pytest.approx(tiles * panel.block_rows * panel.group / (nbr * nbc)
-                                    / plans.SDD_PANEL_SPEED)
+                                    / sdd_rules.SDD_PANEL_SPEED)
     assert plans.plan_sdd(band, "float16", b, 32, True, False, False, 90, SMS,
                           None).kernel != panel
     assert plans.plan_sdd(band, "float16", b, 8192, True, False, False, 80, SMS,
                           None).kernel != panel
     sparse = structure(8192 // b, 8192 // b, 0.02)
     assert worklists.panel_fill(sparse, panel.block_rows, panel.group) < \
-        plans.SDD_PANEL_MIN_FILL[b]
+        sdd_rules.SDD_PANEL_MIN_FILL[b]
     assert plans.plan_sdd(sparse, "float16", b, 8192, True, False, False, 90, SMS,
                           None).kernel != panel
     with plans.override(sdd_panel=True):
@@ -361,14 +370,14 @@ def test_sdd_plan_takes_dense_panels_where_blocks_fill_them(b):
 def test_panel_speed_follows_the_density():
     """The panels' speed per MMA: the table's points at their densities, in between
     interpolated in log density (rising with it), held past the ends."""
-    for b, points in plans.PANEL_SPEED.items():
+    for b, points in dsd_rules.PANEL_SPEED.items():
         for d, speed in points:
-            assert plans.panel_speed(b, d) == pytest.approx(speed)
+            assert dsd_rules.panel_speed(b, d) == pytest.approx(speed)
         (d0, s0), (d1, s1) = points[:2]
-        mid = plans.panel_speed(b, (d0 * d1) ** 0.5)
+        mid = dsd_rules.panel_speed(b, (d0 * d1) ** 0.5)
         assert mid == pytest.approx((s0 + s1) / 2)
-        assert plans.panel_speed(b, d0 / 10) == pytest.approx(s0)
-        assert plans.panel_speed(b, 1.0) == pytest.approx(points[-1][1])
+        assert dsd_rules.panel_speed(b, d0 / 10) == pytest.approx(s0)
+        assert dsd_rules.panel_speed(b, 1.0) == pytest.approx(points[-1][1])
 
 
 def test_sdd_panels_give_way_to_other_forced_sdd_decisions():
@@ -396,12 +405,12 @@ def test_panel_plans_take_their_tiles_in_bands():
                                             backend="cpu")._structure
     p = plans.plan_dsd(band, "float16", 16, 8192, False, False, 90, SMS, None)
     assert p.panel
-    assert (p.band, p.pad) == (plans.DSD_PANEL_BAND, 4)
-    assert f"tiles taken in bands of {plans.DSD_PANEL_BAND} row tiles" in str(p)
+    assert (p.band, p.pad) == (dsd_rules.DSD_PANEL_BAND, 4)
+    assert f"tiles taken in bands of {dsd_rules.DSD_PANEL_BAND} row tiles" in str(p)
     cover = worklists.panel_cover(band, False, p.kernel.group, 4)
     assert cover > worklists.panel_cover(band, False, p.kernel.group)
     assert p.ratio == pytest.approx(
-            cover / plans.panel_speed(16, band.nnzb / np.prod(band.block_shape)))
+            cover / dsd_rules.panel_speed(16, band.nnzb / np.prod(band.block_shape)))
     with plans.override(panel=True):
         short = plans.plan_dsd(band, "float16", 16, 300, False, False, 90, SMS, None)
     assert short.band == 3  # three row tiles of 128
@@ -485,8 +494,8 @@ def test_sdd_plan_takes_the_wide_tile_for_a_wide_w():
     regular = configs.sdd_wgmma_config("float16", 128)
     assert wide.group == 2
     assert regular.group == 1
-    big = structure(plans.SDD_WIDE_MIN_COLS // 128, plans.SDD_WIDE_MIN_COLS // 128, 0.1)
-    small = structure(plans.SDD_WIDE_MIN_COLS // 256, plans.SDD_WIDE_MIN_COLS // 128, 0.1)
+    big = structure(sdd_rules.SDD_WIDE_MIN_COLS // 128, sdd_rules.SDD_WIDE_MIN_COLS // 128, 0.1)
+    small = structure(sdd_rules.SDD_WIDE_MIN_COLS // 256, sdd_rules.SDD_WIDE_MIN_COLS // 128, 0.1)
     assert plans.plan_sdd(big, "float16", 128, 4096, True, False, False, 90, SMS).kernel == wide
     assert plans.plan_sdd(small, "float16", 128, 4096, True, False, False, 90, SMS).kernel == \
         regular
@@ -517,8 +526,8 @@ def test_sdd_plan_takes_the_tma_kernel_for_long_reductions_on_a_wide_w():
     tma = configs.sdd_wgmma_config("float16", b, tma=True)
     assert tma.tma
     assert tma.kernel == "sdd_wgmma_tma"
-    big = structure(plans.SDD_WIDE_MIN_COLS // b, plans.SDD_WIDE_MIN_COLS // b, 0.1)
-    small = structure(plans.SDD_WIDE_MIN_COLS // b // 2, plans.SDD_WIDE_MIN_COLS // b, 0.1)
+    big = structure(sdd_rules.SDD_WIDE_MIN_COLS // b, sdd_rules.SDD_WIDE_MIN_COLS // b, 0.1)
+    small = structure(sdd_rules.SDD_WIDE_MIN_COLS // b // 2, sdd_rules.SDD_WIDE_MIN_COLS // b, 0.1)
     p = plans.plan_sdd(big, "float16", b, 4096, True, False, False, 90, SMS)
     assert p.kernel == tma
     assert p.grid == min(SMS * tma.persistent, worklists.group_count(big, tma.group))
@@ -549,8 +558,8 @@ def test_sdd_plan_runs_short_reductions_persistent(b):
         short = plans.plan_sdd(s, "float16", b, 32, True, False, False, 90, SMS, None)
         mid = plans.plan_sdd(s, "float16", b, 100, True, False, False, 90, SMS, None)
     # one slice as deep as the reduction; longer ones in the tile's own slices
-    assert short.kernel == configs.sdd_wgmma_config("float16", b, True, plans.SDD_ONE_SLICE_K)
-    assert f",{plans.SDD_ONE_SLICE_K}>" in short.kernel.name
+    assert short.kernel == configs.sdd_wgmma_config("float16", b, True, sdd_rules.SDD_ONE_SLICE_K)
+    assert f",{sdd_rules.SDD_ONE_SLICE_K}>" in short.kernel.name
     assert mid.kernel == configs.sdd_wgmma_config("float16", b, True)
     groups = worklists.group_count(s, short.kernel.group)
     assert short.grid == min(groups, SMS * short.kernel.persistent) > 0
@@ -712,13 +721,13 @@ def _check_stream(w, lay_shape, n, dtype, backend, rng, **forced):
             # the device at once, up to STREAM_SHARE_MAX_ROWS rows unless forced
             dev = device.current()
             fits = plan.grid[0] * plan.grid[1] <= device.sm_count(dev) * min(
-                plans.STREAM_CTAS_PER_SM, configs.stream_ctas(b, n, device.arch(dev)))
-            share = forced.get("stream_share", n <= plans.STREAM_SHARE_MAX_ROWS)
+                dsd_rules.STREAM_CTAS_PER_SM, configs.stream_ctas(b, n, device.arch(dev)))
+            share = forced.get("stream_share", n <= dsd_rules.STREAM_SHARE_MAX_ROWS)
             assert plan.shared_sum == bool(plan.slots and fits and share), str(plan)
             shared.append(plan.shared_sum)
             # and the runner launches what the plan says: one cooperative launch, or the
             # main kernel and stream_finish
-            runner = cuda_run._dsd_runner(n, w, trans, False)
+            runner = run_dsd._dsd_runner(n, w, trans, False)
             assert runner.plan == plan
             assert (runner.finish is not None) == bool(plan.slots and not plan.shared_sum)
             assert runner.main._api == ("cuLaunchCooperativeKernel" if plan.shared_sum
@@ -938,7 +947,7 @@ def test_short_reduction_sdd_plan():
     assert 2 * p.chunks * warps >= per_sm * SMS  # at least half the slots filled ...
     wider = -(-small.block_shape[1] // (2 * p.chunk))
     assert 2 * wider * warps < per_sm * SMS  # ... where chunks twice as wide did not
-    wide = plans.sdd_stream_grid(small, 2 * p.chunk, per_sm * SMS, p.kernel.threads // 32)
+    wide = sdd_rules.sdd_stream_grid(small, 2 * p.chunk, per_sm * SMS, p.kernel.threads // 32)
     assert wide[0] == p.chunk  # halved from twice as wide: the same chunk
     # b = 32 from its tile's least density on, which depends on the reduction's rows and
     # lies between the densities measured (a W whose blocks round down below d = 0.1 too)

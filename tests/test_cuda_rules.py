@@ -1,9 +1,9 @@
 """Kernel-choice rules of the CUDA backend that need no GPU: the split of long work lists
-at small N (``plans.split_length``), when the tiled weight gradient is taken
-(``plans.sdd_tiled_pays``), when the persistent dsd takes its tall tiles
-(``plans.tall_pays``), runs them in clusters (``plans.cluster_pays``) or two output blocks
-per tile (``plans.dsd_pair_pays``), and when the weight gradient pairs block rows
-(``plans.sdd_pair_pays``)."""
+at small N (``dsd_rules.split_length``), when the tiled weight gradient is taken
+(``sdd_rules.sdd_tiled_pays``), when the persistent dsd takes its tall tiles
+(``dsd_rules.tall_pays``), runs them in clusters (``dsd_rules.cluster_pays``) or two output blocks
+per tile (``dsd_rules.dsd_pair_pays``), and when the weight gradient pairs block rows
+(``sdd_rules.sdd_pair_pays``)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 
 import cubsparse as cs
-from cubsparse._cuda import configs, plans, tiles, worklists
+from cubsparse._cuda import configs, dsd_rules, plans, sdd_rules, tiles, worklists
 
 SMS = 132  # an H100/H200
 
 
 def split(s, trans, row_tiles, shortest=4):
-    """plans.split_length for CTAs of two slots per SM."""
-    return plans.split_length(worklists.list_lengths(s, trans, 1), row_tiles, 2 * SMS, shortest)
+    """dsd_rules.split_length for CTAs of two slots per SM."""
+    return dsd_rules.split_length(worklists.list_lengths(s, trans, 1), row_tiles, 2 * SMS, shortest)
 
 
 def _structure(lay):
@@ -54,23 +54,23 @@ def test_split_follows_the_average_work_of_a_cta_slot():
 @pytest.mark.parametrize("b", [8, 16])
 def test_float32_tiled_sdd_follows_the_fill_of_its_tiles(b):
     tr, ts = configs.sdd_tile_shape(np.float32, b)
-    fill = plans.SDD_TILE_SIMT_FILL[b]
+    fill = sdd_rules.SDD_TILE_SIMT_FILL[b]
     lay = np.zeros((4 * tr, 4 * ts), dtype=bool)
     lay[:tr, :ts] = True  # one full tile
     full = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float32", backend="cpu")._structure
-    assert plans.sdd_tiled_pays(full, np.float32, b, 16, 4096)
+    assert sdd_rules.sdd_tiled_pays(full, np.float32, b, 16, 4096)
     # one block in each of the 16 tiles: each 1 / (tr * ts) full
     spread = np.zeros_like(lay)
     spread[::tr, ::ts] = True
     s = cs.BlockSparseMatrix.from_layout(spread, b, dtype="float32", backend="cpu")._structure
-    assert not plans.sdd_tiled_pays(s, np.float32, b, 16, 4096)
+    assert not sdd_rules.sdd_tiled_pays(s, np.float32, b, 16, 4096)
     # just under and at the break-even fill, in a single tile
     k = int(np.ceil(fill * tr * ts))
     for count, pays in ((k - 1, False), (k, True)):
         one = np.zeros_like(lay)
         one[:tr, :ts].flat[:count] = True
         s = cs.BlockSparseMatrix.from_layout(one, b, dtype="float32", backend="cpu")._structure
-        assert plans.sdd_tiled_pays(s, np.float32, b, 16, 4096) is pays
+        assert sdd_rules.sdd_tiled_pays(s, np.float32, b, 16, 4096) is pays
 
 
 def test_half_type_tiled_sdd_follows_the_loads():
@@ -78,32 +78,33 @@ def test_half_type_tiled_sdd_follows_the_loads():
     lay = np.zeros((tr, ts), dtype=bool)
     lay[0, 0] = True  # one block: one tile loads tr + ts columns, a group 1 + 1
     s = cs.BlockSparseMatrix.from_layout(lay, 8, dtype="float32", backend="cpu")._structure
-    assert not plans.sdd_tiled_pays(s, np.float16, 8, 16, 4096)
+    assert not sdd_rules.sdd_tiled_pays(s, np.float16, 8, 16, 4096)
     lay[:] = True  # a full tile: tr + ts against tr * (1 + 1) + tr * ts
     s = cs.BlockSparseMatrix.from_layout(lay, 8, dtype="float32", backend="cpu")._structure
-    assert plans.sdd_tiled_pays(s, np.float16, 8, 16, 4096)
+    assert sdd_rules.sdd_tiled_pays(s, np.float16, 8, 16, 4096)
     # a reduction shorter than SDD_TILE_MIN_INNER: the per-row groups, however full
-    assert plans.sdd_tiled_pays(s, np.float16, 8, 16, plans.SDD_TILE_MIN_INNER)
-    assert not plans.sdd_tiled_pays(s, np.float16, 8, 16, plans.SDD_TILE_MIN_INNER - 1)
-    assert not plans.sdd_tiled_pays(s, np.float16, 8, 16, 1)
+    assert sdd_rules.sdd_tiled_pays(s, np.float16, 8, 16, sdd_rules.SDD_TILE_MIN_INNER)
+    assert not sdd_rules.sdd_tiled_pays(s, np.float16, 8, 16, sdd_rules.SDD_TILE_MIN_INNER - 1)
+    assert not sdd_rules.sdd_tiled_pays(s, np.float16, 8, 16, 1)
 
 
 @pytest.mark.parametrize("b", [16])  # (b = 8's short fill is its regular one)
 def test_float32_tiled_sdd_of_a_short_reduction_needs_a_quarter_of_its_tiles(b):
     """Up to SDD_TILE_SHORT_INNER rows the float32 tile is taken from its short fill on."""
-    assert plans.SDD_TILE_SIMT_FILL_SHORT[b] < plans.SDD_TILE_SIMT_FILL[b]
+    assert sdd_rules.SDD_TILE_SIMT_FILL_SHORT[b] < sdd_rules.SDD_TILE_SIMT_FILL[b]
     tr, ts = configs.sdd_tile_shape(np.float32, b)
-    k = int(np.ceil(plans.SDD_TILE_SIMT_FILL_SHORT[b] * tr * ts))
+    k = int(np.ceil(sdd_rules.SDD_TILE_SIMT_FILL_SHORT[b] * tr * ts))
     lay = np.zeros((4 * tr, 4 * ts), dtype=bool)
     for count, pays in ((k - 1, False), (k, True)):
         one = np.zeros_like(lay)
         one[:tr, :ts].flat[:count] = True
         s = cs.BlockSparseMatrix.from_layout(one, b, dtype="float32", backend="cpu")._structure
-        for inner in (1, plans.SDD_TILE_SHORT_INNER):
-            assert plans.sdd_tiled_pays(s, np.float32, b, 16, inner) is pays
+        for inner in (1, sdd_rules.SDD_TILE_SHORT_INNER):
+            assert sdd_rules.sdd_tiled_pays(s, np.float32, b, 16, inner) is pays
         # longer reductions keep the regular fill
-        assert plans.sdd_tiled_pays(s, np.float32, b, 16, plans.SDD_TILE_SHORT_INNER + 1) is (
-            count >= plans.SDD_TILE_SIMT_FILL[b] * tr * ts)
+        longer = sdd_rules.SDD_TILE_SHORT_INNER + 1
+        assert sdd_rules.sdd_tiled_pays(s, np.float32, b, 16, longer) is (
+            count >= sdd_rules.SDD_TILE_SIMT_FILL[b] * tr * ts)
 
 
 @pytest.mark.parametrize("b", [32, 64, 128])
@@ -115,14 +116,14 @@ def test_tall_tiles_need_two_per_cta(monkeypatch, b):
     ctas = SMS * cfg.persistent
     n_out = 4096 // b
     # N = 512: at most 2 row tiles per output block, fewer tiles than two per CTA
-    assert not plans.tall_pays(cfg, 512, n_out, ctas)
-    assert plans.tall_pays(cfg, 4096, n_out, ctas)
+    assert not dsd_rules.tall_pays(cfg, 512, n_out, ctas)
+    assert dsd_rules.tall_pays(cfg, 4096, n_out, ctas)
     # fewer rows than one tall tile: never, however many output blocks
-    assert not plans.tall_pays(cfg, rows // 2, 100 * ctas, ctas)
+    assert not dsd_rules.tall_pays(cfg, rows // 2, 100 * ctas, ctas)
     # the boundary: exactly TALL_MIN_WAVES tiles per CTA
-    n = -(-plans.TALL_MIN_WAVES * ctas // n_out) * rows
-    assert plans.tall_pays(cfg, n, n_out, ctas)
-    assert not plans.tall_pays(cfg, n - rows, n_out, ctas)
+    n = -(-dsd_rules.TALL_MIN_WAVES * ctas // n_out) * rows
+    assert dsd_rules.tall_pays(cfg, n, n_out, ctas)
+    assert not dsd_rules.tall_pays(cfg, n - rows, n_out, ctas)
     # without a tall tile for b, tall=True gives the plain persistent tile
     plain = configs.wgmma_config("float16", b)
     assert plain.rows_per_cta < rows
@@ -153,11 +154,11 @@ def test_clusters_need_paired_row_tiles_and_deep_lists(b):
     deep, shallow = structure(0.5), structure(0.05)
     ctas = plans.persistent_ctas(cfg, SMS)
     assert ctas % 2 == 0
-    assert plans.cluster_pays(cfg, deep, False, b, 8192, kb, ctas)
-    assert not plans.cluster_pays(cfg, shallow, False, b, 8192, kb, ctas)
+    assert dsd_rules.cluster_pays(cfg, deep, False, b, 8192, kb, ctas)
+    assert not dsd_rules.cluster_pays(cfg, shallow, False, b, 8192, kb, ctas)
     # an odd count of row tiles leaves the last cluster's second CTA without rows
-    assert not plans.cluster_pays(cfg, deep, False, b, 3 * rows, kb, ctas)
-    assert not plans.cluster_pays(cfg, deep, False, b, rows, kb, ctas)
+    assert not dsd_rules.cluster_pays(cfg, deep, False, b, 3 * rows, kb, ctas)
+    assert not dsd_rules.cluster_pays(cfg, deep, False, b, rows, kb, ctas)
     p = plans.plan_dsd(deep, "float16", b, 8192, False, False, 90, SMS)
     assert p.kernel == cfg
     assert p.grid[0] % 2 == 0
@@ -186,11 +187,11 @@ def test_two_block_tiles_where_neighbouring_blocks_share_their_lists():
     banded, random = structure(band), structure(rnd)
     ctas = plans.persistent_ctas(cfg, SMS)
     for trans in (False, True):
-        assert worklists.sharing(banded, trans, 2) >= plans.DSD_PAIR_MIN_SHARING
-        assert plans.dsd_pair_pays(cfg, banded, trans, 8192, kb, ctas)
-        assert not plans.dsd_pair_pays(cfg, random, trans, 8192, kb, ctas)
+        assert worklists.sharing(banded, trans, 2) >= dsd_rules.DSD_PAIR_MIN_SHARING
+        assert dsd_rules.dsd_pair_pays(cfg, banded, trans, 8192, kb, ctas)
+        assert not dsd_rules.dsd_pair_pays(cfg, random, trans, 8192, kb, ctas)
         # too few tiles for the grid
-        assert not plans.dsd_pair_pays(cfg, banded, trans, 256, kb, ctas)
+        assert not dsd_rules.dsd_pair_pays(cfg, banded, trans, 256, kb, ctas)
         p = plans.plan_dsd(banded, "float16", 64, 8192, trans, False, 90, SMS)
         assert p.kernel.group == 2
         assert p.split == 0
@@ -206,13 +207,13 @@ def test_short_tiles_where_the_regular_ones_leave_sms_idle(dtype):
     rows = cfg.rows_per_cta
     assert rows > plans.SMALL_ROWS
     # 16 output blocks: a few hundred rows leave most SMs idle; thousands fill them
-    assert plans.short_pays(cfg, 128, 16, SMS)
-    assert not plans.short_pays(cfg, 4096, 16, SMS)
+    assert dsd_rules.short_pays(cfg, 128, 16, SMS)
+    assert not dsd_rules.short_pays(cfg, 4096, 16, SMS)
     # the boundary: SHORT_FILL x SMS CTAs exactly
     n_out = 33  # 132 / 33 = 4 row tiles
-    assert not plans.short_pays(cfg, 4 * rows, n_out, SMS)
-    assert plans.short_pays(cfg, 3 * rows, n_out, SMS)
-    assert not plans.short_pays(cfg, 128, 0, SMS)  # no output blocks: nothing to spread
+    assert not dsd_rules.short_pays(cfg, 4 * rows, n_out, SMS)
+    assert dsd_rules.short_pays(cfg, 3 * rows, n_out, SMS)
+    assert not dsd_rules.short_pays(cfg, 128, 0, SMS)  # no output blocks: nothing to spread
     s = cs.BlockSparseMatrix.from_layout(np.eye(16, dtype=bool), 64, backend="cpu")._structure
     p = plans.plan_dsd(s, dtype, 64, 300, False, False, 80, SMS)
     assert p.kernel.rows_per_cta == configs.dsd_config(dtype, 64, False, small=True).rows_per_cta
@@ -230,12 +231,12 @@ def test_union_needs_more_sharing_at_few_rows():
     lay[:, :4] = True  # every entry of the group's union list feeds 4 members
     s = cs.BlockSparseMatrix.from_layout(lay, 16, dtype="float32", backend="cpu")._structure
     assert worklists.sharing(s, False, g) == 4
-    assert plans.UNION_MIN_SHARING <= 4 < 2 * plans.UNION_MIN_SHARING
-    assert plans.union_pays(s, False, g, plans.UNION_MIN_ROWS)
-    assert not plans.union_pays(s, False, g, plans.UNION_MIN_ROWS - 1)
+    assert dsd_rules.UNION_MIN_SHARING <= 4 < 2 * dsd_rules.UNION_MIN_SHARING
+    assert dsd_rules.union_pays(s, False, g, dsd_rules.UNION_MIN_ROWS)
+    assert not dsd_rules.union_pays(s, False, g, dsd_rules.UNION_MIN_ROWS - 1)
     lay[:, :] = True  # 16 members per entry: pays at any N
     s = cs.BlockSparseMatrix.from_layout(lay, 16, dtype="float32", backend="cpu")._structure
-    assert plans.union_pays(s, False, g, 128)
+    assert dsd_rules.union_pays(s, False, g, 128)
 
 
 def test_paired_sdd_groups_cover_the_union_of_two_block_rows():
@@ -279,14 +280,14 @@ def test_paired_sdd_follows_its_predicted_gain():
                                             backend="cpu")._structure
     pair = configs.sdd_wgmma_config("float16", 64, pair=True)
     one = configs.sdd_wgmma_config("float16", 64)
-    assert 1.5 < plans.sdd_pair_gain(band, pair, one, SMS, 8192) <= (
-        plans.SDD_PAIR_SPEED / plans.SDD_ONE_ROW_SPEED)
-    assert plans.sdd_pair_gain(rand, pair, one, SMS, 8192) < plans.SDD_PAIR_MIN_GAIN
+    assert 1.5 < sdd_rules.sdd_pair_gain(band, pair, one, SMS, 8192) <= (
+        sdd_rules.SDD_PAIR_SPEED / sdd_rules.SDD_ONE_ROW_SPEED)
+    assert sdd_rules.sdd_pair_gain(rand, pair, one, SMS, 8192) < sdd_rules.SDD_PAIR_MIN_GAIN
     # a shorter reduction gains less: the paired tile's stores are not hidden
-    short = plans.sdd_pair_gain(band, pair, one, SMS, 256)
-    assert short < plans.sdd_pair_gain(band, pair, one, SMS, 8192)
-    store = plans.SDD_PAIR_STORE_SLICES
-    assert short == pytest.approx(plans.sdd_pair_gain(band, pair, one, SMS, 8192)
+    short = sdd_rules.sdd_pair_gain(band, pair, one, SMS, 256)
+    assert short < sdd_rules.sdd_pair_gain(band, pair, one, SMS, 8192)
+    store = sdd_rules.SDD_PAIR_STORE_SLICES
+    assert short == pytest.approx(sdd_rules.sdd_pair_gain(band, pair, one, SMS, 8192)
                                   * 4 / (4 + store) * (128 + store) / 128)
     assert pair.block_rows == 2
     assert pair.name == "sdd_wgmma_tma<F16,64,4,2,1,3,2>"

@@ -13,7 +13,7 @@ import pytest
 from conftest import BACKENDS, poison, to_backend, to_numpy
 
 import cubsparse as cs
-from cubsparse._cuda import configs, device, plans, tiles, worklists
+from cubsparse._cuda import configs, device, dsd_rules, plans, tiles, worklists
 
 pytestmark = pytest.mark.parametrize(
     "backend", [p for p in BACKENDS if p.values == ("cuda",)], indirect=True
@@ -582,7 +582,7 @@ def test_tall_tiles_taken_by_default(backend, monkeypatch, force, b, dtype, n):
     poisoned output)."""
     force(grid_limit=2)
     xcfg = configs.wgmma_config(dtype, b, tall=True)
-    assert plans.tall_pays(xcfg, n, 5, plans.persistent_ctas(xcfg, device.sm_count(0)))
+    assert dsd_rules.tall_pays(xcfg, n, 5, plans.persistent_ctas(xcfg, device.sm_count(0)))
     rng = np.random.default_rng(b + 17)
     # n = 1024: lists deep enough for clusters (b = 64, 128)
     lay = rng.random((7 if n == 600 else 4096 // b, 5)) < (0.5 if n == 600 else 0.8)
@@ -605,7 +605,7 @@ def test_tall_tiles_taken_by_default(backend, monkeypatch, force, b, dtype, n):
     got = to_numpy(cs.matmul(xr, w).astype("float64"))
     assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 1e-2
     ccfg = configs.wgmma_config(dtype, b, cluster=True)
-    clustered = ccfg is not None and plans.cluster_pays(ccfg, w._structure, False, b, n, 5, 2)
+    clustered = ccfg is not None and dsd_rules.cluster_pays(ccfg, w._structure, False, b, n, 5, 2)
     assert clustered == (n == 1024)
     kernel = cs.matmul_plan(x, w).kernel
     assert kernel.name.startswith("dsd_wgmma_tma_mc<" if clustered else "dsd_wgmma_tma<")
@@ -863,7 +863,7 @@ def test_simt_sdd_tiles_match_scipy(backend, sdd_simt_tile, dtype, n):
 @pytest.mark.parametrize("split", [0, 2])
 def test_short_tiles_at_many_rows_match_scipy(backend, dtype, tf32, b, split):
     # The short mma.sync / CUDA-core dsd tiles taken past SMALL_ROWS rows
-    # (plans.short_pays), forced at 1000 rows: many row tiles, the last one partial.
+    # (dsd_rules.short_pays), forced at 1000 rows: many row tiles, the last one partial.
     if dtype == "float16" and b >= 16 and device.arch(device.current()) == 90:
         pytest.skip("Hopper runs these rows on its wgmma kernels, which have no short tile")
     lay = cs.layouts.random(5, 3, 0.6, seed=b)

@@ -56,10 +56,10 @@ def main(argv=None) -> int:
 def breakdown(cp, cs, x, w, calls) -> int:
     """Host µs of each step of an eager X @ W, each timed alone in a loop."""
     from cubsparse import _ops
-    from cubsparse._cuda import device, launch, outputs, run
+    from cubsparse._cuda import device, launch, outputs, run, run_dsd
 
     x @ w
-    r = run._dsd_runner(x.shape[0], w, False, False)
+    r = run_dsd._dsd_runner(x.shape[0], w, False, False)
     stream = run._stream()
     width = r.width
     lib = device.libcuda()
@@ -71,10 +71,10 @@ def breakdown(cp, cs, x, w, calls) -> int:
         "x @ W (whole call)": lambda: x @ w,
         "cubsparse.matmul(x, W)": lambda: cs.matmul(x, w),
         "eager path (_ops.eager_matmul)": lambda: _ops.eager_matmul(x, w),
-        "_cuda.dsd_eager (after the checks)": lambda: run.dsd_eager(x, w, False, False),
-        "_cuda.dsd (the general path)": lambda: run.dsd(x, w, False, None, 1.0, 0.0),
+        "_cuda.dsd_eager (after the checks)": lambda: run_dsd.dsd_eager(x, w, False, False),
+        "_cuda.dsd (the general path)": lambda: run_dsd.dsd(x, w, False, None, 1.0, 0.0),
         "general operand checks": lambda: _ops._matmul_operands(x, w, None, 1.0, 0.0),
-        "runner lookup (general)": lambda: run._dsd_runner(x.shape[0], w, False, False),
+        "runner lookup (general)": lambda: run_dsd._dsd_runner(x.shape[0], w, False, False),
         "cupy.ndarray (a new output)": lambda: cp.ndarray((x.shape[0], width), x.dtype),
         "Outputs.take (a reused output)": lambda: outs.take(stream),
         "current stream": run._stream,
@@ -95,11 +95,11 @@ def breakdown_sampled(cp, cs, x, w, calls) -> int:
     """Host µs of each step of an eager ``sampled_matmul(x.T, dy, like=W)``, each timed
     alone in a loop."""
     from cubsparse import _ops
-    from cubsparse._cuda import run
+    from cubsparse._cuda import run, run_sdd
 
     xt, dy = x.T, x
     cs.sampled_matmul(xt, dy, like=w)
-    ops = run.sdd_operands(xt, dy, False)
+    ops = run_sdd.sdd_operands(xt, dy, False)
     key = run._key("sdd", run._get_device(), ops[6], ops[4], ops[5], False)
     r = w._runners[key]
     stream = run._stream()
@@ -111,8 +111,8 @@ def breakdown_sampled(cp, cs, x, w, calls) -> int:
         "the same, x.T made beforehand": lambda: cs.sampled_matmul(xt, dy, like=w),
         "x.T (a CuPy view)": lambda: x.T,
         "eager path (_ops._eager_sampled)": lambda: _ops._eager_sampled(xt, dy, w, None),
-        "_cuda.sdd_eager (after the checks)": lambda: run.sdd_eager(xt, dy, w, False),
-        "sdd_operands": lambda: run.sdd_operands(xt, dy, False),
+        "_cuda.sdd_eager (after the checks)": lambda: run_sdd.sdd_eager(xt, dy, w, False),
+        "sdd_operands": lambda: run_sdd.sdd_operands(xt, dy, False),
         "runner key": lambda: run._key("sdd", run._get_device(), ops[6], ops[4], ops[5],
                                        False),
         "Outputs.take (a reused output)": lambda: r.outputs.take(stream),

@@ -7,7 +7,7 @@ cubsparse/_cuda/tiles.py (bench/NOTES.md keeps the history).
     PYTHONPATH=.:tools python3 tools/tile_sweep.py [--wgmma] [--group] [--ws] [--union]
         [--ops=fwd,bwd,sdd] [--density=0.25] [--n=4096] [--ck=4096] [b ...]
 
-At --n <= 32 the plan runs the wgmma sdd in 32-deep slices (plans.SDD_ONE_SLICE_K), so
+At --n <= 32 the plan runs the wgmma sdd in 32-deep slices (sdd_rules.SDD_ONE_SLICE_K), so
 its candidates of k = 64 run as k = 32 there.
 
 Each candidate runs alone: the mma.sync tiles with the wgmma kernels switched off, a

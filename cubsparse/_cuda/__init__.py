@@ -1,18 +1,25 @@
 """CUDA backend: the ``dsd`` and ``sdd`` primitives on CuPy arrays.
 
-=================  =============================================================
-module             job
-=================  =============================================================
-:mod:`.tiles`      tile configurations, as named records kept as data
-:mod:`.configs`    kernel instances made from tiles (name expressions, launch shape)
-:mod:`.compile`    compiling the ``kernels/*.cu`` sources, cached per device
-:mod:`.device`     device queries, TMA tensor maps, persistent kernels' tile counters
-:mod:`.worklists`  work lists and index tables, once per layout
-:mod:`.plans`      kernel choice as a pure function returning a named plan
-:mod:`.dense_model` when the dense path (cuBLAS on the densified matrix) wins
-:mod:`.launch`     kernel launches with parameters packed once
-:mod:`.run`        running plans: the eager path of every call
-=================  =============================================================
+======================  ==================================================================
+module                  job
+======================  ==================================================================
+:mod:`.tiles`           tile configurations, as named records kept as data
+:mod:`.configs`         kernel instances made from tiles (name expressions, launch shape)
+:mod:`.compile`         compiling the ``kernels/*.cu`` sources, cached per device
+:mod:`.device`          device queries, TMA tensor maps, persistent kernels' tile counters
+:mod:`.worklists`       work lists and index tables, once per layout
+:mod:`.plans`           kernel choice as a pure function returning a named plan
+:mod:`.dsd_rules`       when each dsd kernel pays (the rules a plan reads)
+:mod:`.sdd_rules`       when each sdd kernel pays
+:mod:`.decisions`       decisions forced by tools and tests (``plans.override``)
+:mod:`.dense_model`     when the dense path (cuBLAS on the densified matrix) wins
+:mod:`.launch`          kernel launches with parameters packed once
+:mod:`.run`             what the runners share: their cache, alignment, stream, scratch
+:mod:`.run_dsd`         running dsd plans: the general and the eager path of a call
+:mod:`.run_dsd_stream`  the small-N dsd stream kernel's launches
+:mod:`.run_dsd_dense`   the dsd's dense path
+:mod:`.run_sdd`         running sdd plans
+======================  ==================================================================
 
 No op synchronizes with the host; launches go to CuPy's current stream.
 """
@@ -20,7 +27,8 @@ No op synchronizes with the host; launches go to CuPy's current stream.
 from __future__ import annotations
 
 from .configs import all_configs
-from .run import dsd, dsd_eager, dsd_plan, sdd, sdd_eager, sdd_plan
+from .run_dsd import dsd, dsd_eager, dsd_plan
+from .run_sdd import sdd, sdd_eager, sdd_plan
 
 
 def warmup(dtypes=None, blocksizes=None, ops=None, verbose: bool = False) -> list[str]:

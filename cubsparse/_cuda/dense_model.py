@@ -17,6 +17,11 @@ import importlib.resources
 import json
 import math
 
+import numpy as np
+
+from .configs import TC_TAGS
+from .decisions import forced
+
 _HALF = ("float16", "bfloat16")
 
 
@@ -76,3 +81,28 @@ def overhead(dtype: str, m: int, k: int, n: int, nnz: int) -> float:
         return math.inf
     fixed = m_data.get("dense_path_fixed_us", 0.0) * 1e-6
     return (2.0 * nnz * itemsize / (dev["tbps"] * 1e12) + fixed) / product
+
+
+def itemsize(name: str) -> int:
+    """Bytes of an element of dtype ``name`` as the kernels store it."""
+    return 2 if name in TC_TAGS else np.dtype(name).itemsize
+
+
+def choice(op: str, structure, name: str, b: int, n: int, tf32: bool,
+           limit: int | None, given: float | None = None) -> tuple[bool, float | None]:
+    """(take the dense path, the model's sparse / dense time ratio) for ``op`` with ``n``
+    rows (inner dimension for "sampled"). Dense where the ratio exceeds one plus the dense
+    path's own overhead (moving the blocks) and its buffer fits ``limit`` (None: never).
+    A ratio ``given`` replaces the model's; a forced ``dense`` decision, the rule."""
+    rows, cols = structure.block_shape
+    nnzb = structure.nnzb
+    r = given if given is not None else ratio(
+        op, name, b, n, nnzb / (rows * cols) if rows * cols else 0.0, tf32)
+    if limit is None or nnzb == 0:
+        return False, r
+    force = forced("dense")
+    if force is not None:
+        return bool(force), r
+    if r is None or rows * cols * b * b * itemsize(name) > limit:
+        return False, r
+    return r > 1.0 + overhead(name, rows * b, cols * b, n, nnzb * b * b), r

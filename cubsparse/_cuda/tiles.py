@@ -172,26 +172,26 @@ WGMMA_DSD_KN_ROWS = {64: 1024, 128: 128}
 #: Where set, replaces WGMMA_DSD for the block size.
 WGMMA_DSD_WS = {32: PersistentTile(2, 1, 3, 3, 0), 64: PersistentTile(2, 1, 4, 2, 0, True),
                 128: PersistentTile(2, 1, 3, 2, 0, True)}
-#: Taller tiles, taken where every CTA gets enough of them (plans.tall_pays): a tile
+#: Taller tiles, taken where every CTA gets enough of them (dsd_rules.tall_pays): a tile
 #: re-reads its block column's W blocks from L2, so taller tiles read W fewer times.
 WGMMA_DSD_TALL = {32: PersistentTile(4, 2, 3, 1, 0, True),
                   64: PersistentTile(1, 1, 2, 2, 0, True, 256),
                   128: PersistentTile(1, 2, 4, 1, 1, True, 256)}
 #: The tall tiles in clusters of two CTAs, neighbouring row tiles of one output block
 #: column, which copy half of each W block and multicast it to both: W's bytes from L2
-#: halve. Taken where there are row tiles for both (plans.cluster_pays).
+#: halve. Taken where there are row tiles for both (dsd_rules.cluster_pays).
 WGMMA_DSD_CLUSTER = {32: None, 64: PersistentTile(1, 1, 2, 2, 0, True, 256, 2),
                      128: PersistentTile(1, 2, 4, 1, 1, True, 256, 2)}
 #: Tiles of two neighbouring output blocks walking the union of their lists (each X slice
 #: read once for both), taken where the two share enough of their lists
-#: (plans.dsd_pair_pays).
+#: (dsd_rules.dsd_pair_pays).
 WGMMA_DSD_PAIR = {64: PersistentTile(1, 2, 4, 1, 1, True, 256, 1, 2)}
 #: Where set, replaces the kernels above when neighbouring output columns share enough
-#: of their lists (plans.union_pays).
+#: of their lists (dsd_rules.union_pays).
 WGMMA_DSD_UNION = {16: UnionTile(16, 2, 2, 4, 1)}
 #: The union kernel with its members' blocks multiplied as one dense panel (absent blocks
 #: as zeros): replaces every kernel above where the members fill enough of the panel
-#: (plans.panel_pays). A consumer warpgroup's panel is group / consumer_wgs * b columns
+#: (dsd_rules.panel_pays). A consumer warpgroup's panel is group / consumer_wgs * b columns
 #: wide (wgmma's N, at most 256). b = 16 copies with two producer warpgroups, whose
 #: registers go to the consumers (1.0-1.18x on an H100; no gain at b = 8 and 32).
 WGMMA_DSD_PANEL = {8: UnionTile(32, 2, 2, 3, 1), 16: UnionTile(16, 2, 2, 4, 1, 2),
@@ -210,19 +210,19 @@ WGMMA_DSD_PANEL_TMA = {8: PersistentTile(1, 2, 4, 1, 1, True, 0, 1, 32),
 #: slices come from memory, not L2, and want more copies in flight.
 WGMMA_SDD = {8: None, 16: SddWgmmaTile(8, 2, 1, 3, True, 32), 32: SddWgmmaTile(4, 1, 1, 4, True),
              64: SddWgmmaTile(2, 1, 1, 4, False), 128: SddWgmmaTile(1, 2, 1, 5, False)}
-#: The same for short reductions (plans.sdd_short_pays: a small-N weight gradient), run on a
+#: The same for short reductions (sdd_rules.sdd_short_pays: a small-N weight gradient), run on a
 #: grid sized to the device. Such a product is bound by storing the blocks: shallow stages
 #: that fit more CTAs per SM beat deep pipelines. A reduction of at most
-#: plans.SDD_ONE_SLICE_K rows takes slices of that depth instead of ``k``.
+#: sdd_rules.SDD_ONE_SLICE_K rows takes slices of that depth instead of ``k``.
 WGMMA_SDD_SHORT = {8: None, 16: SddWgmmaTile(16, 2, 1, 3, True, 32),
                    32: SddWgmmaTile(4, 2, 1, 3, True), 64: SddWgmmaTile(2, 1, 1, 3, False),
                    128: SddWgmmaTile(1, 2, 1, 3, False)}
-#: The wide tile for W of at least plans.SDD_WIDE_MIN_COLS columns and rows: a pair of
+#: The wide tile for W of at least sdd_rules.SDD_WIDE_MIN_COLS columns and rows: a pair of
 #: blocks of a block row per CTA (wgmma N = 256), so each X slice feeds two blocks.
 WGMMA_SDD_WIDE = {8: None, 16: None, 32: None, 64: None,
                   128: SddWgmmaTile(2, 2, 1, 4, False)}
 #: The persistent TMA kernel (sdd_wgmma_tma: copies by one producer lane through the TMA
-#: engine, k = 64) for long reductions over a wide W (plans.sdd_wide_pays). At b = 128 on an
+#: engine, k = 64) for long reductions over a wide W (sdd_rules.sdd_wide_pays). At b = 128 on an
 #: H100 (N = C = K = 8192) 1.2-1.4x the wide cp.async tile's speed, with 3 stages ahead of
 #: 4 and 2; at b = 64 no tile of it beat the cp.async kernel's two CTAs per SM.
 WGMMA_SDD_TMA = {8: None, 16: None, 32: None, 64: None,
@@ -232,14 +232,14 @@ WGMMA_SDD_TMA = {8: None, 16: None, 32: None, 64: None,
 #: two rows' block columns, so each X and dY slice serves twice the MMAs of a one-row
 #: tile (85 flops per L2 byte at a full tile, against 43 for the cp.async tile's two
 #: blocks of one row). Absent
-#: blocks are multiplied and not stored: plans.sdd_pair_pays decides by the layout. On
+#: blocks are multiplied and not stored: sdd_rules.sdd_pair_pays decides by the layout. On
 #: an H100 at N = C = K = 8192 (fp16) it ran 1.9-2.1x the one-row tile on banded layouts
 #: and 1.1-1.8x on Watts-Strogatz ones; 4 stages or N = 128 tiles were no faster.
 WGMMA_SDD_PAIR = {8: None, 16: None, 32: None, 64: SddWgmmaTile(4, 2, 1, 3, False),
                   128: None}
 #: The TMA kernel's dense panels for small blocks (b <= 32): a tile of 128 / b adjacent
 #: block rows by ``group`` adjacent block columns (D of 128 x group * b), reduced densely
-#: and stored where W has blocks (plans.sdd_panel_pays).
+#: and stored where W has blocks (sdd_rules.sdd_panel_pays).
 WGMMA_SDD_PANEL = {8: SddWgmmaTile(32, 2, 1, 3, False), 16: SddWgmmaTile(16, 2, 1, 3, False),
                    32: SddWgmmaTile(8, 2, 1, 3, False), 64: None, 128: None}
 #: The short-reduction sdd by (block size, reduction rows up to): ``chunk`` block columns of dY in

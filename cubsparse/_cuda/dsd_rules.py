@@ -1,0 +1,239 @@
+"""When each dsd kernel pays: the rules a plan (:mod:`.plans`) reads for ``Y = X @ op(W)``.
+
+Each constant states a rule with the measurement behind its value; the functions apply
+them to a layout's cached statistics. Tools and tests force the decisions they feed
+through :func:`.decisions.override`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import worklists
+from .configs import KernelConfig
+
+#: Blocks per union entry from which the grouped small-block dsd beats one block per CTA.
+GROUP_MIN_SHARING = 2.0
+#: The same for the union wgmma dsd against the single-block kernel ...
+UNION_MIN_SHARING = 3.0
+#: ... twice that below this many rows of X, where its few tiles leave SMs idle.
+UNION_MIN_ROWS = 2048
+#: The dense panels (the TMA kernel's, tiles.WGMMA_DSD_PANEL_TMA, else the union kernel's,
+#: tiles.WGMMA_DSD_PANEL) multiply every member's block of each union entry, present or
+#: not. They are taken where the present blocks fill at least this fraction of the panels,
+#: per block size. Measured with the union kernel's panels, and kept for the TMA kernel's,
+#: which ran faster than those on every layout where the rule takes panels (bench/NOTES.md
+#: 121-128), on an H100 at N = C = K = 8192 (fp16;
+#: random, Barabasi-Albert, Watts-Strogatz and banded layouts, d = 0.05-0.5): at b = 8 it
+#: beat the grouped kernel at every fill from 0.06; at b = 16 the single-block kernel from
+#: 0.25 and lost at 0.14 and below; at b = 32 the tall tiles from 0.48, losing at 0.31 ...
+PANEL_MIN_FILL = {8: 0.05, 16: 0.2, 32: 0.4}
+#: ... and where its tiles (groups x row tiles) give every persistent CTA PANEL_MIN_WAVES
+#: of them: its groups are few, and smaller products were not measured.
+PANEL_MIN_WAVES = 2
+#: Its time is predicted (for the dense path's choice) as dense cuBLAS's times the share
+#: of W's block grid its panels cover, over its speed per MMA against cuBLAS's, which grows
+#: with W's density (longer lists per tile): (density, speed) points per block size,
+#: interpolated in log density (:func:`panel_speed`). The medians over random,
+#: Barabási-Albert, Watts-Strogatz and banded layouts of the TMA kernel's panels on an H100
+#: (N = C = K = 8192, fp16, 9c78958; banded ones lowest, e.g. 0.34-0.60 at b = 8).
+PANEL_SPEED = {8: ((0.05, 0.47), (0.1, 0.5), (0.25, 0.565), (0.5, 0.61)),
+               16: ((0.05, 0.48), (0.1, 0.62), (0.25, 0.82), (0.5, 0.89)),
+               32: ((0.05, 0.5), (0.1, 0.66), (0.25, 0.78), (0.5, 0.95))}
+#: The persistent TMA dsd kernel takes its tiles row tile by row tile, every work item of
+#: one before the next, so the CTAs running at one time share X's rows. Its dense panels
+#: instead take bands of this many row tiles, group by group within a band, so that the
+#: CTAs also share the panels: at b = 32 on an H100 (N = C = K = 8192, fp16) the panels of
+#: a banded layout at d = 0.5 (70 MB, more than L2 holds) ran 1.6 ms with bands of 1 row
+#: tile and 0.92 ms with 8; bands of 2 / 4 / 8 gave medians of 0.55 / 0.58 / 0.60 of dense
+#: on banded layouts. The tall tiles ran slower in bands (b = 64: 0.50 -> 0.47 with 4).
+DSD_PANEL_BAND = 8
+#: Tiles per persistent CTA below which the tall tiles are not used.
+TALL_MIN_WAVES = 2
+#: Mean reduction depth (list length x b, rows of W) from which the tall tile runs in
+#: clusters of two CTAs sharing W's blocks by multicast: a cluster's CTAs wait for each
+#: other at every stage, which short lists pay for (N = C = K = 8192, b = 64 and 128, against
+#: the tall tile: 0.85-0.89x at depth 410, 0.92-0.96x at 819, 1.01-1.03x at 2048,
+#: 1.03-1.08x at 4096).
+CLUSTER_MIN_DEPTH = 2048
+#: Stored blocks per union-list entry (1-2) from which the two-block dsd tile
+#: (tiles.WGMMA_DSD_PAIR) replaces the tall tile: an entry costs its X slice once for both
+#: blocks, and an absent block costs MMAs on zeros.
+DSD_PAIR_MIN_SHARING = 1.5
+#: Fraction of the SMs the regular mma.sync / CUDA-core dsd tiles must fill; with fewer
+#: CTAs the short (SMALL_ROWS) tiles are taken at any number of rows.
+SHORT_FILL = 1.0
+#: A split costs float32 partial tiles and a tail: the CTA that stores a list's last
+#: segment then adds up the list's partials (split_finish in common.cuh), in the same
+#: launch. Lists are split where the kernel would leave SMs idle: fewer CTAs (work items x
+#: row tiles) than SPLIT_FILL x the SMs (SPLIT_FILL_SIMT on CUDA cores, whose CTAs need
+#: more company to hide their latency), or, for a persistent kernel (which balances its
+#: tiles itself), fewer tiles than SPLIT_FILL_PERSISTENT x the SMs; and only where the
+#: longest list would take longer than SPLIT_IDLE_MIN_US (SPLIT_IDLE_MIN_US_SIMT on CUDA
+#: cores, which the byte model below underestimates: they are bound by their FMAs;
+#: SPLIT_IDLE_MIN_US_PERSISTENT for the persistent kernels, whose CTAs already share the
+#: tiles), since a shorter product gains less than the tail costs. Without idle SMs lists
+#: are split where the longest would take longer than SPLIT_MIN_US (persistent kernels
+#: never). Times are microseconds, predicted from a list's bytes at one SM's share of the
+#: memory bandwidth.
+SPLIT_FILL = 1.5
+SPLIT_FILL_SIMT = 4.0
+SPLIT_FILL_PERSISTENT = 0.5
+SPLIT_IDLE_MIN_US = 5.0
+SPLIT_IDLE_MIN_US_SIMT = 2.0
+SPLIT_IDLE_MIN_US_PERSISTENT = 15.0
+SPLIT_MIN_US = 20.0
+#: One SM's share of the device's memory bandwidth, bytes per microsecond (H100/H200:
+#: 3.3-4.8 TB/s over 132 SMs).
+SM_BYTES_PER_US = 30_000
+#: A launch covers at most this many row tiles (the grid's y limit).
+MAX_GRID_Y = 65535
+#: Bytes of float32 partial sums a split product may use.
+MAX_WORKSPACE = 256 << 20
+#: The dense path writes the whole dense W (``fill_dense``: the zeros too) instead of
+#: scattering W's blocks, where a block row is this many bytes and W at least this dense:
+#: a 16-byte block row written alone fills half a memory sector, which halves the
+#: scatter's write rate, so from about a quarter of the blocks on, writing every element
+#: in whole sectors is faster.
+FILL_MIN_DENSITY = {16: 0.25}
+#: The small-N dsd with X in shared memory (``dsd_stream``) is taken where W has at least
+#: this many (group of output blocks, chunk of X's block columns) pairs per SM to share
+#: out; with fewer, SMs would sit idle.
+STREAM_MIN_FILL = 1.0
+#: CTAs per SM the small-N dsd's runs of chunks are sized for, where the SM's shared memory
+#: holds them (two on sm_90, one on sm_80); fewer, longer runs leave fewer float32 partial
+#: products to add.
+STREAM_CTAS_PER_SM = 2
+#: The least density of W the small-N dsd takes, by its tile's key (block size, rows of X
+#: up to); others take any. Below it, copying a chunk of X into every group's CTA costs
+#: more than W's few blocks save, and the tile kernels are faster: each value lies between
+#: the densities measured on either side of the crossing (bench/NOTES.md).
+STREAM_MIN_DENSITY = {(16, 64): 0.075, (32, 16): 0.075, (32, 32): 0.175, (32, 64): 0.3}
+#: Most rows of X at which the small-N dsd's partial products are added by the group's own
+#: CTAs in the launch rather than by a second launch. That saves the second launch's host
+#: time (about 5 µs a call) and costs some GPU time, since a group's CTAs add their share
+#: only after its slowest run is done; the share grows with the rows, and past 32 rows the
+#: GPU time lost outweighed the host time saved in eager loops (bench/NOTES.md).
+STREAM_SHARE_MAX_ROWS = 32
+
+
+def split_length(lens: np.ndarray, row_tiles: int, slots: int, shortest: int = 4) -> int:
+    """Longest list a CTA should take, 0 for no split. Splitting pays only when there are
+    few CTAs (small N): lists longer than twice the average work of one of ``slots`` CTA
+    slots are cut into segments of at least ``shortest`` entries (a power of two, so that
+    few tables are cached)."""
+    if lens.size == 0:
+        return 0
+    avg = int(lens.sum()) * row_tiles / slots
+    if lens.max() <= 2 * max(avg, shortest):
+        return 0
+    return 1 << int(np.ceil(np.log2(max(avg, shortest))))
+
+
+def split_rule(lens: np.ndarray, cfg: KernelConfig, b: int, row_tiles: int, sms: int,
+               tc: bool, itemsize: int) -> int:
+    """Longest list a CTA of ``cfg`` takes (0: lists whole) for lists of ``lens`` entries
+    over ``row_tiles`` row tiles: split where the SMs would idle or the longest list would
+    be slow (SPLIT_FILL ... SPLIT_MIN_US, a list's time from its bytes at
+    SM_BYTES_PER_US), in segments of :func:`split_length`, longer for small blocks, whose
+    entries carry fewer bytes."""
+    shortest = max(4, 256 // b) if tc else max(1, 4096 // (b * b))
+    slots = max(2, 512 // cfg.threads) * sms
+    entry_bytes = (cfg.group * b * b + cfg.rows_per_cta * b) * itemsize
+    longest_us = (int(lens.max()) if lens.size else 0) * entry_bytes / SM_BYTES_PER_US
+    fill, min_us = ((SPLIT_FILL_PERSISTENT, SPLIT_IDLE_MIN_US_PERSISTENT) if cfg.persistent
+                    else (SPLIT_FILL, SPLIT_IDLE_MIN_US) if tc
+                    else (SPLIT_FILL_SIMT, SPLIT_IDLE_MIN_US_SIMT))
+    idle = lens.size * row_tiles < fill * sms and longest_us > min_us
+    slow = not cfg.persistent and longest_us > SPLIT_MIN_US
+    return split_length(lens, row_tiles, slots, shortest) if idle or slow else 0
+
+
+def group_pays(structure, trans: bool, group: int) -> bool:
+    """The grouped mma.sync dsd's X slices feed at least GROUP_MIN_SHARING members."""
+    return worklists.sharing(structure, trans, group) >= GROUP_MIN_SHARING
+
+
+def fill_pays(structure, b: int, itemsize: int) -> bool:
+    """The dense path writes W whole (FILL_MIN_DENSITY): its block rows are short and W is
+    dense enough."""
+    rows, cols = structure.block_shape
+    least = FILL_MIN_DENSITY.get(b * itemsize)
+    return least is not None and rows * cols > 0 and structure.nnzb >= least * rows * cols
+
+
+def stream_pays(structure, groups: int, chunks: int, sms: int, key: tuple) -> bool:
+    """The small-N dsd with X in shared memory has at least STREAM_MIN_FILL x ``sms`` pairs
+    of a group of output blocks and a chunk of X's block columns to share out, W has
+    blocks, and W is as dense as STREAM_MIN_DENSITY asks of its tile (``key``)."""
+    rows, cols = structure.block_shape
+    return (structure.nnzb > 0 and groups * chunks >= STREAM_MIN_FILL * sms
+            and structure.nnzb >= STREAM_MIN_DENSITY.get(key, 0.0) * rows * cols)
+
+
+def stream_run(groups: int, chunks: int, slots: int) -> int:
+    """Chunks of X's block columns per CTA of the small-N dsd: the shortest run whose CTAs
+    all run at once in the device's ``slots`` (no second wave), so the fewest partial
+    products that keep the SMs busy."""
+    return next((run for run in range(1, chunks) if groups * -(-chunks // run) <= slots),
+                max(chunks, 1))
+
+
+def union_pays(structure, trans: bool, group: int, n: int) -> bool:
+    """The union wgmma dsd's X slices feed enough members for ``n`` rows of X."""
+    need = UNION_MIN_SHARING * (1 if n >= UNION_MIN_ROWS else 2)
+    return worklists.sharing(structure, trans, group) >= need
+
+
+def panel_speed(b: int, density: float) -> float:
+    """The dense panels' speed per MMA against cuBLAS at block size ``b`` and W's
+    ``density`` (:data:`PANEL_SPEED`, interpolated in log density, held at its ends)."""
+    points = np.array(PANEL_SPEED.get(b, ((1.0, 0.5),)))
+    return float(np.interp(np.log(max(density, 1e-9)), np.log(points[:, 0]), points[:, 1]))
+
+
+def panel_pays(structure, trans: bool, cfg: KernelConfig, b: int, n: int, ctas: int) -> bool:
+    """The members' present blocks fill at least PANEL_MIN_FILL of the dense panels of
+    ``cfg``, and its tiles for ``n`` rows of X give each of ``ctas`` persistent CTAs
+    PANEL_MIN_WAVES."""
+    n_out = structure.block_shape[0] if trans else structure.block_shape[1]
+    tiles = -(-n_out // cfg.group) * -(-n // cfg.rows_per_cta)
+    return (tiles >= PANEL_MIN_WAVES * ctas and worklists.sharing(structure, trans, cfg.group)
+            >= PANEL_MIN_FILL.get(b, 1.0) * cfg.group)
+
+
+def tall_pays(cfg: KernelConfig, n: int, n_out: int, ctas: int) -> bool:
+    """X has at least a tall tile of rows (else most of the tile's MMAs and copies are of
+    absent rows), and every one of ``ctas`` persistent CTAs gets TALL_MIN_WAVES tiles of
+    ``cfg`` for ``n`` rows of X and ``n_out`` output blocks (with fewer, taller tiles leave
+    CTAs idle)."""
+    return n >= cfg.rows_per_cta and -(-n // cfg.rows_per_cta) * n_out >= TALL_MIN_WAVES * ctas
+
+
+def cluster_pays(cfg: KernelConfig, structure, trans: bool, b: int, n: int, n_out: int,
+                 ctas: int) -> bool:
+    """The clustered tall tile (``cfg``) has row tiles for both CTAs of a cluster (an odd
+    last one leaves a CTA without rows), gives each of ``ctas`` CTAs TALL_MIN_WAVES tiles,
+    and its lists are CLUSTER_MIN_DEPTH deep on average."""
+    row_tiles = -(-n // cfg.rows_per_cta)
+    lens = worklists.list_lengths(structure, trans, 1)
+    return (row_tiles >= 2 and row_tiles % 2 == 0 and row_tiles * n_out >= TALL_MIN_WAVES * ctas
+            and lens.size > 0 and float(lens.mean()) * b >= CLUSTER_MIN_DEPTH)
+
+
+def dsd_pair_pays(cfg: KernelConfig, structure, trans: bool, n: int, n_out: int,
+                  ctas: int) -> bool:
+    """The two-block tile ``cfg`` finds DSD_PAIR_MIN_SHARING stored blocks per entry of its
+    union lists, X has a tile of rows, and its tiles give each of ``ctas`` CTAs
+    TALL_MIN_WAVES."""
+    tiles = -(-n_out // cfg.group) * -(-n // cfg.rows_per_cta)
+    return (n >= cfg.rows_per_cta and tiles >= TALL_MIN_WAVES * ctas
+            and worklists.sharing(structure, trans, cfg.group) >= DSD_PAIR_MIN_SHARING)
+
+
+def short_pays(cfg: KernelConfig, n: int, n_out: int, sms: int) -> bool:
+    """The regular tiles of ``cfg`` leave SMs idle: ``n`` rows of X in tiles of
+    ``cfg.rows_per_cta`` over ``n_out`` output blocks make fewer than SHORT_FILL x ``sms``
+    CTAs (a narrow W at a few hundred rows), so the short tiles, two to four times as many
+    CTAs, spread the same work wider. Without output blocks there is nothing to spread."""
+    return n_out > 0 and -(-n // cfg.rows_per_cta) * n_out < SHORT_FILL * sms

@@ -1,0 +1,178 @@
+"""When each sdd kernel pays: the rules a plan (:mod:`.plans`) reads for the weight
+gradient, ``(A @ B)`` sampled on W's blocks.
+
+Each constant states a rule with the measurement behind its value; the functions apply
+them to a layout's cached statistics. Tools and tests force the decisions they feed
+through :func:`.decisions.override`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import worklists
+from .configs import KernelConfig, ctas_per_sm, dtype_name, sdd_tile_shape
+
+#: The float32 tiled sdd's break-even fill (stored blocks per block of its non-empty tiles).
+SDD_TILE_SIMT_FILL = {8: 0.25, 16: 0.75}
+#: The same for a reduction of at most SDD_TILE_SHORT_INNER rows (a small-N weight
+#: gradient): the tile's one pass over its operands costs about what a group's does, and
+#: its stores of whole tiles win from a quarter of the blocks on (bench/NOTES.md).
+SDD_TILE_SIMT_FILL_SHORT = {8: 0.25, 16: 0.25}
+SDD_TILE_SHORT_INNER = 32
+#: Shortest reduction at which the 16-bit tiled sdd (``sdd_tile_tc``) is weighed at all.
+#: Below it a CTA's tile is one slice of loads, MMAs and stores in a row, with one CTA an
+#: SM (its registers): fixed latency per tile that the per-row groups, many CTAs an SM,
+#: overlap. At 1-32 rows they ran 1.3-4x faster; at 128 rows the two were even at a
+#: quarter of the blocks, and the tile 1.7x faster at half (bench/NOTES.md).
+SDD_TILE_MIN_INNER = 128
+#: Longest reduction (rows of X and dY) for which the wgmma sdd takes its short tile
+#: (tiles.WGMMA_SDD_SHORT) on a grid sized to the device, each CTA walking groups with the
+#: next group's copies in flight while it stores a group. Below it a group is a few
+#: slices, and a CTA per group spends most of its life waiting for its copies and then
+#: for its stores.
+SDD_SHORT_INNER = 128
+#: A reduction this short is one slice of this depth in the short tile (no k padding, half
+#: the shared memory per stage, twice the CTAs per SM).
+SDD_ONE_SLICE_K = 32
+#: Columns and rows of W from which the wgmma sdd's longer reductions take the wide tile
+#: (tiles.WGMMA_SDD_WIDE: two blocks of a block row per CTA, each X slice feeding both).
+#: Measured on an H100 at b = 128: 1.12-1.26x faster at C = K = 8192 and 12288 (N = 256 to
+#: 8192, d = 0.05-0.5), 1.6x slower at C = K = 4096 (N = 4096 and 16384).
+SDD_WIDE_MIN_COLS = 8192
+#: The paired TMA sdd tile (tiles.WGMMA_SDD_PAIR) multiplies both block rows of a pair at
+#: every column either holds, present or not, in groups of four columns. Its time against
+#: the one-row tile's is predicted from the share of each tile's products that are stored
+#: blocks (group padding included), the share of its CTA-rounds that are busy, and each
+#: tile's efficiency where all its products are stored (SDD_PAIR_SPEED, SDD_ONE_ROW_SPEED:
+#: H100, N = C = K = 8192, fp16, banded d = 0.5 and random d = 0.5). It is taken where
+#: the prediction is SDD_PAIR_MIN_GAIN faster. Measured against the one-row tile, same
+#: sizes: banded 1.9-2.1x, Watts-Strogatz 1.0-1.8x, Barabasi-Albert and random 0.87-0.92x
+#: at d = 0.05 and 1.13-1.45x from d = 0.1 (rows paired by shared columns).
+SDD_PAIR_SPEED = 0.88
+SDD_ONE_ROW_SPEED = 0.435
+SDD_PAIR_MIN_GAIN = 1.1
+#: The TMA sdd's dense panels (tiles.WGMMA_SDD_PANEL: 128 / b block rows by ``group`` block
+#: columns per tile, reduced densely) are taken for a long reduction where W's blocks fill
+#: at least this share of the tiles that hold any, per block size. On an H100 (N = C = K =
+#: 8192, fp16) the panels ran at about SDD_PANEL_SPEED of cuBLAS per MMA, and the kernels
+#: they replace at 0.17-0.24 of dense (b = 32), 0.06-0.09 (b = 16) and 0.01-0.24 (b = 8):
+#: at b = 32 the panels tied at a fill of 0.25 and lost at 0.1; at b = 16 they won from
+#: 0.1 and lost at 0.05; at b = 8 they won at every fill measured (0.05 up) ...
+SDD_PANEL_MIN_FILL = {8: 0.04, 16: 0.08, 32: 0.25}
+#: ... and there are this many tiles per SM (fewer leave SMs idle for the whole reduction).
+SDD_PANEL_MIN_WAVES = 1
+#: The panels' speed per MMA against cuBLAS: their time, for the dense path's choice, is
+#: dense cuBLAS's times the share of W's block grid their tiles cover over this. On an
+#: H100 (N = C = K = 8192, fp16, 9c78958) 0.82-1.03 where the tiles cover all of W (random,
+#: Barabási-Albert and Watts-Strogatz layouts), 0.67-0.89 on banded ones.
+SDD_PANEL_SPEED = 0.92
+#: The paired tile's store of a group costs about this many 64-deep slices of its main loop
+#: (one CTA per SM: nothing else runs meanwhile), which the one-row tile's two CTAs per SM
+#: hide. Fitted to N = 256-1024 on the same H100 (banded d = 0.1: 1.26x at N = 256, 1.73x
+#: at 1024; random d = 0.25: 0.90x and 1.05x; Watts-Strogatz d = 0.25, N = 512: 1.22x).
+SDD_PAIR_STORE_SLICES = 2.4
+
+
+def sdd_short_pays(inner: int) -> bool:
+    """The wgmma sdd's reduction is short enough (SDD_SHORT_INNER) for the short tile on a
+    persistent grid."""
+    return inner <= SDD_SHORT_INNER
+
+
+def sdd_wide_pays(structure, b: int) -> bool:
+    """W has at least SDD_WIDE_MIN_COLS columns and rows, where the wgmma sdd's wide tile
+    beats one block per CTA, and the persistent TMA kernel (decision ``sdd_tma``, taken
+    first where configured) beats both."""
+    return min(structure.block_shape) * b >= SDD_WIDE_MIN_COLS
+
+
+def _busy_rounds(items: int, slots: int) -> float:
+    """The share of ceil(items / slots) rounds of ``slots`` CTAs that ``items`` fill."""
+    return items / (-(-items // slots) * slots) if items else 0.0
+
+
+def sdd_pair_gain(structure, pair: KernelConfig, one: KernelConfig, sms: int,
+                  inner: int) -> float:
+    """The paired tile ``pair``'s predicted speed over the one-row tile ``one`` (a CTA per
+    group, as many per SM as shared memory holds) for a reduction of ``inner`` rows."""
+    nnzb = structure.nnzb
+    pairs = worklists.pair_group_count(structure, pair.group)
+    ones = worklists.group_count(structure, one.group)
+    if not nnzb or not pairs or not ones:
+        return 0.0
+    paired = (SDD_PAIR_SPEED * nnzb / (2 * pair.group * pairs)
+              * _busy_rounds(pairs, sms * pair.persistent))
+    single = (SDD_ONE_ROW_SPEED * nnzb / (one.group * ones)
+              * _busy_rounds(ones, sms * ctas_per_sm(one.smem)))
+    slices = -(-inner // 64)  # the TMA kernel's slices are 64 deep
+    return paired / single * slices / (slices + SDD_PAIR_STORE_SLICES)
+
+
+def sdd_pair_pays(structure, pair: KernelConfig, one: KernelConfig, sms: int,
+                  inner: int) -> bool:
+    """The paired tile is predicted SDD_PAIR_MIN_GAIN faster than one block row per
+    group (:func:`sdd_pair_gain`)."""
+    return sdd_pair_gain(structure, pair, one, sms, inner) >= SDD_PAIR_MIN_GAIN
+
+
+def sdd_panel_pays(structure, cfg: KernelConfig, b: int, inner: int, sms: int) -> bool:
+    """The TMA sdd's dense panels ``cfg`` pay: a reduction too long for the short tile,
+    SDD_PANEL_MIN_FILL of the tiles' positions holding blocks, and SDD_PANEL_MIN_WAVES
+    tiles per SM."""
+    rows, group = cfg.block_rows, cfg.group
+    return (not sdd_short_pays(inner)
+            and worklists.panel_fill(structure, rows, group) >= SDD_PANEL_MIN_FILL.get(b, 1.0)
+            and worklists.sdd_work_host(structure, group, rows, True).shape[0]
+            >= SDD_PANEL_MIN_WAVES * sms)
+
+
+def sdd_stream_grid(structure, chunk: int, slots: int, warps: int = 8) -> tuple[int, int, int]:
+    """(block columns per chunk, chunks, CTAs per chunk) of the short-reduction sdd of
+    ``warps`` warps a CTA: as many CTAs per chunk as fill the device's ``slots`` once, at
+    most a warp per block row. Where W has too few block rows for that to fill half the
+    slots, the chunks are halved from the tile's ``chunk`` (down to 8 block columns) until
+    it does: narrower chunks cost every CTA a copy of X's slice per block row, so they are
+    cut only as far as needed."""
+    rows, cols = structure.block_shape
+    per_chunk = -(-rows // warps)
+
+    def chunks(c):
+        return max(1, -(-cols // c))
+
+    while chunk > 8 and 2 * per_chunk * chunks(chunk) < slots:
+        chunk //= 2
+    n = chunks(chunk)
+    return chunk, n, max(1, min(per_chunk, slots // n))
+
+
+def sdd_stream_pays(structure, tile) -> bool:
+    """The short-reduction sdd (``sdd_stream``) pays where W is at least as dense as its
+    ``tile`` needs (:data:`.tiles.SDD_STREAM`)."""
+    rows, cols = structure.block_shape
+    return structure.nnzb >= tile.least_density * rows * cols
+
+
+def sdd_tiled_pays(structure, dtype, b: int, group: int, inner: int) -> bool:
+    """The tiled sdd beats groups of ``group`` blocks of one block row, for a reduction of
+    ``inner`` rows. Tensor cores: from SDD_TILE_MIN_INNER rows, when it loads fewer operand
+    columns, (tr + ts) per non-empty tile against 1 + count per group. CUDA cores
+    (float32), bound by FMAs: when its tiles are full enough (SDD_TILE_SIMT_FILL, or
+    SDD_TILE_SIMT_FILL_SHORT up to SDD_TILE_SHORT_INNER rows), since the threads of absent
+    blocks idle."""
+    tr, ts = sdd_tile_shape(dtype, b)
+    simt = dtype_name(dtype) == "float32"
+    if not simt and inner < SDD_TILE_MIN_INNER:
+        return False
+    fill = (SDD_TILE_SIMT_FILL_SHORT if inner <= SDD_TILE_SHORT_INNER
+            else SDD_TILE_SIMT_FILL).get(b) if simt else None
+
+    def count():
+        ntiles = worklists.block_tiles(structure, tr, ts)[0].shape[0]
+        if simt:
+            return structure.nnzb >= fill * ntiles * tr * ts
+        counts = np.diff(structure.host_indptr.astype(np.int64))
+        grouped = int(((counts + group - 1) // group).sum() + counts.sum())
+        return ntiles * (tr + ts) < grouped
+
+    return structure.cached(("sdd_tiled_pays", simt, tr, ts, group, fill), count)
