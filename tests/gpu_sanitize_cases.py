@@ -15,7 +15,7 @@ import numpy as np
 
 import cubsparse as cs
 from cubsparse import _dtypes
-from cubsparse._cuda import configs, plans, tiles
+from cubsparse._cuda import configs, dsd_configs, plans, sdd_configs, tiles
 
 
 def _f64(a):
@@ -59,7 +59,7 @@ def _run() -> int:
                 cs.sampled_matmul(x8.T, cp.asfortranarray(dy8), like=W).toarray(), ref8)
             # the short-reduction sdd (b = 8, 16, 32 in 16 bits): 37 rows padded to 64, one CTA
             # a chunk (each warp several block rows), and 32 rows
-            if configs.sdd_stream_config(dtype, b, 37) is not None:
+            if sdd_configs.sdd_stream_config(dtype, b, 37) is not None:
                 with plans.override(sdd_stream=True, sdd_stream_grid=1):
                     results["sdd stream 37, one CTA a chunk"] = (
                         cs.sampled_matmul(x.T, dy, like=W).toarray(), (xh.T @ dyh) * mask)
@@ -74,13 +74,13 @@ def _run() -> int:
                     cs.sampled_matmul(x.T, dy, like=W).toarray(), (xh.T @ dyh) * mask)
             # the persistent TMA sdd (where it has a tile: b = 128, half types), one CTA
             # walking every group
-            if configs.sdd_wgmma_config(dtype, b, tma=True) is not None:
+            if sdd_configs.sdd_wgmma_config(dtype, b, tma=True) is not None:
                 with plans.override(sdd_tma=True, sdd_short=False, grid_limit=1):
                     results["sdd tma, one CTA"] = (
                         cs.sampled_matmul(x.T, dy, like=W).toarray(), (xh.T @ dyh) * mask)
             # the paired TMA sdd (b = 64, half types): two block rows per group, one CTA
             # walking every group and a CTA per group
-            if configs.sdd_wgmma_config(dtype, b, pair=True) is not None:
+            if sdd_configs.sdd_wgmma_config(dtype, b, pair=True) is not None:
                 for ctas in (1, None):
                     with plans.override(sdd_pair=True, sdd_short=False, grid_limit=ctas):
                         results[f"sdd pair, grid_limit={ctas}"] = (
@@ -136,7 +136,7 @@ def _run() -> int:
                     finally:
                         configs.set_tiles(wgmma_ws=saved, wgmma_tall=saved_tall)
                 # the clustered tall tile with split lists (a cluster's second CTA past X)
-                if configs.wgmma_config(dtype, b, cluster=True) is not None:
+                if dsd_configs.wgmma_config(dtype, b, cluster=True) is not None:
                     with plans.override(tall=True, cluster=True, dsd_pair=False, split=1,
                                         grid_limit=2):
                         results["x@W cluster split"] = (cs.matmul(xl, W), xlh @ Wd)
@@ -168,7 +168,7 @@ def _run() -> int:
                     finally:
                         configs.set_tiles(wgmma_panel_tma=tma)
                 # the TMA sdd's dense panels (b <= 32), two CTAs walking the tiles
-                if configs.sdd_wgmma_config(dtype, b, panel=True) is not None:
+                if sdd_configs.sdd_wgmma_config(dtype, b, panel=True) is not None:
                     with plans.override(sdd_panel=True, sdd_short=False, grid_limit=2):
                         results["sdd panel"] = (cs.sampled_matmul(x.T, dy, like=W).toarray(),
                                                 (xh.T @ dyh) * mask)

@@ -14,9 +14,11 @@ from cubsparse._cuda import (
     configs,
     dense_model,
     device,
+    dsd_configs,
     dsd_rules,
     plans,
     run_dsd,
+    sdd_configs,
     sdd_rules,
     tiles,
     worklists,
@@ -110,7 +112,7 @@ def test_small_n_plan_streams_w_with_x_in_shared_memory():
         p = plans.plan_dsd(s, "bfloat16", 8, n, trans, False, arch, SMS, 1 << 34)
         assert (p.path, p.kernel.kernel) == ("sparse", "dsd_stream")
         assert p.kernel.rows_per_cta == 16 * -(-n // 16)
-        t = configs.stream_tile(8, n)
+        t = dsd_configs.stream_tile(8, n)
         groups, chunks = 1024 // t.group, 1024 // t.chunk
         per_sm = 1 if arch == 80 else dsd_rules.STREAM_CTAS_PER_SM  # what the SM's memory holds
         run = dsd_rules.stream_run(groups, chunks, per_sm * SMS)
@@ -203,13 +205,13 @@ def test_stream_plan_fits_the_device_and_caps_its_runs():
     for arch, n, fits in ((86, 16, True), (86, 32, False), (89, 64, False), (80, 32, True)):
         got = plans.plan_dsd(s, "float16", 8, n, False, False, arch, SMS).kernel.kernel
         assert (got == "dsd_stream") == fits, (arch, n)
-    groups, chunks = 1024 // 32, 1024 // configs.stream_tile(8, 32).chunk
+    groups, chunks = 1024 // 32, 1024 // dsd_configs.stream_tile(8, 32).chunk
     assert plans.plan_dsd(s, "float16", 8, 32, False, False, 80, SMS).split == \
         dsd_rules.stream_run(groups, chunks, SMS)  # one CTA an SM on sm_80
     tall = structure(2048, 1024, 0.05)  # X @ W at 64 rows: 128 chunks of 16 block columns
     with plans.override(stream=True, stream_run=1000):
         p = plans.plan_dsd(tall, "float16", 8, 64, False, False, 90, SMS)
-    assert (p.split, p.grid[1]) == (configs.stream_tile(8, 64).max_run, 2)
+    assert (p.split, p.grid[1]) == (dsd_configs.stream_tile(8, 64).max_run, 2)
 
 
 def test_dsd_plan_takes_dense_panels_where_members_fill_them():
@@ -219,7 +221,7 @@ def test_dsd_plan_takes_dense_panels_where_members_fill_them():
     128 rows the panels' tiles are too few for the device."""
     band = cs.BlockSparseMatrix.from_layout(cs.layouts.banded(256, 32), 16,
                                             backend="cpu")._structure
-    panel = configs.wgmma_config("float16", 16, panel=True)
+    panel = dsd_configs.wgmma_config("float16", 16, panel=True)
     assert panel.group == 16
     assert panel.kernel == "dsd_wgmma_tma"
     for trans in (False, True):
@@ -258,13 +260,13 @@ def test_panel_config_falls_back_to_the_union_kernel(monkeypatch):
     monkeypatch.setitem(tiles.WGMMA_DSD_PANEL_TMA, 32, None)
     configs.set_tiles()
     try:
-        union = configs.wgmma_config("bfloat16", 32, panel=True)
+        union = dsd_configs.wgmma_config("bfloat16", 32, panel=True)
         assert union.kernel == "dsd_wgmma_union"
         assert ",true," in union.name
     finally:
         monkeypatch.undo()
         configs.set_tiles()
-    assert configs.wgmma_config("bfloat16", 32, panel=True).kernel == "dsd_wgmma_tma"
+    assert dsd_configs.wgmma_config("bfloat16", 32, panel=True).kernel == "dsd_wgmma_tma"
 
 
 def test_tma_panel_tiles_are_checked():
@@ -274,7 +276,7 @@ def test_tma_panel_tiles_are_checked():
     configs.set_tiles(wgmma_panel_tma={32: kept._replace(m_tiles=2)})
     try:
         with pytest.raises(ValueError, match="m_tiles = 1"):
-            configs.wgmma_config("float16", 32, panel=True)
+            dsd_configs.wgmma_config("float16", 32, panel=True)
     finally:
         configs.set_tiles(wgmma_panel_tma={32: kept})
 
@@ -341,7 +343,7 @@ def test_sdd_plan_takes_dense_panels_where_blocks_fill_them(b):
     (a random W at d = 0.02), nor off Hopper; the decision can be forced."""
     band = cs.BlockSparseMatrix.from_layout(cs.layouts.banded(8192 // b, 8192 // b // 16), b,
                                             backend="cpu")._structure
-    panel = configs.sdd_wgmma_config("float16", b, panel=True)
+    panel = sdd_configs.sdd_wgmma_config("float16", b, panel=True)
     assert (panel.block_rows, panel.group) == (128 // b, 256 // b)
     assert worklists.panel_fill(band, panel.block_rows, panel.group) > 0.5
     p = plans.plan_sdd(band, "float16", b, 8192, True, False, False, 90, SMS, None)
@@ -385,7 +387,7 @@ def test_sdd_panels_give_way_to_other_forced_sdd_decisions():
     by the panels' rule; a forced ``sdd_panel`` still takes them."""
     band = cs.BlockSparseMatrix.from_layout(cs.layouts.banded(256, 16), 32,
                                             backend="cpu")._structure
-    panel = configs.sdd_wgmma_config("float16", 32, panel=True)
+    panel = sdd_configs.sdd_wgmma_config("float16", 32, panel=True)
     assert plans.plan_sdd(band, "float16", 32, 8192, True, False, False, 90, SMS,
                           None).kernel == panel
     for forced in ({"sdd_short": True}, {"sdd_tma": True}, {"sdd_tiled": True}):
@@ -431,7 +433,7 @@ def test_panel_configs_are_checked(monkeypatch):
     configs.set_tiles()
     try:
         with pytest.raises(ValueError, match="rows > 0"):
-            configs.wgmma_config("float16", 32, pair=True)
+            dsd_configs.wgmma_config("float16", 32, pair=True)
     finally:
         monkeypatch.undo()
         configs.set_tiles()
@@ -490,8 +492,8 @@ def test_sdd_plan_takes_the_wide_tile_for_a_wide_w():
     """b = 128, a reduction too long for the short tile, the TMA kernel turned off: two
     blocks per CTA where W has at least SDD_WIDE_MIN_COLS columns and rows, one below; the
     decision can be forced."""
-    wide = configs.sdd_wgmma_config("float16", 128, wide=True)
-    regular = configs.sdd_wgmma_config("float16", 128)
+    wide = sdd_configs.sdd_wgmma_config("float16", 128, wide=True)
+    regular = sdd_configs.sdd_wgmma_config("float16", 128)
     assert wide.group == 2
     assert regular.group == 1
     big = structure(sdd_rules.SDD_WIDE_MIN_COLS // 128, sdd_rules.SDD_WIDE_MIN_COLS // 128, 0.1)
@@ -502,10 +504,10 @@ def test_sdd_plan_takes_the_wide_tile_for_a_wide_w():
     # short reductions keep the short tile; b = 64 has no wide tile
     assert plans.plan_sdd(big, "float16", 128, 32, True, False, False, 90, SMS).grid > 0
     assert plans.plan_sdd(big, "float16", 64, 4096, True, False, False, 90, SMS).kernel == \
-        configs.sdd_wgmma_config("float16", 64)
+        sdd_configs.sdd_wgmma_config("float16", 64)
     with plans.override(sdd_wide=False):
         assert plans.plan_sdd(big, "bfloat16", 128, 4096, True, False, False, 90,
-                              SMS).kernel == configs.sdd_wgmma_config("bfloat16", 128)
+                              SMS).kernel == sdd_configs.sdd_wgmma_config("bfloat16", 128)
     with plans.override(sdd_wide=True):
         assert plans.plan_sdd(small, "float16", 128, 4096, True, False, False, 90,
                               SMS).kernel == wide
@@ -523,7 +525,7 @@ def test_sdd_plan_takes_the_tma_kernel_for_long_reductions_on_a_wide_w():
     [m][k] and sm_80 keep the cp.async kernels (b = 64 has no TMA tile); the decision can
     be forced."""
     b = 128
-    tma = configs.sdd_wgmma_config("float16", b, tma=True)
+    tma = sdd_configs.sdd_wgmma_config("float16", b, tma=True)
     assert tma.tma
     assert tma.kernel == "sdd_wgmma_tma"
     big = structure(sdd_rules.SDD_WIDE_MIN_COLS // b, sdd_rules.SDD_WIDE_MIN_COLS // b, 0.1)
@@ -543,9 +545,9 @@ def test_sdd_plan_takes_the_tma_kernel_for_long_reductions_on_a_wide_w():
                                   SMS).kernel.tma
     with plans.override(sdd_tma=True, grid_limit=3):
         p = plans.plan_sdd(small, "bfloat16", b, 4096, True, False, False, 90, SMS)
-        assert p.kernel == configs.sdd_wgmma_config("bfloat16", b, tma=True)
+        assert p.kernel == sdd_configs.sdd_wgmma_config("bfloat16", b, tma=True)
         assert p.grid == 3
-    assert configs.sdd_wgmma_config("float16", 64, tma=True) is None
+    assert sdd_configs.sdd_wgmma_config("float16", 64, tma=True) is None
 
 
 @pytest.mark.parametrize("b", [16, 32, 64, 128])
@@ -558,9 +560,10 @@ def test_sdd_plan_runs_short_reductions_persistent(b):
         short = plans.plan_sdd(s, "float16", b, 32, True, False, False, 90, SMS, None)
         mid = plans.plan_sdd(s, "float16", b, 100, True, False, False, 90, SMS, None)
     # one slice as deep as the reduction; longer ones in the tile's own slices
-    assert short.kernel == configs.sdd_wgmma_config("float16", b, True, sdd_rules.SDD_ONE_SLICE_K)
+    assert short.kernel == sdd_configs.sdd_wgmma_config("float16", b, True,
+                                                        sdd_rules.SDD_ONE_SLICE_K)
     assert f",{sdd_rules.SDD_ONE_SLICE_K}>" in short.kernel.name
-    assert mid.kernel == configs.sdd_wgmma_config("float16", b, True)
+    assert mid.kernel == sdd_configs.sdd_wgmma_config("float16", b, True)
     groups = worklists.group_count(s, short.kernel.group)
     assert short.grid == min(groups, SMS * short.kernel.persistent) > 0
     assert f"grid ({short.grid},)" in str(short)
@@ -721,7 +724,7 @@ def _check_stream(w, lay_shape, n, dtype, backend, rng, **forced):
             # the device at once, up to STREAM_SHARE_MAX_ROWS rows unless forced
             dev = device.current()
             fits = plan.grid[0] * plan.grid[1] <= device.sm_count(dev) * min(
-                dsd_rules.STREAM_CTAS_PER_SM, configs.stream_ctas(b, n, device.arch(dev)))
+                dsd_rules.STREAM_CTAS_PER_SM, dsd_configs.stream_ctas(b, n, device.arch(dev)))
             share = forced.get("stream_share", n <= dsd_rules.STREAM_SHARE_MAX_ROWS)
             assert plan.shared_sum == bool(plan.slots and fits and share), str(plan)
             shared.append(plan.shared_sum)
@@ -870,7 +873,7 @@ def test_short_reduction_sdd_full_chunks_match_scipy(backend, b, n):
     _stream_capable()
     rng = np.random.default_rng(7 * b + n)
     dev = device.current()
-    cfg = configs.sdd_stream_config("float16", b, n, device.arch(dev))  # as the plan's
+    cfg = sdd_configs.sdd_stream_config("float16", b, n, device.arch(dev))  # as the plan's
     cols = cfg.group * 3 // 2  # a chunk and a half
     # block rows enough that two chunks' CTAs, a warp per block row, fill the CTA slots
     slots = configs.smem_ctas(cfg, device.arch(dev)) * device.sm_count(dev)
@@ -907,7 +910,7 @@ def test_short_reduction_sdd_plan():
     for b in (8, 16):
         for inner, kp in ((1, 16), (16, 16), (17, 32), (64, 64), (100, 128), (128, 128)):
             p = plans.plan_sdd(s, "float16", b, inner, True, False, False, 90, SMS, 1 << 34)
-            assert p.kernel == configs.sdd_stream_config("float16", b, inner)
+            assert p.kernel == sdd_configs.sdd_stream_config("float16", b, inner)
             assert f"sdd_stream<F16,{b},{kp}," in p.kernel.name
             assert (p.path, p.ratio) == ("sparse", None)
             rows, cols = s.block_shape
@@ -952,7 +955,7 @@ def test_short_reduction_sdd_plan():
     # b = 32 from its tile's least density on, which depends on the reduction's rows and
     # lies between the densities measured (a W whose blocks round down below d = 0.1 too)
     for inner in (16, 32, 64, 128):
-        least = configs.sdd_stream_tile(32, inner).least_density
+        least = sdd_configs.sdd_stream_tile(32, inner).least_density
         assert 0.05 < least < 0.1 if inner <= 16 else 0.1 < least < 0.25
         for rows, d in ((256, 0.05), (256, 0.1), (128, 0.1), (256, 0.25), (256, 0.5)):
             got = plans.plan_sdd(structure(rows, rows, d), "float16", 32, inner, True, False,
@@ -961,9 +964,9 @@ def test_short_reduction_sdd_plan():
     # with less shared memory than sm_90 the chunks narrow until a CTA fits
     for arch in (80, 86):
         for inner in (16, 32, 64, 128):
-            cfg = configs.sdd_stream_config("float16", 32, inner, arch)
+            cfg = sdd_configs.sdd_stream_config("float16", 32, inner, arch)
             assert configs.smem_ctas(cfg, arch) >= 1, (arch, inner)
-            assert cfg.group <= configs.sdd_stream_tile(32, inner).chunk
+            assert cfg.group <= sdd_configs.sdd_stream_tile(32, inner).chunk
             p = plans.plan_sdd(s, "float16", 32, inner, True, False, False, arch, SMS)
             assert p.kernel == cfg, (arch, inner, str(p))
     assert plans.plan_sdd(s, "float16", 64, 32, True, False, False, 90, SMS).kernel.kernel \

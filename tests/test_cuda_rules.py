@@ -11,7 +11,16 @@ import numpy as np
 import pytest
 
 import cubsparse as cs
-from cubsparse._cuda import configs, dsd_rules, plans, sdd_rules, tiles, worklists
+from cubsparse._cuda import (
+    configs,
+    dsd_configs,
+    dsd_rules,
+    plans,
+    sdd_configs,
+    sdd_rules,
+    tiles,
+    worklists,
+)
 
 SMS = 132  # an H100/H200
 
@@ -53,7 +62,7 @@ def test_split_follows_the_average_work_of_a_cta_slot():
 
 @pytest.mark.parametrize("b", [8, 16])
 def test_float32_tiled_sdd_follows_the_fill_of_its_tiles(b):
-    tr, ts = configs.sdd_tile_shape(np.float32, b)
+    tr, ts = sdd_configs.sdd_tile_shape(np.float32, b)
     fill = sdd_rules.SDD_TILE_SIMT_FILL[b]
     lay = np.zeros((4 * tr, 4 * ts), dtype=bool)
     lay[:tr, :ts] = True  # one full tile
@@ -74,7 +83,7 @@ def test_float32_tiled_sdd_follows_the_fill_of_its_tiles(b):
 
 
 def test_half_type_tiled_sdd_follows_the_loads():
-    tr, ts = configs.sdd_tile_shape(np.float16, 8)
+    tr, ts = sdd_configs.sdd_tile_shape(np.float16, 8)
     lay = np.zeros((tr, ts), dtype=bool)
     lay[0, 0] = True  # one block: one tile loads tr + ts columns, a group 1 + 1
     s = cs.BlockSparseMatrix.from_layout(lay, 8, dtype="float32", backend="cpu")._structure
@@ -92,7 +101,7 @@ def test_half_type_tiled_sdd_follows_the_loads():
 def test_float32_tiled_sdd_of_a_short_reduction_needs_a_quarter_of_its_tiles(b):
     """Up to SDD_TILE_SHORT_INNER rows the float32 tile is taken from its short fill on."""
     assert sdd_rules.SDD_TILE_SIMT_FILL_SHORT[b] < sdd_rules.SDD_TILE_SIMT_FILL[b]
-    tr, ts = configs.sdd_tile_shape(np.float32, b)
+    tr, ts = sdd_configs.sdd_tile_shape(np.float32, b)
     k = int(np.ceil(sdd_rules.SDD_TILE_SIMT_FILL_SHORT[b] * tr * ts))
     lay = np.zeros((4 * tr, 4 * ts), dtype=bool)
     for count, pays in ((k - 1, False), (k, True)):
@@ -109,7 +118,7 @@ def test_float32_tiled_sdd_of_a_short_reduction_needs_a_quarter_of_its_tiles(b):
 
 @pytest.mark.parametrize("b", [32, 64, 128])
 def test_tall_tiles_need_two_per_cta(monkeypatch, b):
-    cfg = configs.wgmma_config("float16", b, tall=True)
+    cfg = dsd_configs.wgmma_config("float16", b, tall=True)
     rows = cfg.rows_per_cta
     assert rows >= 256
     assert cfg.tma
@@ -125,12 +134,12 @@ def test_tall_tiles_need_two_per_cta(monkeypatch, b):
     assert dsd_rules.tall_pays(cfg, n, n_out, ctas)
     assert not dsd_rules.tall_pays(cfg, n - rows, n_out, ctas)
     # without a tall tile for b, tall=True gives the plain persistent tile
-    plain = configs.wgmma_config("float16", b)
+    plain = dsd_configs.wgmma_config("float16", b)
     assert plain.rows_per_cta < rows
     monkeypatch.setitem(tiles.WGMMA_DSD_TALL, b, None)
     configs.set_tiles()  # clears the config caches
     try:
-        assert configs.wgmma_config("float16", b, tall=True) == plain
+        assert dsd_configs.wgmma_config("float16", b, tall=True) == plain
     finally:
         monkeypatch.undo()
         configs.set_tiles()
@@ -141,7 +150,7 @@ def test_clusters_need_paired_row_tiles_and_deep_lists(b):
     """The tall tile runs in clusters of two where its row tiles pair up and the mean list
     is CLUSTER_MIN_DEPTH deep; the plan of X @ W then names the clustered kernel and an
     even grid."""
-    cfg = configs.wgmma_config("float16", b, kn=True, union=False, cluster=True)
+    cfg = dsd_configs.wgmma_config("float16", b, kn=True, union=False, cluster=True)
     assert cfg.cluster == 2
     assert cfg.name.startswith("dsd_wgmma_tma_mc<")
     rows, kb = cfg.rows_per_cta, 8192 // b
@@ -174,7 +183,7 @@ def test_clusters_need_paired_row_tiles_and_deep_lists(b):
 def test_two_block_tiles_where_neighbouring_blocks_share_their_lists():
     """The b = 64 dsd takes its two-block tile where two neighbouring output blocks' lists
     share enough entries (banded, small-world), not on a random layout, and never split."""
-    cfg = configs.wgmma_config("float16", 64, kn=True, union=False, pair=True)
+    cfg = dsd_configs.wgmma_config("float16", 64, kn=True, union=False, pair=True)
     assert cfg.group == 2
     assert cfg.name.endswith(",256,2>")
     kb = 128
@@ -203,7 +212,7 @@ def test_two_block_tiles_where_neighbouring_blocks_share_their_lists():
 
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 def test_short_tiles_where_the_regular_ones_leave_sms_idle(dtype):
-    cfg = configs.dsd_config(dtype, 64, False)
+    cfg = dsd_configs.dsd_config(dtype, 64, False)
     rows = cfg.rows_per_cta
     assert rows > plans.SMALL_ROWS
     # 16 output blocks: a few hundred rows leave most SMs idle; thousands fill them
@@ -216,7 +225,8 @@ def test_short_tiles_where_the_regular_ones_leave_sms_idle(dtype):
     assert not dsd_rules.short_pays(cfg, 128, 0, SMS)  # no output blocks: nothing to spread
     s = cs.BlockSparseMatrix.from_layout(np.eye(16, dtype=bool), 64, backend="cpu")._structure
     p = plans.plan_dsd(s, dtype, 64, 300, False, False, 80, SMS)
-    assert p.kernel.rows_per_cta == configs.dsd_config(dtype, 64, False, small=True).rows_per_cta
+    small = dsd_configs.dsd_config(dtype, 64, False, small=True)
+    assert p.kernel.rows_per_cta == small.rows_per_cta
     assert p.grid == (16, -(-300 // p.kernel.rows_per_cta))
     with plans.override(short=False):
         q = plans.plan_dsd(s, dtype, 64, 300, False, False, 80, SMS)
@@ -278,8 +288,8 @@ def test_paired_sdd_follows_its_predicted_gain():
                                             backend="cpu")._structure
     rand = cs.BlockSparseMatrix.from_layout(np.eye(128, dtype=bool)[::-1], 8,
                                             backend="cpu")._structure
-    pair = configs.sdd_wgmma_config("float16", 64, pair=True)
-    one = configs.sdd_wgmma_config("float16", 64)
+    pair = sdd_configs.sdd_wgmma_config("float16", 64, pair=True)
+    one = sdd_configs.sdd_wgmma_config("float16", 64)
     assert 1.5 < sdd_rules.sdd_pair_gain(band, pair, one, SMS, 8192) <= (
         sdd_rules.SDD_PAIR_SPEED / sdd_rules.SDD_ONE_ROW_SPEED)
     assert sdd_rules.sdd_pair_gain(rand, pair, one, SMS, 8192) < sdd_rules.SDD_PAIR_MIN_GAIN
@@ -298,7 +308,7 @@ def test_paired_sdd_follows_its_predicted_gain():
     assert plans.plan_sdd(rand, "float16", 64, 4096, True, False, False, 90, SMS).kernel != pair
     with plans.override(sdd_pair=True):
         assert plans.plan_sdd(rand, "bfloat16", 64, 4096, True, False, False, 90,
-                              SMS).kernel == configs.sdd_wgmma_config("bfloat16", 64, pair=True)
+                              SMS).kernel == sdd_configs.sdd_wgmma_config("bfloat16", 64, pair=True)
         # only b = 64 has a paired tile; short reductions and sm_80 keep their kernels
         assert plans.plan_sdd(band, "float16", 128, 4096, True, False, False, 90,
                               SMS).kernel.block_rows == 1

@@ -13,7 +13,16 @@ import pytest
 from conftest import BACKENDS, poison, to_backend, to_numpy
 
 import cubsparse as cs
-from cubsparse._cuda import configs, device, dsd_rules, plans, tiles, worklists
+from cubsparse._cuda import (
+    configs,
+    device,
+    dsd_configs,
+    dsd_rules,
+    plans,
+    sdd_configs,
+    tiles,
+    worklists,
+)
 
 pytestmark = pytest.mark.parametrize(
     "backend", [p for p in BACKENDS if p.values == ("cuda",)], indirect=True
@@ -244,7 +253,7 @@ def test_tma_sdd_panel_tiles_match_scipy(backend, force, sdd_panel_tile, dtype, 
     b = sdd_panel_tile
     if ctas:
         force(grid_limit=ctas)
-    panel = configs.sdd_wgmma_config(dtype, b, panel=True)
+    panel = sdd_configs.sdd_wgmma_config(dtype, b, panel=True)
     rows, cols = 2 * panel.block_rows + 3, 2 * panel.group + 3
     rng = np.random.default_rng(n * b + ctas)
     lay = rng.random((rows, cols)) < 0.3
@@ -581,7 +590,7 @@ def test_tall_tiles_taken_by_default(backend, monkeypatch, force, b, dtype, n):
     layout without blocks, whose tensor map points at a stand-in block (zeros over a
     poisoned output)."""
     force(grid_limit=2)
-    xcfg = configs.wgmma_config(dtype, b, tall=True)
+    xcfg = dsd_configs.wgmma_config(dtype, b, tall=True)
     assert dsd_rules.tall_pays(xcfg, n, 5, plans.persistent_ctas(xcfg, device.sm_count(0)))
     rng = np.random.default_rng(b + 17)
     # n = 1024: lists deep enough for clusters (b = 64, 128)
@@ -604,7 +613,7 @@ def test_tall_tiles_taken_by_default(backend, monkeypatch, force, b, dtype, n):
     ref = to_numpy(xr).astype(np.float64) @ to_numpy(w.toarray()).astype(np.float64)
     got = to_numpy(cs.matmul(xr, w).astype("float64"))
     assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 1e-2
-    ccfg = configs.wgmma_config(dtype, b, cluster=True)
+    ccfg = dsd_configs.wgmma_config(dtype, b, cluster=True)
     clustered = ccfg is not None and dsd_rules.cluster_pays(ccfg, w._structure, False, b, n, 5, 2)
     assert clustered == (n == 1024)
     kernel = cs.matmul_plan(x, w).kernel
@@ -688,7 +697,7 @@ def test_union_dsd_tiles_match_scipy(backend, monkeypatch, force, union_tile, dt
     if kind == "panel" and device.arch(0) == 90:  # elsewhere the rule's fallback runs
         w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, backend=backend)
         x = to_backend(np.zeros((n, lay.shape[0] * b), np.float32), backend).astype(w.dtype)
-        panel = configs.wgmma_config(dtype, b, panel=True)
+        panel = dsd_configs.wgmma_config(dtype, b, panel=True)
         assert cs.matmul_plan(x, w).kernel == panel
         dy = to_backend(np.zeros((n, lay.shape[1] * b), np.float32), backend).astype(w.dtype)
         assert cs.matmul_plan(dy, w.T).kernel == panel
@@ -731,7 +740,7 @@ def test_tma_panel_dsd_tiles_match_scipy(backend, monkeypatch, force, panel_tma_
     lay = union_layout(rng)
     w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, backend=backend)
     if device.arch(0) == 90:  # elsewhere the rule's fallback runs
-        panel = configs.wgmma_config(dtype, b, panel=True)
+        panel = dsd_configs.wgmma_config(dtype, b, panel=True)
         assert panel.kernel.startswith("dsd_wgmma_tma")
         assert panel.group > 1
         for rows_in, op in ((lay.shape[0], w), (lay.shape[1], w.T)):
@@ -879,7 +888,7 @@ def test_short_tiles_at_many_rows_match_scipy(backend, dtype, tf32, b, split):
         for a, op, ref, cols in ((x, w, to_numpy(x.astype("float64")) @ wd, 3 * b),
                                  (dy, w.T, to_numpy(dy.astype("float64")) @ wd.T, 5 * b)):
             plan = cs.matmul_plan(a, op, tf32=tf32)
-            short = configs.dsd_config(dtype, b, op is not w, tf32, small=True)
+            short = dsd_configs.dsd_config(dtype, b, op is not w, tf32, small=True)
             assert plan.kernel == short, str(plan)
             got = to_numpy(cs.matmul(a, op, out=poison((n, cols), w.dtype, backend),
                                      tf32=tf32).astype("float64"))

@@ -483,11 +483,11 @@ def test_dense_panels_multiply_absent_blocks_as_zeros(backend, b):
     """The panel kernel (Hopper, b <= 32) multiplies a group's absent blocks as zeros, so
     an infinite input reaches the other output blocks of its group: it runs only where the
     ``dense_panels`` option allows it, which the rule and forced decisions obey."""
-    from cubsparse._cuda import configs, device, plans
+    from cubsparse._cuda import device, dsd_configs, plans
 
     if backend != "cuda" or device.arch(0) != 90:
         pytest.skip("the panel kernel runs on Hopper only")
-    panel = configs.wgmma_config("float16", b, panel=True)
+    panel = dsd_configs.wgmma_config("float16", b, panel=True)
     lay = np.eye(4, dtype=bool)
     lay[1, 0] = True
     w = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", seed=3, backend=backend)

@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cubsparse._cuda import compile as _compile
 from cubsparse._cuda import configs as _configs
+from cubsparse._cuda import instances
 
 
 def _gencode(arch: str) -> list[str]:
@@ -115,7 +116,7 @@ def main(argv=None) -> int:
         return 2
     lib = None if nvcc else _load_nvrtc()
     print(f"compiler: {nvcc or 'NVRTC (nvidia-cuda-nvrtc wheel)'}")
-    configs = _configs.all_configs(dtypes=args.dtype)
+    configs = instances.all_configs(dtypes=args.dtype)
     failed, spilled, injected = [], [], []
     for arch in args.arch:
         for fam in _configs.FAMILIES:

@@ -22,7 +22,7 @@ import numpy as np
 from gpu_probe import bench, copy_rate, floats, graph_ms, ints
 
 import cubsparse as cs
-from cubsparse._cuda import configs, plans
+from cubsparse._cuda import configs, plans, sdd_configs
 
 VARIANTS = ("stream", "s_rows32", "before", "dense")
 
@@ -42,8 +42,8 @@ def _variants(ck: int, b: int, names, chunks, warps) -> list:
 def _case(x, dy, w, mask, variants) -> list:
     """(variant, µs, relative error, kernel) per variant."""
     ref = (x.T.astype(cp.float32) @ dy.astype(cp.float32)) * mask
-    key = configs.sdd_stream_key(w.blocksize, x.shape[0])
-    tile = configs.sdd_stream_tile(w.blocksize, x.shape[0])
+    key = sdd_configs.sdd_stream_key(w.blocksize, x.shape[0])
+    tile = sdd_configs.sdd_stream_tile(w.blocksize, x.shape[0])
     rows = []
     for name, forced, fields in variants:
         if fields is not None:

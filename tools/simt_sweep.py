@@ -22,7 +22,7 @@ import multiprocessing as mp
 import cupy as cp
 from gpu_probe import bench, checked_ms, setup
 
-from cubsparse._cuda import configs, plans, tiles
+from cubsparse._cuda import configs, dsd_configs, plans, sdd_configs, tiles
 from cubsparse._cuda.compile import get_kernel
 
 # (rows per CTA, rows per thread, columns per thread, k depth, stages); the current
@@ -71,13 +71,13 @@ def _compile(job):
         if trans is None:  # sdd, operands read in place (a = x.T, b = dy)
             if cfg[0] == "tile":
                 configs.set_tiles(sdd_tile_simt={b: cfg[1:]})
-                get_kernel(configs.sdd_tile_config(dtype, b))
+                get_kernel(sdd_configs.sdd_tile_config(dtype, b))
             else:
                 configs.set_tiles(sdd_simt={b: cfg})
-                get_kernel(configs.sdd_config(dtype, b))
+                get_kernel(sdd_configs.sdd_config(dtype, b))
             return None
         configs.set_tiles(simt={b: cfg})  # the kernel's name depends on the tile only
-        get_kernel(configs.dsd_config(dtype, b, trans))
+        get_kernel(dsd_configs.dsd_config(dtype, b, trans))
         return None
     except Exception as exc:
         return f"{b} {cfg}: {str(exc).splitlines()[0][:200]}"

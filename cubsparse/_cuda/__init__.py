@@ -4,7 +4,10 @@
 module                  job
 ======================  ==================================================================
 :mod:`.tiles`           tile configurations, as named records kept as data
-:mod:`.configs`         kernel instances made from tiles (name expressions, launch shape)
+:mod:`.configs`         what kernel instances share; the copy kernels; ``set_tiles``
+:mod:`.dsd_configs`     the dsd kernels' instances made from tiles (name, launch shape)
+:mod:`.sdd_configs`     the sdd kernels' instances
+:mod:`.instances`       every instance the backend can launch (warm-up, CI)
 :mod:`.compile`         compiling the ``kernels/*.cu`` sources, cached per device
 :mod:`.device`          device queries, TMA tensor maps, persistent kernels' tile counters
 :mod:`.worklists`       work lists and index tables, once per layout
@@ -26,7 +29,7 @@ No op synchronizes with the host; launches go to CuPy's current stream.
 
 from __future__ import annotations
 
-from .configs import all_configs
+from .instances import all_configs
 from .run_dsd import dsd, dsd_eager, dsd_plan
 from .run_sdd import sdd, sdd_eager, sdd_plan
 
@@ -36,7 +39,7 @@ def warmup(dtypes=None, blocksizes=None, ops=None, verbose: bool = False) -> lis
     :func:`cubsparse.warmup`); Hopper-only kernels only on Hopper."""
     from . import device
     from .compile import get_kernel
-    from .configs import GROUPS
+    from .instances import GROUPS
 
     aliases = {"matmul": ("dsd", "dsd_sm90", "dense"),
                "sampled_matmul": ("sdd", "sdd_sm90", "dense")}

@@ -19,25 +19,29 @@ from . import dense_model, dsd_rules, sdd_rules, worklists
 from .configs import (
     TC_TAGS,
     KernelConfig,
-    dsd_config,
     dtype_name,
     fill_config,
     gather_config,
-    group_config,
     scatter_config,
-    sdd_config,
-    sdd_stream_config,
-    sdd_stream_tile,
-    sdd_tile_config,
-    sdd_wgmma_config,
     smem_ctas,
+)
+from .decisions import DECISIONS, decide, decide_ahead, forced, override
+from .dsd_configs import (
+    dsd_config,
+    group_config,
     stream_config,
     stream_ctas,
     stream_key,
     stream_tile,
     wgmma_config,
 )
-from .decisions import DECISIONS, decide, decide_ahead, forced, override
+from .sdd_configs import (
+    sdd_config,
+    sdd_stream_config,
+    sdd_stream_tile,
+    sdd_tile_config,
+    sdd_wgmma_config,
+)
 from .tiles import SMALL_ROWS, WGMMA_DSD_KN, WGMMA_DSD_KN_ROWS, WGMMA_DSD_TALL
 
 #: The plan-override API (:mod:`.decisions`), kept here beside the plans it forces.

@@ -8,7 +8,8 @@ import dataclasses
 
 from . import device, worklists
 from .compile import get_kernel
-from .configs import stream_finish_config, stream_tile
+from .configs import stream_finish_config
+from .dsd_configs import stream_tile
 from .launch import Launch, LaunchError
 from .run import _set_output, _SplitScratch, _stride_grid
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 from .. import _options
 from . import blas, device, run, worklists
 from .compile import get_kernel
-from .configs import sdd_tile_shape
 from .launch import Launch
 from .outputs import Outputs
 from .plans import plan_sdd
@@ -23,6 +22,7 @@ from .run import (
     _stream,
     _stride_grid,
 )
+from .sdd_configs import sdd_tile_shape
 
 
 def _rows(arr, it) -> bool:

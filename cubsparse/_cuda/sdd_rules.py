@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import worklists
-from .configs import KernelConfig, ctas_per_sm, dtype_name, sdd_tile_shape
+from .configs import KernelConfig, ctas_per_sm, dtype_name
+from .sdd_configs import sdd_tile_shape
 
 #: The float32 tiled sdd's break-even fill (stored blocks per block of its non-empty tiles).
 SDD_TILE_SIMT_FILL = {8: 0.25, 16: 0.75}

@@ -255,7 +255,7 @@ WGMMA_SDD_PANEL = {8: SddWgmmaTile(32, 2, 1, 3, False), 16: SddWgmmaTile(16, 2, 
 #: but at b = 16, C = K = 4096, d = 0.1 (0.93-0.95x, 6-13 µs). b = 32 gained from d = 0.1 up to 16
 #: rows and from 0.25 beyond, against the wgmma tile, and lost at 0.05 and 0.1 there: its least
 #: densities lie between (bench/NOTES.md). Devices with less shared memory than sm_90 get narrower
-#: chunks (configs.sdd_stream_config).
+#: chunks (sdd_configs.sdd_stream_config).
 SDD_STREAM = {(8, 16): SddStreamTile(128), (8, 32): SddStreamTile(128),
               (8, 64): SddStreamTile(64, warps=16), (8, 128): SddStreamTile(64, warps=32),
               (16, 16): SddStreamTile(64), (16, 32): SddStreamTile(64, warps=16),
