@@ -20,6 +20,7 @@ from cubsparse._cuda import (
     run_dsd,
     sdd_configs,
     sdd_rules,
+    sdd_worklists,
     tiles,
     worklists,
 )
@@ -286,8 +287,8 @@ def test_sdd_groups_cover_every_block_once():
     block row, in order, covering every stored block once; group_count is its length."""
     s = structure(37, 29, 0.2)
     for group in (1, 2, 4, 16):
-        t = worklists.sdd_groups_host(s, group)
-        assert worklists.group_count(s, group) == t.shape[0]
+        t = sdd_worklists.sdd_groups_host(s, group)
+        assert sdd_worklists.group_count(s, group) == t.shape[0]
         assert (t[:, 2] >= 1).all()
         assert (t[:, 2] <= group).all()
         starts = np.concatenate([[0], np.cumsum(t[:, 2])[:-1]])
@@ -345,10 +346,10 @@ def test_sdd_plan_takes_dense_panels_where_blocks_fill_them(b):
                                             backend="cpu")._structure
     panel = sdd_configs.sdd_wgmma_config("float16", b, panel=True)
     assert (panel.block_rows, panel.group) == (128 // b, 256 // b)
-    assert worklists.panel_fill(band, panel.block_rows, panel.group) > 0.5
+    assert sdd_worklists.panel_fill(band, panel.block_rows, panel.group) > 0.5
     p = plans.plan_sdd(band, "float16", b, 8192, True, False, False, 90, SMS, None)
     assert p.kernel == panel
-    tiles = worklists.sdd_panel_tiles_host(band, panel.block_rows, panel.group).shape[0]
+    tiles = sdd_worklists.sdd_panel_tiles_host(band, panel.block_rows, panel.group).shape[0]
     assert p.grid == min(tiles, SMS)
     assert f"dense panels of {128 // b} x {256 // b} blocks per tile" in str(p)
     # the dense path's model: the share of the block grid the tiles cover, at the panels' speed
@@ -360,7 +361,7 @@ def test_sdd_plan_takes_dense_panels_where_blocks_fill_them(b):
     assert plans.plan_sdd(band, "float16", b, 8192, True, False, False, 80, SMS,
                           None).kernel != panel
     sparse = structure(8192 // b, 8192 // b, 0.02)
-    assert worklists.panel_fill(sparse, panel.block_rows, panel.group) < \
+    assert sdd_worklists.panel_fill(sparse, panel.block_rows, panel.group) < \
         sdd_rules.SDD_PANEL_MIN_FILL[b]
     assert plans.plan_sdd(sparse, "float16", b, 8192, True, False, False, 90, SMS,
                           None).kernel != panel
@@ -446,7 +447,7 @@ def test_sdd_panel_tiles_hold_each_block_once():
     its first block row and column and every stored block at its position (row-major), -1
     elsewhere; each block once."""
     s = structure(37, 29, 0.2)
-    table = worklists.sdd_panel_tiles_host(s, 4, 8)
+    table = sdd_worklists.sdd_panel_tiles_host(s, 4, 8)
     lay = s.layout()
     ids = np.full(lay.shape, -1)
     ids[s.rows, s.host_indices] = np.arange(s.nnzb)
@@ -462,7 +463,7 @@ def test_sdd_panel_tiles_hold_each_block_once():
         assert (pos >= 0).any()
         seen += list(pos[pos >= 0])
     assert sorted(seen) == list(range(s.nnzb))
-    assert worklists.panel_fill(s, 4, 8) == pytest.approx(s.nnzb / (table.shape[0] * 32))
+    assert sdd_worklists.panel_fill(s, 4, 8) == pytest.approx(s.nnzb / (table.shape[0] * 32))
 
 
 @pytest.mark.parametrize("pad", [2, 4])
@@ -532,7 +533,7 @@ def test_sdd_plan_takes_the_tma_kernel_for_long_reductions_on_a_wide_w():
     small = structure(sdd_rules.SDD_WIDE_MIN_COLS // b // 2, sdd_rules.SDD_WIDE_MIN_COLS // b, 0.1)
     p = plans.plan_sdd(big, "float16", b, 4096, True, False, False, 90, SMS)
     assert p.kernel == tma
-    assert p.grid == min(SMS * tma.persistent, worklists.group_count(big, tma.group))
+    assert p.grid == min(SMS * tma.persistent, sdd_worklists.group_count(big, tma.group))
     assert "sdd_wgmma_tma<" in str(p)
     assert "persistent" in str(p)
     for args in [(small, "float16", b, 4096, True, False, False, 90, SMS),
@@ -564,7 +565,7 @@ def test_sdd_plan_runs_short_reductions_persistent(b):
                                                         sdd_rules.SDD_ONE_SLICE_K)
     assert f",{sdd_rules.SDD_ONE_SLICE_K}>" in short.kernel.name
     assert mid.kernel == sdd_configs.sdd_wgmma_config("float16", b, True)
-    groups = worklists.group_count(s, short.kernel.group)
+    groups = sdd_worklists.group_count(s, short.kernel.group)
     assert short.grid == min(groups, SMS * short.kernel.persistent) > 0
     assert f"grid ({short.grid},)" in str(short)
     assert "persistent" in str(short)

@@ -18,6 +18,7 @@ from cubsparse._cuda import (
     plans,
     sdd_configs,
     sdd_rules,
+    sdd_worklists,
     tiles,
     worklists,
 )
@@ -261,8 +262,8 @@ def test_paired_sdd_groups_cover_the_union_of_two_block_rows():
     s = cs.BlockSparseMatrix.from_layout(lay, 8, backend="cpu")._structure
     # rows 0 and 3 share three columns; rows 1 and 4 share none (paired in row order);
     # the empty row 2 has nothing to compute
-    assert worklists.sdd_row_pairs(s).tolist() == [[0, 3], [1, 4]]
-    t = worklists.sdd_pair_groups_host(s, 2)
+    assert sdd_worklists.sdd_row_pairs(s).tolist() == [[0, 3], [1, 4]]
+    t = sdd_worklists.sdd_pair_groups_host(s, 2)
     assert t.tolist() == [[0, 3, 2, 0, 1, 0, -1, 5, 6],
                           [0, 3, 2, 2, 3, 1, -1, 7, 8],
                           [0, 3, 1, 4, -1, 2, -1, 9, -1],
@@ -270,12 +271,12 @@ def test_paired_sdd_groups_cover_the_union_of_two_block_rows():
                           [1, 4, 2, 2, 4, 4, -1, -1, 11]]
     blocks = t[:, 5:9].ravel()
     assert sorted(blocks[blocks >= 0].tolist()) == list(range(s.nnzb))
-    assert worklists.pair_group_count(s, 2) == 5
+    assert sdd_worklists.pair_group_count(s, 2) == 5
     # an odd number of rows holding blocks: one left alone
-    assert worklists.sdd_row_pairs(_structure(lay[:4])).tolist() == [[0, 3], [1, -1]]
+    assert sdd_worklists.sdd_row_pairs(_structure(lay[:4])).tolist() == [[0, 3], [1, -1]]
     # banded: neighbours pair up
     band = cs.BlockSparseMatrix.from_layout(cs.layouts.banded(6, 3), 8, backend="cpu")
-    pairs = worklists.sdd_row_pairs(band._structure)
+    pairs = sdd_worklists.sdd_row_pairs(band._structure)
     assert (np.abs(pairs[:, 0] - pairs[:, 1]) == 1).all(), pairs
 
 
@@ -303,7 +304,7 @@ def test_paired_sdd_follows_its_predicted_gain():
     assert pair.name == "sdd_wgmma_tma<F16,64,4,2,1,3,2>"
     p = plans.plan_sdd(band, "float16", 64, 4096, True, False, False, 90, SMS)
     assert p.kernel == pair
-    assert p.grid == min(worklists.pair_group_count(band, pair.group), SMS)
+    assert p.grid == min(sdd_worklists.pair_group_count(band, pair.group), SMS)
     assert "pair of block rows" in str(p)
     assert plans.plan_sdd(rand, "float16", 64, 4096, True, False, False, 90, SMS).kernel != pair
     with plans.override(sdd_pair=True):

@@ -20,8 +20,8 @@ from cubsparse._cuda import (
     dsd_rules,
     plans,
     sdd_configs,
+    sdd_worklists,
     tiles,
-    worklists,
 )
 
 pytestmark = pytest.mark.parametrize(
@@ -301,8 +301,8 @@ def test_paired_tma_sdd_tiles_match_scipy(backend, force, sdd_pair_tile, dtype, 
     lay[4], lay[5] = np.arange(9) % 2 == 0, np.arange(9) % 2 == 1  # disjoint columns
     lay[0] = lay[1] = True  # full rows: the pair sharing most
     s = cs.BlockSparseMatrix.from_layout(lay, b, backend="cpu")._structure
-    assert [0, 1] in worklists.sdd_row_pairs(s).tolist()
-    assert (worklists.sdd_pair_groups_host(s, tiles.WGMMA_SDD_PAIR[b].group)[:, 1] < 0).any()
+    assert [0, 1] in sdd_worklists.sdd_row_pairs(s).tolist()
+    assert (sdd_worklists.sdd_pair_groups_host(s, tiles.WGMMA_SDD_PAIR[b].group)[:, 1] < 0).any()
     check_sampled_matmul(backend, lay, b, dtype, n, rng)
     w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=3, backend=backend)
     x = to_backend(rng.standard_normal((n, 8 * b)).astype(np.float32), backend).astype(w.dtype)

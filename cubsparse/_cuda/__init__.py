@@ -10,7 +10,8 @@ module                  job
 :mod:`.instances`       every instance the backend can launch (warm-up, CI)
 :mod:`.compile`         compiling the ``kernels/*.cu`` sources, cached per device
 :mod:`.device`          device queries, TMA tensor maps, persistent kernels' tile counters
-:mod:`.worklists`       work lists and index tables, once per layout
+:mod:`.worklists`       the dsd's work lists and index tables, once per layout
+:mod:`.sdd_worklists`   the sdd's work lists
 :mod:`.plans`           kernel choice as a pure function returning a named plan
 :mod:`.dsd_rules`       when each dsd kernel pays (the rules a plan reads)
 :mod:`.sdd_rules`       when each sdd kernel pays

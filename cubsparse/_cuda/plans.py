@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from . import dense_model, dsd_rules, sdd_rules, worklists
+from . import dense_model, dsd_rules, sdd_rules, sdd_worklists, worklists
 from .configs import (
     TC_TAGS,
     KernelConfig,
@@ -345,7 +345,7 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
                     cfg = alt
                     break
     # a persistent grid: every CTA walks groups (or panel tiles)
-    count = worklists.sdd_work_host(structure, cfg.group, cfg.block_rows, cfg.panel).shape[0]
+    count = sdd_worklists.sdd_work_host(structure, cfg.group, cfg.block_rows, cfg.panel).shape[0]
     grid = min(count, persistent_ctas(cfg, sms)) if cfg.persistent else 0
     rows, cols = structure.block_shape
     panel_ratio = (count * cfg.block_rows * cfg.group / (rows * cols) / sdd_rules.SDD_PANEL_SPEED

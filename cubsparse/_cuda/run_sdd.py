@@ -6,7 +6,7 @@ weight gradient; the general call, the eager path of a repeated one, and the den
 from __future__ import annotations
 
 from .. import _options
-from . import blas, device, run, worklists
+from . import blas, device, run, sdd_worklists, worklists
 from .compile import get_kernel
 from .launch import Launch
 from .outputs import Outputs
@@ -184,19 +184,19 @@ class _SddRunner:
                                 nvec])
         elif cfg.kernel == "sdd_stream":  # p.chunks x p.grid CTAs
             nbr, nbc = s.block_shape
-            starts = worklists.sdd_stream_starts(s, dev, p.chunk)
+            starts = sdd_worklists.sdd_stream_starts(s, dev, p.chunk)
             self.main = Launch(get_kernel(cfg), (p.chunks, p.grid), (cfg.threads,), cfg.smem,
                                "plpliiippiipff", [None, None, None, None, inner, nbr, nbc,
                                                   s.indices, starts, p.chunks, p.chunk, None,
                                                   None, None])
         elif p.tiled:
-            tiles, bmap = worklists.sdd_tiles(s, dev, *sdd_tile_shape(p.dtype, b))
+            tiles, bmap = sdd_worklists.sdd_tiles(s, dev, *sdd_tile_shape(p.dtype, b))
             nbr, nbc = s.block_shape
             self.main = Launch(get_kernel(cfg), (tiles.shape[0],), (cfg.threads,), cfg.smem,
                                "plpliiipppff", [None, None, None, None, inner, nbr, nbc, tiles,
                                                 bmap, None, None, None])
         elif cfg.tma:  # persistent: p.grid CTAs, each a run of groups; maps set per call
-            groups = worklists.sdd_work(s, dev, cfg.group, cfg.block_rows, cfg.panel)
+            groups = sdd_worklists.sdd_work(s, dev, cfg.group, cfg.block_rows, cfg.panel)
             self.dcols = s.block_shape[1] * b
             self.xcols = s.block_shape[0] * b
             self.main = Launch(get_kernel(cfg), (p.grid,), (cfg.threads,), cfg.smem,
@@ -205,7 +205,7 @@ class _SddRunner:
                                                None])
             self._maps = (None, None)  # the (address, row stride) of X and dY last mapped
         else:
-            groups = worklists.sdd_work(s, dev, cfg.group)
+            groups = sdd_worklists.sdd_work(s, dev, cfg.group)
             if cfg.kernel == "sdd_wgmma":  # a grid of p.grid CTAs, each a run of groups
                 self.main = Launch(get_kernel(cfg), (p.grid or groups.shape[0],),
                                    (cfg.threads,), cfg.smem, "plplipipp" + f + f,

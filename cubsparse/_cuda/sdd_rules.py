@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import worklists
+from . import sdd_worklists
 from .configs import KernelConfig, ctas_per_sm, dtype_name
 from .sdd_configs import sdd_tile_shape
 
@@ -98,8 +98,8 @@ def sdd_pair_gain(structure, pair: KernelConfig, one: KernelConfig, sms: int,
     """The paired tile ``pair``'s predicted speed over the one-row tile ``one`` (a CTA per
     group, as many per SM as shared memory holds) for a reduction of ``inner`` rows."""
     nnzb = structure.nnzb
-    pairs = worklists.pair_group_count(structure, pair.group)
-    ones = worklists.group_count(structure, one.group)
+    pairs = sdd_worklists.pair_group_count(structure, pair.group)
+    ones = sdd_worklists.group_count(structure, one.group)
     if not nnzb or not pairs or not ones:
         return 0.0
     paired = (SDD_PAIR_SPEED * nnzb / (2 * pair.group * pairs)
@@ -123,8 +123,8 @@ def sdd_panel_pays(structure, cfg: KernelConfig, b: int, inner: int, sms: int) -
     tiles per SM."""
     rows, group = cfg.block_rows, cfg.group
     return (not sdd_short_pays(inner)
-            and worklists.panel_fill(structure, rows, group) >= SDD_PANEL_MIN_FILL.get(b, 1.0)
-            and worklists.sdd_work_host(structure, group, rows, True).shape[0]
+            and sdd_worklists.panel_fill(structure, rows, group) >= SDD_PANEL_MIN_FILL.get(b, 1.0)
+            and sdd_worklists.sdd_work_host(structure, group, rows, True).shape[0]
             >= SDD_PANEL_MIN_WAVES * sms)
 
 
@@ -169,7 +169,7 @@ def sdd_tiled_pays(structure, dtype, b: int, group: int, inner: int) -> bool:
             else SDD_TILE_SIMT_FILL).get(b) if simt else None
 
     def count():
-        ntiles = worklists.block_tiles(structure, tr, ts)[0].shape[0]
+        ntiles = sdd_worklists.block_tiles(structure, tr, ts)[0].shape[0]
         if simt:
             return structure.nnzb >= fill * ntiles * tr * ts
         counts = np.diff(structure.host_indptr.astype(np.int64))
