@@ -242,8 +242,8 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
     rows, cols = structure.block_shape
     panel_ratio = (worklists.panel_cover(structure, trans, cfg.group, pad)
                    / dsd_rules.panel_speed(b, structure.nnzb / (rows * cols)) if panel else None)
-    dense, ratio = dense_model.choice("matmul_t" if trans else "matmul", structure, name, b, n,
-                                 tf32, dense_bytes_limit, panel_ratio)
+    dense, ratio = dense_model.choice("matmul_t" if trans else "matmul", structure, name, b,
+                                      n, tf32, dense_bytes_limit, panel_ratio)
     if dense:
         fill = decide("fill", dsd_rules.fill_pays, structure, b, dense_model.itemsize(name))
         return DsdPlan(product, n, name, b, "dense",
@@ -306,10 +306,10 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
             else None)
     per_sm = smem_ctas(scfg, arch) if scfg is not None else 0
     if per_sm and structure.nnzb and decide_ahead(
-            "sdd_stream", (*_SDD_LATER, "sdd_panel", "dense"), sdd_rules.sdd_stream_pays, structure,
-            sdd_stream_tile(b, inner)):
-        chunk, chunks, per_chunk = sdd_rules.sdd_stream_grid(structure, scfg.group, per_sm * sms,
-                                                   scfg.threads // 32)
+            "sdd_stream", (*_SDD_LATER, "sdd_panel", "dense"), sdd_rules.sdd_stream_pays,
+            structure, sdd_stream_tile(b, inner)):
+        chunk, chunks, per_chunk = sdd_rules.sdd_stream_grid(
+            structure, scfg.group, per_sm * sms, scfg.threads // 32)
         per_chunk = int(forced("sdd_stream_grid") or per_chunk)
         return SddPlan(name, b, "sparse", scfg, False, a_km, b_nk, False, None, per_chunk,
                        chunks, chunk)
@@ -318,14 +318,14 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
     if tf32:  # TF32 reads A[m][k] and B[n][k]
         cfg, a_km, b_nk = sdd_config(name, b, tf32=True), False, True
     elif pcfg is not None and decide_ahead("sdd_panel", _SDD_LATER, sdd_rules.sdd_panel_pays,
-                                            structure, pcfg, b, inner, sms):
+                                           structure, pcfg, b, inner, sms):
         cfg = pcfg  # the dense panels, first where they pay
     else:
         wcfg = sdd_wgmma_config(name, b) if hopper else None
         tcfg = sdd_tile_config(name, b) if a_km and not b_nk and wcfg is None else None
         if tcfg is not None:
             tiled = decide("sdd_tiled", sdd_rules.sdd_tiled_pays, structure, name, b,
-                            sdd_config(name, b, a_km, b_nk).group, inner)
+                           sdd_config(name, b, a_km, b_nk).group, inner)
         cfg = tcfg if tiled else (wcfg or sdd_config(name, b, a_km, b_nk))
     if cfg is wcfg and decide("sdd_short", sdd_rules.sdd_short_pays, inner):
         one_slice = sdd_rules.SDD_ONE_SLICE_K
@@ -350,8 +350,8 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
     rows, cols = structure.block_shape
     panel_ratio = (count * cfg.block_rows * cfg.group / (rows * cols) / sdd_rules.SDD_PANEL_SPEED
                    if cfg.panel else None)
-    dense, ratio = dense_model.choice("sampled", structure, name, b, inner, tf32, dense_bytes_limit,
-                                 panel_ratio)
+    dense, ratio = dense_model.choice("sampled", structure, name, b, inner, tf32,
+                                      dense_bytes_limit, panel_ratio)
     if dense:
         return SddPlan(name, b, "dense", gather_config(name, b), False, a_km, b_nk, tf32, ratio)
     return SddPlan(name, b, "sparse", cfg, tiled, a_km, b_nk, tf32, ratio, grid)
