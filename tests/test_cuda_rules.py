@@ -320,3 +320,27 @@ def test_paired_sdd_follows_its_predicted_gain():
     with plans.override(sdd_pair=False):
         assert plans.plan_sdd(band, "float16", 64, 4096, True, False, False, 90,
                               SMS).kernel != pair
+
+
+def test_set_tiles_clears_every_builder():
+    """Every memoized instance builder of the dsd and sdd kernels is registered with
+    configs.set_tiles, which empties their caches and bumps the plans' generation; a tile
+    changed through it reaches the next build."""
+    builders = {f.__name__ for f in configs._BUILDERS}
+    assert {"dsd_config", "group_config", "stream_config", "wgmma_config", "sdd_config",
+            "sdd_tile_config", "sdd_stream_config", "sdd_wgmma_config"} <= builders
+    key = (8, 128)
+    kept = tiles.SDD_STREAM[key]
+    before = sdd_configs.sdd_stream_config("float16", 8, 100)
+    dsd_configs.dsd_config("float16", 64, False)
+    generation = configs.GENERATION[0]
+    configs.set_tiles(sdd_stream={key: kept._replace(chunk=kept.chunk // 2)})
+    try:
+        assert all(f.cache_info().currsize == 0 for f in configs._BUILDERS)
+        assert configs.GENERATION[0] == generation + 1
+        after = sdd_configs.sdd_stream_config("float16", 8, 100)
+        assert after.group == before.group // 2
+        assert after.smem < before.smem
+    finally:
+        configs.set_tiles(sdd_stream={key: kept})
+    assert sdd_configs.sdd_stream_config("float16", 8, 100) == before
