@@ -23,11 +23,11 @@
 //
 // At B = 8 from KP = 64 (PAIRS), where the zero half's MMAs would double the tensor work
 // of a block (shorter reductions gain nothing by pairing), a warp computes transposed
-// blocks two at a time instead: dW_p.T = dY[:, c*B ..].T @ X[:, r*B ..], the slice as the B fragment (n8: the block's
-// rows), the row's next two blocks' columns of the chunk stacked as the A fragment's m16
-// (one ldmatrix.trans x4 per k16 step), and each lane storing its four values one by one
-// into their transposed places. Every block is reduced whole by one warp in a fixed order,
-// so the result is deterministic.
+// blocks two at a time instead: dW_p.T = dY[:, c*B ..].T @ X[:, r*B ..], the slice as the
+// B fragment (n8: the block's rows), the row's next two blocks' columns of the chunk
+// stacked as the A fragment's m16 (one ldmatrix.trans x4 per k16 step), and each lane
+// storing its four values one by one into their transposed places. Every block is reduced
+// whole by one warp in a fixed order, so the result is deterministic.
 #include "common.cuh"
 
 // alpha * v + beta * the old value, into one 16-bit output
@@ -80,15 +80,7 @@ __global__ void __launch_bounds__(WARPS * 32)
     __syncwarp();
     unsigned a[PAIRS ? 1 : KS][MT][4];  // X's slice as A fragments
     unsigned xb[PAIRS ? KS : 1][2];     // as B fragments, per k16 step: k 0-7, k 8-15
-    if constexpr (PAIRS) {
-#pragma unroll
-      for (int kk = 0; kk < KS / 2; ++kk) {  // four 8-deep pieces: two k16 steps
-        unsigned t[4];
-        ldsm_x4_t(t, xs + (kk * 32 + lane) * B);
-        xb[2 * kk][0] = t[0], xb[2 * kk][1] = t[1], xb[2 * kk + 1][0] = t[2];
-        xb[2 * kk + 1][1] = t[3];
-      }
-    } else if constexpr (B >= 16) {
+    if constexpr (B >= 16) {
       // per m16 tile, matrix lane / 8: (k 0-7, m 0-7), (k 0-7, m 8-15), (k 8-15, m 0-7),
       // (k 8-15, m 8-15), transposed: a0 .. a3 of m16n8k16
 #pragma unroll
@@ -102,13 +94,21 @@ __global__ void __launch_bounds__(WARPS * 32)
       ldsm_x2_t(t, xs + (lane & 15) * B);  // k 0-7, k 8-15 (lanes 16-31: ignored)
       a[0][0][0] = t[0], a[0][0][2] = t[1], a[0][0][1] = a[0][0][3] = 0u;
     } else {
+      // four 8-deep pieces a load, two k16 steps: B fragments (PAIRS), else the A
+      // fragments' rows 0-7 (rows 8-15 zeros)
 #pragma unroll
-      for (int kk = 0; kk < KS / 2; ++kk) {  // four 8-deep pieces: two k16 steps
+      for (int kk = 0; kk < KS / 2; ++kk) {
         unsigned t[4];
         ldsm_x4_t(t, xs + (kk * 32 + lane) * B);
-        a[2 * kk][0][0] = t[0], a[2 * kk][0][2] = t[1], a[2 * kk + 1][0][0] = t[2];
-        a[2 * kk + 1][0][2] = t[3];
-        a[2 * kk][0][1] = a[2 * kk][0][3] = a[2 * kk + 1][0][1] = a[2 * kk + 1][0][3] = 0u;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          if constexpr (PAIRS) {
+            xb[2 * kk + h][0] = t[2 * h], xb[2 * kk + h][1] = t[2 * h + 1];
+          } else {
+            unsigned* const q = a[2 * kk + h][0];
+            q[0] = t[2 * h], q[2] = t[2 * h + 1], q[1] = q[3] = 0u;
+          }
+        }
       }
     }
     __syncwarp();  // every lane has its fragments: the buffer takes the next slice
@@ -138,51 +138,51 @@ __global__ void __launch_bounds__(WARPS * 32)
           store_one(Tag(), blk + B * B + B, acc[3], alpha, beta);
         }
       }
-      continue;
-    }
-    for (int p = lo; p < hi; ++p) {
-      const u16* const col = ds + indices[p] * B - c0;  // the block's columns of the chunk
-      float acc[MT][NT][4] = {};
-      if constexpr (B >= 16) {
+    } else {
+      for (int p = lo; p < hi; ++p) {
+        const u16* const col = ds + indices[p] * B - c0;  // the block's columns of the chunk
+        float acc[MT][NT][4] = {};
+        if constexpr (B >= 16) {
 #pragma unroll
-        for (int ks = 0; ks < KS; ++ks)
+          for (int ks = 0; ks < KS; ++ks)
 #pragma unroll
-          for (int np = 0; np < NT / 2; ++np) {  // n 16 np..: (k 0-7, n 0-7), (k 8-15, n
-            unsigned bq[4];                      // 0-7), then n 8-15
-            ldsm_x4_t(bq, col + (ks * 16 + (lane & 15)) * LDD + np * 16 + (lane >> 4) * 8);
-            const unsigned b0[2] = {bq[0], bq[1]}, b1[2] = {bq[2], bq[3]};
+            for (int np = 0; np < NT / 2; ++np) {  // n 16 np..: (k 0-7, n 0-7), (k 8-15, n
+              unsigned bq[4];                      // 0-7), then n 8-15
+              ldsm_x4_t(bq, col + (ks * 16 + (lane & 15)) * LDD + np * 16 + (lane >> 4) * 8);
+              const unsigned b0[2] = {bq[0], bq[1]}, b1[2] = {bq[2], bq[3]};
 #pragma unroll
-            for (int mt = 0; mt < MT; ++mt) {
-              mma16816(Tag(), acc[mt][2 * np], a[ks][mt], b0);
-              mma16816(Tag(), acc[mt][2 * np + 1], a[ks][mt], b1);
+              for (int mt = 0; mt < MT; ++mt) {
+                mma16816(Tag(), acc[mt][2 * np], a[ks][mt], b0);
+                mma16816(Tag(), acc[mt][2 * np + 1], a[ks][mt], b1);
+              }
             }
+        } else if constexpr (KP == 16) {
+          unsigned bq[2];
+          ldsm_x2_t(bq, col + (lane & 15) * LDD);
+          mma16816(Tag(), acc[0][0], a[0][0], bq);
+        } else {
+#pragma unroll
+          for (int kk = 0; kk < KS / 2; ++kk) {
+            unsigned bq[4];
+            ldsm_x4_t(bq, col + (kk * 32 + lane) * LDD);
+            const unsigned b0[2] = {bq[0], bq[1]}, b1[2] = {bq[2], bq[3]};
+            mma16816(Tag(), acc[0][0], a[2 * kk][0], b0);
+            mma16816(Tag(), acc[0][0], a[2 * kk + 1][0], b1);
           }
-      } else if constexpr (KP == 16) {
-        unsigned bq[2];
-        ldsm_x2_t(bq, col + (lane & 15) * LDD);
-        mma16816(Tag(), acc[0][0], a[0][0], bq);
-      } else {
-#pragma unroll
-        for (int kk = 0; kk < KS / 2; ++kk) {
-          unsigned bq[4];
-          ldsm_x4_t(bq, col + (kk * 32 + lane) * LDD);
-          const unsigned b0[2] = {bq[0], bq[1]}, b1[2] = {bq[2], bq[3]};
-          mma16816(Tag(), acc[0][0], a[2 * kk][0], b0);
-          mma16816(Tag(), acc[0][0], a[2 * kk + 1][0], b1);
         }
+        // lane: rows lane / 4 (and 8 below, from B = 16) of each m16 tile, columns
+        // 2 (lane % 4) + {0, 1} of each n8 tile
+        u16* const blk = out + (i64)p * (B * B) + (lane >> 2) * B + (lane & 3) * 2;
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+            u16* const dst = blk + mt * 16 * B + nt * 8;
+            store_pair(Tag(), dst, acc[mt][nt][0], acc[mt][nt][1], alpha, beta);
+            if constexpr (B >= 16)
+              store_pair(Tag(), dst + 8 * B, acc[mt][nt][2], acc[mt][nt][3], alpha, beta);
+          }
       }
-      // lane: rows lane / 4 (and 8 below, from B = 16) of each m16 tile, columns
-      // 2 (lane % 4) + {0, 1} of each n8 tile
-      u16* const blk = out + (i64)p * (B * B) + (lane >> 2) * B + (lane & 3) * 2;
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-          u16* const dst = blk + mt * 16 * B + nt * 8;
-          store_pair(Tag(), dst, acc[mt][nt][0], acc[mt][nt][1], alpha, beta);
-          if constexpr (B >= 16)
-            store_pair(Tag(), dst + 8 * B, acc[mt][nt][2], acc[mt][nt][3], alpha, beta);
-        }
     }
   }
 }
