@@ -151,7 +151,7 @@ def gather_config(dtype, b: int) -> KernelConfig:
                         256, 0, 0, 1)
 
 
-@memoized
+@functools.cache
 def stream_finish_config(dtype) -> KernelConfig:
     """Adds ``dsd_stream``'s partial products in order, with alpha and beta."""
     return KernelConfig("dsd_stream", f"stream_finish<{TC_TAGS[dtype_name(dtype)]}>", 256, 0,

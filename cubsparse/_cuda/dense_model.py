@@ -19,7 +19,6 @@ import math
 
 import numpy as np
 
-from .configs import TC_TAGS
 from .decisions import forced
 
 _HALF = ("float16", "bfloat16")
@@ -73,19 +72,19 @@ def overhead(dtype: str, m: int, k: int, n: int, nnz: int) -> float:
     an eager call does."""
     m_data = model()
     dev = m_data["device"]
-    itemsize = 2 if dtype in _HALF else 4 if dtype == "float32" else 8
+    size = itemsize(dtype)
     flops = 2.0 * n * m * k / (dev["half_tflops" if dtype in _HALF else "float32_tflops"] * 1e12)
-    moved = (n * m + m * k + n * k) * itemsize / (dev["tbps"] * 1e12)
+    moved = (n * m + m * k + n * k) * size / (dev["tbps"] * 1e12)
     product = max(flops, moved)
     if not product:
         return math.inf
     fixed = m_data.get("dense_path_fixed_us", 0.0) * 1e-6
-    return (2.0 * nnz * itemsize / (dev["tbps"] * 1e12) + fixed) / product
+    return (2.0 * nnz * size / (dev["tbps"] * 1e12) + fixed) / product
 
 
 def itemsize(name: str) -> int:
     """Bytes of an element of dtype ``name`` as the kernels store it."""
-    return 2 if name in TC_TAGS else np.dtype(name).itemsize
+    return 2 if name in _HALF else np.dtype(name).itemsize
 
 
 def choice(op: str, structure, name: str, b: int, n: int, tf32: bool,

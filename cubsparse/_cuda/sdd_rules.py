@@ -128,7 +128,7 @@ def sdd_panel_pays(structure, cfg: KernelConfig, b: int, inner: int, sms: int) -
             >= SDD_PANEL_MIN_WAVES * sms)
 
 
-def sdd_stream_grid(structure, chunk: int, slots: int, warps: int = 8) -> tuple[int, int, int]:
+def sdd_stream_grid(structure, chunk: int, slots: int, warps: int) -> tuple[int, int, int]:
     """(block columns per chunk, chunks, CTAs per chunk) of the short-reduction sdd of
     ``warps`` warps a CTA: as many CTAs per chunk as fill the device's ``slots`` once, at
     most a warp per block row. Where W has too few block rows for that to fill half the
