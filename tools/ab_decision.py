@@ -18,7 +18,7 @@ import argparse
 import itertools
 
 import cupy as cp
-from gpu_probe import OPS, PLANS, bench, graph_ms, verify
+from gpu_probe import OPS, PLANS, bench, csv_list, graph_ms, verify
 
 import cubsparse as cs
 from bench.cases import Case
@@ -33,10 +33,6 @@ def _value(text: str):
     return None if low == "none" else int(text)
 
 
-def _list(kind):
-    return lambda text: [kind(v) for v in text.split(",")]
-
-
 def copy_gbps() -> float:
     """Device-to-device copy bandwidth, read + write bytes per second / 1e9: the better of
     the copy engine and CuPy's copy kernel over 1 GiB, as the bench measures its ceiling."""
@@ -49,15 +45,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--decision", required=True, choices=plans.DECISIONS)
-    parser.add_argument("--values", type=_list(_value), default=[True, False])
-    parser.add_argument("--fixed", type=_list(str), default=[],
+    parser.add_argument("--values", type=csv_list(_value), default=[True, False])
+    parser.add_argument("--fixed", type=csv_list(str), default=[],
                         help="other decisions held, e.g. tall=false,split=0")
-    parser.add_argument("--ops", type=_list(str), default=["fwd", "bwd", "sdd"])
-    parser.add_argument("--n", type=_list(int), default=[32, 128])
-    parser.add_argument("--ck", type=_list(int), default=[4096])
-    parser.add_argument("--b", type=_list(int), default=[32, 64])
-    parser.add_argument("--d", type=_list(float), default=[0.1])
-    parser.add_argument("--dtype", type=_list(str), default=["float16"])
+    parser.add_argument("--ops", type=csv_list(str), default=["fwd", "bwd", "sdd"])
+    parser.add_argument("--n", type=csv_list(int), default=[32, 128])
+    parser.add_argument("--ck", type=csv_list(int), default=[4096])
+    parser.add_argument("--b", type=csv_list(int), default=[32, 64])
+    parser.add_argument("--d", type=csv_list(float), default=[0.1])
+    parser.add_argument("--dtype", type=csv_list(str), default=["float16"])
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     fixed = {k: _value(v) for k, v in (f.split("=") for f in args.fixed)}

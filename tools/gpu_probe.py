@@ -81,13 +81,13 @@ def check(dtype, b, n, cb, kb, density, layout_kind, rng):
     return ok, res
 
 
-def ints(text):
-    """``"1,32"`` -> ``[1, 32]``: a comma-separated command-line list."""
-    return [int(v) for v in text.split(",")]
+def csv_list(kind):
+    """A parser of comma-separated command-line lists: ``csv_list(int)("1,32")`` is
+    ``[1, 32]``."""
+    return lambda text: [kind(v) for v in text.split(",")]
 
 
-def floats(text):
-    return [float(v) for v in text.split(",")]
+ints, floats = csv_list(int), csv_list(float)
 
 
 def copy_rate() -> float:

@@ -25,15 +25,11 @@ import itertools
 
 import cupy as cp
 import numpy as np
-from gpu_probe import OPS, PLANS, bench, verify
+from gpu_probe import OPS, PLANS, bench, csv_list, verify
 
 import cubsparse as cs
 from bench.cases import Case, make_layout
 from cubsparse._cuda import configs, plans, tiles
-
-
-def _list(kind):
-    return lambda text: [kind(v) for v in text.split(",")]
 
 
 def _variant(name: str, b: int):
@@ -63,14 +59,14 @@ def _variant(name: str, b: int):
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--layouts", type=_list(str), default=["random", "ws", "banded"])
-    parser.add_argument("--ops", type=_list(str), default=["fwd", "bwd"])
+    parser.add_argument("--layouts", type=csv_list(str), default=["random", "ws", "banded"])
+    parser.add_argument("--ops", type=csv_list(str), default=["fwd", "bwd"])
     parser.add_argument("--n", type=int, default=8192)
     parser.add_argument("--ck", type=int, default=8192)
-    parser.add_argument("--b", type=_list(int), default=[8, 16, 32])
-    parser.add_argument("--d", type=_list(float), default=[0.05, 0.1, 0.25, 0.5])
+    parser.add_argument("--b", type=csv_list(int), default=[8, 16, 32])
+    parser.add_argument("--d", type=csv_list(float), default=[0.05, 0.1, 0.25, 0.5])
     parser.add_argument("--dtype", default="float16")
-    parser.add_argument("--variants", type=_list(str), default=["nopanel", "rule"])
+    parser.add_argument("--variants", type=csv_list(str), default=["nopanel", "rule"])
     parser.add_argument("--reps", type=int, default=10)
     args = parser.parse_args()
     saved = {"wgmma_panel": dict(tiles.WGMMA_DSD_PANEL),

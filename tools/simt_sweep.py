@@ -20,7 +20,7 @@ import argparse
 import multiprocessing as mp
 
 import cupy as cp
-from gpu_probe import bench, checked_ms, setup
+from gpu_probe import bench, checked_ms, csv_list, setup
 
 from cubsparse._cuda import configs, dsd_configs, plans, sdd_configs, tiles
 from cubsparse._cuda.compile import get_kernel
@@ -83,18 +83,14 @@ def _compile(job):
         return f"{b} {cfg}: {str(exc).splitlines()[0][:200]}"
 
 
-def _list(kind):
-    return lambda v: [kind(x) for x in v.split(",")]
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--n", type=_list(int), default=[32, 128, 4096],
+    parser.add_argument("--n", type=csv_list(int), default=[32, 128, 4096],
                         help="rows of X, comma-separated (default: 32,128,4096)")
-    parser.add_argument("--density", type=_list(float), default=[0.1, 0.5],
+    parser.add_argument("--density", type=csv_list(float), default=[0.1, 0.5],
                         help="comma-separated (default: 0.1,0.5)")
-    parser.add_argument("--ops", type=_list(str), default=["fwd", "bwd"],
+    parser.add_argument("--ops", type=csv_list(str), default=["fwd", "bwd"],
                         help="comma-separated ops of fwd, bwd, sdd (default: fwd,bwd)")
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("blocks", type=int, nargs="*", default=[8, 16, 32, 64, 128],
