@@ -125,6 +125,10 @@ def _run() -> int:
                         forms["rows-n"] = (1, b // 64, 3, 1, 1, True, 256)
                         # clusters of two CTAs multicasting W's blocks
                         forms["cluster"] = (1, b // 64, 3, 1, 1, True, 256, 2)
+                        # the epilogue stored by TMA in rounds of 64 rows (the staging
+                        # buffer reused four times a tile), alone and in clusters
+                        forms["tma store"] = (1, b // 64, 3, 1, 1, True, 256, 1, 1, 64)
+                        forms["cluster tma store"] = (1, b // 64, 3, 1, 1, True, 256, 2, 1, 64)
                     else:  # b = 32's tall tile: 512 rows, X in two TMA boxes
                         forms["tall"] = (4, 2, 3, 1, 0, True)
                     try:

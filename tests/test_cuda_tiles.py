@@ -474,6 +474,15 @@ WS_TILES = [
     (64, (1, 1, 3, 1, 1, True, 128, 2)),
     (128, (1, 2, 4, 1, 1, True, 256, 2)),
     (128, (1, 2, 3, 1, 0, True, 128, 2)),
+    # the epilogue's TMA store, in rounds of 64 to 256 rows (n = 65: one partial round, the
+    # rest past X; n = 300: a tile's rounds past X), alone and in clusters; beta != 0 and
+    # split lists take the register stores
+    (64, (1, 1, 2, 2, 0, True, 256, 1, 1, 64)),
+    (64, (1, 1, 3, 1, 1, True, 128, 1, 1, 128)),
+    (128, (1, 2, 4, 1, 1, True, 256, 1, 1, 64)),
+    (128, (1, 2, 3, 1, 1, True, 256, 1, 1, 256)),
+    (64, (1, 1, 2, 2, 0, True, 256, 2, 1, 128)),
+    (128, (1, 2, 4, 1, 1, True, 256, 2, 1, 64)),
 ]
 
 
@@ -506,6 +515,50 @@ def test_persistent_dsd_tiles_match_scipy(backend, monkeypatch, force, ws_tile, 
     lay[:, 4] = True    # a full one
     lay[3, :] = False   # an empty output block column of dY @ W.T
     check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: 2, True: 3})
+
+
+@pytest.mark.parametrize(("b", "epilogue"), [(64, 128), (128, 64)])
+@pytest.mark.parametrize("cluster", [1, 2])
+@pytest.mark.parametrize("n", [65, 300])
+def test_dsd_epilogue_tma_store_outputs(backend, monkeypatch, force, b, epilogue, cluster, n):
+    """The tall tile's epilogue stored by TMA rounds: alpha applied; `out` a view with
+    rows further apart than its width (the map's row stride), whose padding must stay
+    untouched; a misaligned `out` (register stores into a temporary). Each result against
+    float64 NumPy."""
+    tile = tiles.PersistentTile(1, b // 64, 2 if b == 64 else 4, 2 if b == 64 else 1, 1, True,
+                                256, cluster, 1, epilogue)
+    monkeypatch.setitem(tiles.WGMMA_DSD_TALL, b, tile)
+    monkeypatch.setitem(tiles.WGMMA_DSD_CLUSTER, b, tile)
+    configs.set_tiles()
+    force(tall=True, cluster=cluster == 2, dsd_pair=False, split=1, grid_limit=3)
+    try:
+        rng = np.random.default_rng(n + b + cluster)
+        lay = rng.random((7, 5)) < 0.5
+        lay[:, 1] = True
+        w = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", seed=3, backend=backend)
+        x = to_backend(rng.standard_normal((n, 7 * b)).astype(np.float32),
+                       backend).astype(w.dtype)
+        plan = cs.matmul_plan(x, w)
+        assert plan.kernel.epilogue == epilogue, plan
+        assert plan.kernel.cluster == cluster, plan
+        ref = to_numpy(x.astype("float64")) @ to_numpy(w.toarray().astype("float64"))
+        tol = cs._dtypes.TOLERANCE["float16"]
+
+        def close(got, want):
+            got = to_numpy(got.astype("float64"))
+            return np.linalg.norm(got - want) / np.linalg.norm(want) < tol
+
+        assert close(cs.matmul(x, w, alpha=-0.5), -0.5 * ref)
+        wide = poison((n, 5 * b + 24), "float16", backend)
+        cs.matmul(x, w, out=wide[:, 8:8 + 5 * b])
+        assert close(wide[:, 8:8 + 5 * b], ref)
+        assert np.isnan(to_numpy(wide[:, :8])).all()  # the padding is untouched
+        assert np.isnan(to_numpy(wide[:, -16:])).all()
+        odd = poison((n * (5 * b) + 1,), "float16", backend)[1:].reshape(n, 5 * b)
+        cs.matmul(x, w, out=odd)
+        assert close(odd, ref)
+    finally:
+        configs.set_tiles()
 
 
 @pytest.mark.parametrize("b", [64, 128])

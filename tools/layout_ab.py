@@ -10,7 +10,9 @@ tiles, consumer warpgroups, stages, CTAs per SM and, optionally, producer warpgr
 left out), ``union`` (the union kernel's panels with the table's tile) or
 ``tma:W.S.I.L.G`` (the TMA kernel's panels forced with that tile: consumer warpgroups,
 stages, slices in flight, CTAs per cluster, blocks per panel; the table's b = 32 tile is
-``tma:2.4.1.1.8``). A suffix ``@R`` forces bands of R row tiles in the TMA kernels' tile
+``tma:2.4.1.1.8``), or ``epi:E.S`` (the tall and clustered tiles of b = 64 and 128 with
+their epilogue stored by TMA in rounds of E rows, 0 for register stores, and S stages, 0
+for the table's). A suffix ``@R`` forces bands of R row tiles in the TMA kernels' tile
 order (``plans.override(band=R)``), e.g. ``rule@4``. ``+name`` / ``-name`` force a plan
 decision on or off, e.g. ``-sdd_panel`` with ``--ops sdd``.
 
@@ -49,6 +51,11 @@ def _variant(name: str, b: int):
     if name.startswith("panel:"):
         tile = tuple(int(v) for v in name[6:].split("."))
         return {"panel": True}, {"wgmma_panel": {b: tile}, "wgmma_panel_tma": {b: None}}
+    if name.startswith("epi:"):
+        epi, st = (int(v) for v in name[4:].split("."))
+        return {}, {key: {b: table[b]._replace(epilogue=epi, stages=st or table[b].stages)}
+                    for key, table in (("wgmma_tall", tiles.WGMMA_DSD_TALL),
+                                       ("wgmma_cluster", tiles.WGMMA_DSD_CLUSTER))}
     if name.startswith("tma:"):
         wg, st, inflight, cluster, g = (int(v) for v in name[4:].split("."))
         tile = tiles.PersistentTile(1, wg, st, 1, inflight, True, 0, cluster, g)
@@ -70,7 +77,9 @@ def main():
     parser.add_argument("--reps", type=int, default=10)
     args = parser.parse_args()
     saved = {"wgmma_panel": dict(tiles.WGMMA_DSD_PANEL),
-             "wgmma_panel_tma": dict(tiles.WGMMA_DSD_PANEL_TMA)}
+             "wgmma_panel_tma": dict(tiles.WGMMA_DSD_PANEL_TMA),
+             "wgmma_tall": dict(tiles.WGMMA_DSD_TALL),
+             "wgmma_cluster": dict(tiles.WGMMA_DSD_CLUSTER)}
     name = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
     print(f"GPU: {name}; N = {args.n}, C = K = {args.ck}, {args.dtype}; eager ms back to "
           "back, efficiency against cupy.matmul")

@@ -93,6 +93,20 @@ class TensorMap:
         return np.frombuffer(ctypes.string_at(self.address, 128), dtype=words)[0]
 
 
+class BlankMap:
+    """128 zero bytes, 64-byte aligned, in a tensor map's place: the parameter of a kernel
+    instance that reads no map there."""
+
+    __slots__ = ("_buf", "address")
+
+    def __init__(self):
+        self._buf = ctypes.create_string_buffer(128 + 64)
+        self.address = (ctypes.addressof(self._buf) + 63) & ~63
+
+
+BLANK_MAP = BlankMap()
+
+
 @functools.lru_cache(maxsize=512)
 def tensor_map(ptr: int, inner: int, outer: int, row_bytes: int, box_inner: int,
                box_outer: int) -> TensorMap:

@@ -159,18 +159,25 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
         if not panel and (p.cluster > 1 or p.cols > 1) and not (p.tma and p.rows > 0):
             raise ValueError(f"clusters and tiles of several blocks need TMA copies and X's rows "
                              f"as N (tma=True, rows > 0), got {p}")
+        epi = p.epilogue
+        if epi and not (p.tma and p.rows > 0 and p.cols == 1 and epi % 8 == 0
+                        and p.rows % epi == 0):
+            raise ValueError(f"the epilogue's TMA store needs TMA copies, X's rows as N and one "
+                             f"block per tile, in rounds of 8k rows dividing them, got {p}")
         rows = (p.tma and p.rows) or 64 * p.m_tiles * p.warpgroups
         expr = (f"{tag},{b},{p.m_tiles},{p.warpgroups},{p.stages},{_b(kn)},{p.ctas_per_sm},"
                 f"{p.inflight}")
         mc = "_mc" if p.cluster > 1 else ""  # the clustered entry point of the same file
-        cols = f",{p.cols}" if p.cols > 1 else ""
+        cols = f",{p.cols}" if p.cols > 1 or epi else ""
+        cols += f",{epi}" if epi else ""
         expr = (f"dsd_wgmma_tma{mc}<{expr},{p.rows if p.tma else 0}{cols}>" if p.tma
                 else f"dsd_wgmma_ws<{expr}>")
         smem = p.stages * (rows + b * p.cols) * 128 + 1024  # + slack: tiles on 1 KiB
+        smem += p.warpgroups * epi * 128  # the TMA store's buffers, 128 bytes a row each
         threads = p.warpgroups * 128 + (32 if p.tma else 128)  # a producer warp or warpgroup
         family = "dsd_wgmma_tma" if p.tma else "dsd_wgmma_ws"
         return KernelConfig(family, expr, threads, smem, rows, p.cols, "sm_90a",
-                            p.ctas_per_sm, p.tma, 1, p.cluster, panel)
+                            p.ctas_per_sm, p.tma, 1, p.cluster, panel, epi)
     t = WGMMA_DSD[b]
     rows = 64 * t.m_tiles * t.warpgroups
     expr = f"dsd_wgmma_single<{tag},{b},{t.m_tiles},{t.warpgroups},{t.stages},{_b(kn)}>"

@@ -145,11 +145,11 @@ class _DsdRunner(StreamLaunches, DensePath):
         f = "d" if p.dtype == "float64" else "f"  # alpha, beta: float32 but for float64
         if cfg.tma:
             #   xmap wmap rows xcols wrows work nwork blk gidx y ldy alpha beta
-            #   ws ws_ld segs counts nout ctr band
-            sig = "ttiiipipppl" + f + f + "plppipi"
+            #   ws ws_ld segs counts nout ctr band ymap ytma
+            sig = "ttiiipipppl" + f + f + "plppipiti"
             vals = [None, None, n, w.shape[1] if trans else w.shape[0], None, work,
                     work.shape[0], blk, gidx, None, None, None, None, 0, n * width, segs, 0,
-                    n_out, None, p.band]
+                    n_out, None, p.band, device.BLANK_MAP, 0]
             self.x_box = (min(b, 64), min(cfg.rows_per_cta, 256))
         else:
             #   x ldx rows [nout] w work [nwork] blk gidx y ldy alpha beta ws ws_ld segs
@@ -166,6 +166,7 @@ class _DsdRunner(StreamLaunches, DensePath):
         self.i_ws = self.i_y + 4  # then ws_ld, segs, counts
         self.i_counts = self.i_ws + 3
         self.tma = cfg.tma
+        self.i_ctr = len(sig) - 4 if cfg.tma else None  # then band, ymap, ytma
         if cfg.tma:
             # W's map: rows of w_inner elements in boxes of w_box, each CTA of a cluster
             # copying 1 / cluster of a block's (or a slice of panels') rows
@@ -196,7 +197,9 @@ class _DsdRunner(StreamLaunches, DensePath):
                          if cfg.tma and s.nnzb == 0 else None)
         if cfg.tma:  # made now, not inside a stream capture
             device.tile_counter(dev, _stream())
+        self.epilogue = cfg.epilogue  # rows per round of the TMA store of Y (0: none)
         self._xkey, self._wptr, self._ctr_stream = None, None, None  # set by the first call
+        self._ykey = None
 
     def _copy_w(self, wdata, stream):
         """W's blocks transposed, or gathered into panels, where the kernel reads them so."""
@@ -239,7 +242,7 @@ class _DsdRunner(StreamLaunches, DensePath):
                 v[4].value = rows
                 self._wptr = wptr
             if stream != self._ctr_stream:
-                v[-2].value = device.tile_counter(self.dev, stream).data.ptr
+                v[self.i_ctr].value = device.tile_counter(self.dev, stream).data.ptr
                 # one made inside a capture belongs to that graph
                 self._ctr_stream = stream if device.counter_kept(self.dev, stream) else None
         else:
@@ -247,11 +250,27 @@ class _DsdRunner(StreamLaunches, DensePath):
             v[1].value = x.strides[0] // it
             v[self.i_w].value = wdata.data.ptr
         _set_output(v, self.i_y, y, it, alpha, beta)
+        if self.epilogue:
+            self._map_y(y, beta)
         if self.split is not None:
             ws, counts = self.split(stream)
             v[self.i_ws].value = ws.data.ptr
             v[self.i_counts].value = counts.data.ptr
         L(stream)
+
+    def _map_y(self, y, beta):
+        """Points the epilogue's TMA store at ``y`` where it can take it (beta 0, rows
+        16-byte aligned and apart, columns contiguous), else turns it off for the call."""
+        st = y.strides
+        ok = beta == 0 and not (y.data.ptr & 15 or st[0] & 15 or st[0] <= 0) and (
+            st[1] == self.it or self.width == 1)
+        if ok:
+            ykey = (y.data.ptr, st[0])
+            if ykey != self._ykey:
+                self.main.set_map(self.i_ctr + 2, device.tensor_map(
+                    ykey[0], self.width, y.shape[0], ykey[1], 64, self.epilogue))
+                self._ykey = ykey
+        self.main.v[self.i_ctr + 3].value = int(ok)
 
     def run_sparse(self, x, wdata, out, alpha, beta):
         """The sparse kernel's product into ``out`` (or a fresh result), through an aligned

@@ -30,6 +30,52 @@ __device__ __forceinline__ void rows_n_store(const float (&acc)[XN / 2], int wg,
     }
 }
 
+// rows_n_store through shared memory and the TMA engine (alpha applied, beta 0): warpgroup
+// wg's 64 columns of Y (col0..) over the tile's XN rows go out in rounds of EPI rows, each
+// staged in `buf` (EPI rows of 128 bytes, the 128-byte swizzle of `ymap`'s 64 x EPI box)
+// and stored by one TMA copy that the warpgroup does not wait for: the copy engine writes
+// whole lines of Y while the warpgroup goes on to its next tile, where register stores
+// (4 bytes each, half an L2 sector) kept the warpgroup and the SM's store path busy for
+// the whole epilogue. The round's leader waits for the buffer's previous copy to have
+// read it before anyone writes it again. Rows past Y's end are not written (the map's
+// bounds). The writes are conflict-free: one store instruction covers 8 rows, each in its
+// own 16-byte chunk of the swizzle.
+template <class Tag, int XN, int EPI>
+__device__ __forceinline__ void rows_n_store_tma(const float (&acc)[XN / 2], int wg, int tid,
+                                                 int row0, int col0, unsigned buf,
+                                                 const TmaMap* ymap, float alpha) {
+  static_assert(EPI % 8 == 0 && XN % EPI == 0 && EPI <= 256, "rounds of whole 8-row groups");
+  const int lane = tid & 31, wiw = (tid % 128) / 32;
+  const bool leader = tid % 128 == 0;
+  // After transpose_pair, a lane holds row 8 q + rl of the round at columns c, c + 1, with
+  // c = 16 wiw + 8 h + cl: the same 16-byte chunk (2 wiw + h) of every 8-row group, so
+  // its two addresses are fixed and the groups 1024 bytes apart.
+  const int odd = (lane >> 2) & 1, rl = (lane & 3) * 2 + odd, cl = (lane >> 2) - odd;
+  unsigned at[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) at[h] = buf + rl * 128 + (((2 * wiw + h) ^ rl) << 4) + cl * 2;
+#pragma unroll
+  for (int part = 0; part < XN / EPI; ++part) {
+    if (leader) bulk_wait_read<0>();
+    named_barrier_sync(3 + wg, 128);  // the buffer is free
+#pragma unroll
+    for (int qq = 0; qq < EPI / 8; ++qq)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int q = part * (EPI / 8) + qq;
+        float s0, s1;
+        transpose_pair(lane, acc[4 * q + 2 * h], acc[4 * q + 2 * h + 1], s0, s1);
+        st_shared_u32(at[h] + qq * 1024, pair_value(Tag(), nullptr, s0, s1, alpha, 0.f));
+      }
+    fence_proxy_async();  // this thread's writes, to the copy engine
+    named_barrier_sync(3 + wg, 128);
+    if (leader) {
+      tma_store_2d(ymap, buf, col0, row0 + part * EPI);
+      bulk_commit();
+    }
+  }
+}
+
 // Tiles handed out at run time: a persistent CTA takes its first tile by blockIdx.x and
 // each next one from a global counter (`next_tile`, zero at launch), so CTAs that
 // drew short lists take more tiles instead of the kernel waiting on the unluckiest one: at
@@ -194,13 +240,13 @@ __device__ __forceinline__ void consume_present(int ktiles, unsigned& it, float 
 // two CTAs take neighbouring row tiles of one group, each copying half of every slice's
 // rows into both.
 template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int INFLIGHT, int XN,
-          int CLUSTER, int COLS>
+          int CLUSTER, int COLS, int EPI>
 __device__ __forceinline__ void dsd_tma_body(
     const TmaMap* xmap, const TmaMap* wmap, int nrows, int xcols, int wrows,
     const int4* __restrict__ work, int nwork, const int* __restrict__ blk,
     const int* __restrict__ gidx, u16* y, i64 ldy, float alpha, float beta, float* ws,
     i64 ws_stride, const int2* __restrict__ segs, int* counts, int nout, int* next_tile,
-    int band) {
+    int band, const TmaMap* ymap, int ytma) {
   constexpr int BK = 64, BM = XN ? XN : 64 * MW * WG, CONSUMERS = WG * 128;
   constexpr int EK = B < BK ? B : BK, EPS = BK / EK, SPE = B / EK;  // per entry / slice
   constexpr int BT = B * COLS;  // columns of W per stage: the tile's blocks side by side
@@ -221,6 +267,7 @@ __device__ __forceinline__ void dsd_tma_body(
                 "XN: one m64 warpgroup per 64 columns of the tile, up to 256 rows");
   static_assert(COLS == 1 || PANEL || (COLS == 2 && B == 64 && XN > 0 && CLUSTER == 1),
                 "two-block tiles: b = 64, X's rows as N, no cluster");
+  static_assert(EPI == 0 || (XN > 0 && COLS == 1), "the TMA store: X's rows as N, one block");
   static_assert(CLUSTER == 1 || (CLUSTER == 2 && (PANEL || (XN > 0 &&
                                                             (WPART * WROW_BYTES) % 1024 == 0))),
                 "clusters of two, over whole swizzle atoms of the block");
@@ -431,10 +478,16 @@ __device__ __forceinline__ void dsd_tma_body(
         if (j * COLS + wg < nout)
           rows_n_store<Tag, B, XN>(acc[0], 0, tid, row0, nrows, j * COLS + wg, -1, y, ldy,
                                    alpha, beta, ws, ws_stride);
-      } else if constexpr (XN > 0)
-        rows_n_store<Tag, B, XN>(acc[0], wg, tid, row0, nrows, j, slot, y, ldy, alpha, beta,
-                                 ws, ws_stride);
-      else
+      } else if constexpr (XN > 0) {
+        // (ytma: beta is 0 and Y is mapped; the staging buffers follow the stages)
+        if (EPI > 0 && ytma && slot < 0)
+          rows_n_store_tma<Tag, XN, EPI ? EPI : 8>(acc[0], wg, tid, row0, j * B + wg * 64,
+                                                   base + STAGES * STAGE_BYTES + wg * EPI * 128,
+                                                   ymap, alpha);
+        else
+          rows_n_store<Tag, B, XN>(acc[0], wg, tid, row0, nrows, j, slot, y, ldy, alpha, beta,
+                                   ws, ws_stride);
+      } else
         single_store<Tag, B, MW>(acc, wg, tid, row0, nrows, j, slot, y, ldy, alpha, beta, ws,
                                  ws_stride);
       // (two-block tiles are never split; a cluster's row tile past X has no segment count)
@@ -442,6 +495,7 @@ __device__ __forceinline__ void dsd_tma_body(
         consumers_split_finish<B, CONSUMERS>(Tag(), ws, ws_stride, segs, counts, slot, row0,
                                              BM, nrows, tid, y, ldy, j, alpha, beta);
     }
+    if (EPI > 0 && tid % 128 == 0) bulk_wait<0>();  // the last stores have read their buffer
   }
   if constexpr (CLUSTER > 1)
     cluster_sync();  // no CTA leaves while its peer may still copy or arrive into it
@@ -452,21 +506,22 @@ __device__ __forceinline__ void dsd_tma_body(
       int xcols, int wrows, const int4 *__restrict__ work, int nwork,                      \
       const int *__restrict__ blk, const int *__restrict__ gidx, u16 *y, i64 ldy,          \
       float alpha, float beta, float *ws, i64 ws_stride, const int2 *__restrict__ segs,    \
-      int *counts, int nout, int *next_tile, int band
+      int *counts, int nout, int *next_tile, int band, const __grid_constant__ TmaMap ymap, \
+      int ytma
 #define DSD_TMA_ARGS                                                                       \
   &xmap, &wmap, nrows, xcols, wrows, work, nwork, blk, gidx, y, ldy, alpha, beta, ws,      \
-      ws_stride, segs, counts, nout, next_tile, band
+      ws_stride, segs, counts, nout, next_tile, band, &ymap, ytma
 
 template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int MINB, int INFLIGHT,
-          int XN = 0, int COLS = 1>
+          int XN = 0, int COLS = 1, int EPI = 0>
 __global__ void __launch_bounds__(WG * 128 + 32, MINB) dsd_wgmma_tma(DSD_TMA_PARAMS) {
-  dsd_tma_body<Tag, B, MW, WG, STAGES, KN, INFLIGHT, XN, 1, COLS>(DSD_TMA_ARGS);
+  dsd_tma_body<Tag, B, MW, WG, STAGES, KN, INFLIGHT, XN, 1, COLS, EPI>(DSD_TMA_ARGS);
 }
 
 // The same in clusters of two CTAs sharing each block by multicast (grid: an even count).
 template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int MINB, int INFLIGHT,
-          int XN, int COLS = 1>
+          int XN, int COLS = 1, int EPI = 0>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(WG * 128 + 32, MINB)
     dsd_wgmma_tma_mc(DSD_TMA_PARAMS) {
-  dsd_tma_body<Tag, B, MW, WG, STAGES, KN, INFLIGHT, XN, 2, COLS>(DSD_TMA_ARGS);
+  dsd_tma_body<Tag, B, MW, WG, STAGES, KN, INFLIGHT, XN, 2, COLS, EPI>(DSD_TMA_ARGS);
 }

@@ -189,6 +189,32 @@ __device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const TmaMap
       : "memory");
 }
 
+// The TMA store of shared memory at `src` (the map's box, in its swizzle) to `map`'s box at
+// element coordinates (c0 innermost, c1); elements out of bounds are not written. Stores
+// are committed as bulk groups; the issuing thread waits for the groups' reads of shared
+// memory (bulk_wait_read) before the buffer is written again, and for the whole groups
+// (bulk_wait) before the CTA exits. The writers publish the buffer to the copy engine
+// first (fence_proxy_async, then a barrier).
+__device__ __forceinline__ void tma_store_2d(const TmaMap* map, unsigned src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(map),
+               "r"(c0), "r"(c1), "r"(src)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+template <int N>
+__device__ __forceinline__ void bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void st_shared_u32(unsigned addr, unsigned v) {
+  asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+
 // Stops the compiler from moving accumulator reads or writes across an asynchronous MMA.
 template <int R>
 __device__ __forceinline__ void keep_in_registers(float (&d)[R]) {
