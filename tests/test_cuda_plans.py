@@ -36,8 +36,8 @@ def structure(rows, cols, density, seed=0):
 
 # (dtype, b, rows of X, C = K, transposed, arch, density, expected kernel)
 DSD_CHOICES = [
-    ("float16", 64, 4096, 4096, False, 90, 0.25, "dsd_wgmma_tma<F16,64,1,1,2,true,2,0,256>"),
-    ("float16", 128, 4096, 4096, True, 90, 0.25, "dsd_wgmma_tma<F16,128,1,2,4,false,1,1,256>"),
+    ("float16", 64, 4096, 4096, False, 90, 0.25, "dsd_wgmma_tma<F16,64,1,1,2,true,2,0,256,1,128>"),
+    ("float16", 128, 4096, 4096, True, 90, 0.25, "dsd_wgmma_tma<F16,128,1,2,4,false,1,1,256,1,64>"),
     ("float16", 32, 4096, 4096, False, 90, 0.25, "dsd_wgmma_tma<F16,32,4,2,3,true,1,0,0>"),
     ("float16", 32, 512, 4096, False, 90, 0.25, "dsd_wgmma_ws<F16,32,2,1,3,true,3,0>"),
     ("float16", 16, 4096, 4096, False, 90, 0.05, "dsd_wgmma_single<F16,16,1,2,4,true>"),

@@ -177,15 +177,17 @@ WGMMA_DSD_KN_ROWS = {64: 1024, 128: 128}
 WGMMA_DSD_WS = {32: PersistentTile(2, 1, 3, 3, 0), 64: PersistentTile(2, 1, 4, 2, 0, True),
                 128: PersistentTile(2, 1, 3, 2, 0, True)}
 #: Taller tiles, taken where every CTA gets enough of them (dsd_rules.tall_pays): a tile
-#: re-reads its block column's W blocks from L2, so taller tiles read W fewer times.
+#: re-reads its block column's W blocks from L2, so taller tiles read W fewer times. At
+#: b = 64 and 128 the epilogue stores Y by TMA in rounds of 128 and 64 rows, the most
+#: that fits beside the stages (1.02-1.24x the register stores, bench/NOTES.md).
 WGMMA_DSD_TALL = {32: PersistentTile(4, 2, 3, 1, 0, True),
-                  64: PersistentTile(1, 1, 2, 2, 0, True, 256),
-                  128: PersistentTile(1, 2, 4, 1, 1, True, 256)}
+                  64: PersistentTile(1, 1, 2, 2, 0, True, 256, epilogue=128),
+                  128: PersistentTile(1, 2, 4, 1, 1, True, 256, epilogue=64)}
 #: The tall tiles in clusters of two CTAs, neighbouring row tiles of one output block
 #: column, which copy half of each W block and multicast it to both: W's bytes from L2
 #: halve. Taken where there are row tiles for both (dsd_rules.cluster_pays).
-WGMMA_DSD_CLUSTER = {32: None, 64: PersistentTile(1, 1, 2, 2, 0, True, 256, 2),
-                     128: PersistentTile(1, 2, 4, 1, 1, True, 256, 2)}
+WGMMA_DSD_CLUSTER = {32: None, 64: PersistentTile(1, 1, 2, 2, 0, True, 256, 2, epilogue=128),
+                     128: PersistentTile(1, 2, 4, 1, 1, True, 256, 2, epilogue=64)}
 #: Tiles of two neighbouring output blocks walking the union of their lists (each X slice
 #: read once for both), taken where the two share enough of their lists
 #: (dsd_rules.dsd_pair_pays).
