@@ -147,9 +147,16 @@ def _run() -> int:
                         results["dy@W.T cluster split"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
                 # the two-block TMA tile (b = 64), two CTAs walking the tiles
                 if tiles.WGMMA_DSD_PAIR.get(b) is not None:
-                    with plans.override(tall=True, dsd_pair=True, grid_limit=2):
-                        results["x@W pair"] = (cs.matmul(xl, W), xlh @ Wd)
-                        results["dy@W.T pair"] = (cs.matmul(dyl, W.T), dylh @ Wd.T)
+                    saved_pair = dict(tiles.WGMMA_DSD_PAIR)
+                    try:  # with register stores, and by TMA in rounds of 64 rows
+                        for epi in (0, 64):
+                            configs.set_tiles(wgmma_pair={b: saved_pair[b]._replace(epilogue=epi)})
+                            with plans.override(tall=True, dsd_pair=True, grid_limit=2):
+                                results[f"x@W pair {epi}"] = (cs.matmul(xl, W), xlh @ Wd)
+                                results[f"dy@W.T pair {epi}"] = (cs.matmul(dyl, W.T),
+                                                                 dylh @ Wd.T)
+                    finally:
+                        configs.set_tiles(wgmma_pair=saved_pair)
                 # the dense panels (Hopper, b <= 32) whatever the layout, two CTAs: the TMA
                 # kernel's (tiles in bands of two row tiles; and in clusters of two CTAs),
                 # then the union kernel's, split lists too

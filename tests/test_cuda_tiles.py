@@ -582,8 +582,9 @@ def test_clustered_dsd_split_lists(backend, monkeypatch, force, b, dtype, n):
 
 
 # the two-block TMA tile (b = 64): (m64 tiles, consumer warpgroups, stages, CTAs per SM,
-# slices in flight, tma, rows, cluster, blocks per tile)
-PAIR_TILES = [(1, 2, 4, 1, 1, True, 256, 1, 2), (1, 2, 3, 1, 0, True, 128, 1, 2)]
+# slices in flight, tma, rows, cluster, blocks per tile[, TMA-store rows])
+PAIR_TILES = [(1, 2, 4, 1, 1, True, 256, 1, 2), (1, 2, 3, 1, 0, True, 128, 1, 2),
+              (1, 2, 4, 1, 1, True, 256, 1, 2, 64), (1, 2, 3, 1, 0, True, 128, 1, 2, 128)]
 
 
 @pytest.fixture

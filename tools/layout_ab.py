@@ -10,7 +10,7 @@ tiles, consumer warpgroups, stages, CTAs per SM and, optionally, producer warpgr
 left out), ``union`` (the union kernel's panels with the table's tile) or
 ``tma:W.S.I.L.G`` (the TMA kernel's panels forced with that tile: consumer warpgroups,
 stages, slices in flight, CTAs per cluster, blocks per panel; the table's b = 32 tile is
-``tma:2.4.1.1.8``), or ``epi:E.S`` (the tall and clustered tiles of b = 64 and 128 with
+``tma:2.4.1.1.8``), or ``epi:E.S`` (the tall, clustered and two-block tiles of b = 64 and 128 with
 their epilogue stored by TMA in rounds of E rows, 0 for register stores, and S stages, 0
 for the table's). A suffix ``@R`` forces bands of R row tiles in the TMA kernels' tile
 order (``plans.override(band=R)``), e.g. ``rule@4``. ``+name`` / ``-name`` force a plan
@@ -55,7 +55,9 @@ def _variant(name: str, b: int):
         epi, st = (int(v) for v in name[4:].split("."))
         return {}, {key: {b: table[b]._replace(epilogue=epi, stages=st or table[b].stages)}
                     for key, table in (("wgmma_tall", tiles.WGMMA_DSD_TALL),
-                                       ("wgmma_cluster", tiles.WGMMA_DSD_CLUSTER))}
+                                       ("wgmma_cluster", tiles.WGMMA_DSD_CLUSTER),
+                                       ("wgmma_pair", tiles.WGMMA_DSD_PAIR))
+                    if table.get(b) is not None}
     if name.startswith("tma:"):
         wg, st, inflight, cluster, g = (int(v) for v in name[4:].split("."))
         tile = tiles.PersistentTile(1, wg, st, 1, inflight, True, 0, cluster, g)
@@ -79,7 +81,8 @@ def main():
     saved = {"wgmma_panel": dict(tiles.WGMMA_DSD_PANEL),
              "wgmma_panel_tma": dict(tiles.WGMMA_DSD_PANEL_TMA),
              "wgmma_tall": dict(tiles.WGMMA_DSD_TALL),
-             "wgmma_cluster": dict(tiles.WGMMA_DSD_CLUSTER)}
+             "wgmma_cluster": dict(tiles.WGMMA_DSD_CLUSTER),
+             "wgmma_pair": dict(tiles.WGMMA_DSD_PAIR)}
     name = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
     print(f"GPU: {name}; N = {args.n}, C = K = {args.ck}, {args.dtype}; eager ms back to "
           "back, efficiency against cupy.matmul")

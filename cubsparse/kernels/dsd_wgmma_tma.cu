@@ -267,7 +267,7 @@ __device__ __forceinline__ void dsd_tma_body(
                 "XN: one m64 warpgroup per 64 columns of the tile, up to 256 rows");
   static_assert(COLS == 1 || PANEL || (COLS == 2 && B == 64 && XN > 0 && CLUSTER == 1),
                 "two-block tiles: b = 64, X's rows as N, no cluster");
-  static_assert(EPI == 0 || (XN > 0 && COLS == 1), "the TMA store: X's rows as N, one block");
+  static_assert(EPI == 0 || XN > 0, "the TMA store: X's rows as N");
   static_assert(CLUSTER == 1 || (CLUSTER == 2 && (PANEL || (XN > 0 &&
                                                             (WPART * WROW_BYTES) % 1024 == 0))),
                 "clusters of two, over whole swizzle atoms of the block");
@@ -475,9 +475,15 @@ __device__ __forceinline__ void dsd_tma_body(
                                     beta, ws, ws_stride);
         }
       } else if constexpr (COLS > 1) {  // warpgroup wg's block, if the layout has it
-        if (j * COLS + wg < nout)
-          rows_n_store<Tag, B, XN>(acc[0], 0, tid, row0, nrows, j * COLS + wg, -1, y, ldy,
-                                   alpha, beta, ws, ws_stride);
+        if (j * COLS + wg < nout) {
+          if (EPI > 0 && ytma)  // (two-block tiles are never split)
+            rows_n_store_tma<Tag, XN, EPI ? EPI : 8>(acc[0], wg, tid, row0, (j * COLS + wg) * B,
+                                                     base + STAGES * STAGE_BYTES + wg * EPI * 128,
+                                                     ymap, alpha);
+          else
+            rows_n_store<Tag, B, XN>(acc[0], 0, tid, row0, nrows, j * COLS + wg, -1, y, ldy,
+                                     alpha, beta, ws, ws_stride);
+        }
       } else if constexpr (XN > 0) {
         // (ytma: beta is 0 and Y is mapped; the staging buffers follow the stages)
         if (EPI > 0 && ytma && slot < 0)
