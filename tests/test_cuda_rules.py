@@ -186,7 +186,7 @@ def test_two_block_tiles_where_neighbouring_blocks_share_their_lists():
     share enough entries (banded, small-world), not on a random layout, and never split."""
     cfg = dsd_configs.wgmma_config("float16", 64, kn=True, union=False, pair=True)
     assert cfg.group == 2
-    assert cfg.name.endswith(",256,2>")
+    assert cfg.name.endswith(",256,2,64>")
     kb = 128
     band = np.abs(np.subtract.outer(np.arange(kb), np.arange(kb))) <= 8
     rnd = np.random.default_rng(3).random((kb, kb)) < band.mean()

@@ -190,8 +190,8 @@ WGMMA_DSD_CLUSTER = {32: None, 64: PersistentTile(1, 1, 2, 2, 0, True, 256, 2, e
                      128: PersistentTile(1, 2, 4, 1, 1, True, 256, 2, epilogue=64)}
 #: Tiles of two neighbouring output blocks walking the union of their lists (each X slice
 #: read once for both), taken where the two share enough of their lists
-#: (dsd_rules.dsd_pair_pays).
-WGMMA_DSD_PAIR = {64: PersistentTile(1, 2, 4, 1, 1, True, 256, 1, 2)}
+#: (dsd_rules.dsd_pair_pays), storing by TMA in rounds of 64 rows.
+WGMMA_DSD_PAIR = {64: PersistentTile(1, 2, 4, 1, 1, True, 256, 1, 2, epilogue=64)}
 #: Where set, replaces the kernels above when neighbouring output columns share enough
 #: of their lists (dsd_rules.union_pays).
 WGMMA_DSD_UNION = {16: UnionTile(16, 2, 2, 4, 1)}
