@@ -311,6 +311,21 @@ def test_split_rule_spares_persistent_kernels_the_short_gate():
     assert p.split == 0
 
 
+def test_persistent_tiles_that_x_fills_keep_their_lists_whole():
+    """b = 128's lists, which would leave SMs idle, are split at N = 64 but kept whole on
+    the persistent 128-row tile from N = 96 on, where the partials cost more than the idle
+    SMs (A/B on an H100)."""
+    s = structure(8192 // 128, 8192 // 128, 0.25)  # 64 lists of about 16 blocks
+    assert plans.plan_dsd(s, "float16", 128, 64, False, False, 90, SMS, None).split > 0
+    for n in (96, 128):
+        p = plans.plan_dsd(s, "float16", 128, n, False, False, 90, SMS, None)
+        assert p.kernel.persistent, p
+        assert p.kernel.rows_per_cta == 128, p
+        assert p.split == 0, (n, p)
+        with plans.override(split=8):  # the tile itself takes a split
+            assert plans.plan_dsd(s, "float16", 128, n, False, False, 90, SMS, None).split == 8
+
+
 @pytest.mark.parametrize(("split", "group"), [(2, 1), (3, 1), (2, 4)])
 def test_dsd_split_table_gives_each_slot_its_list(split, group):
     """dsd_host with a split: a list's segments cover it in order and take consecutive

@@ -83,6 +83,12 @@ SPLIT_IDLE_MIN_US = 5.0
 SPLIT_IDLE_MIN_US_SIMT = 2.0
 SPLIT_IDLE_MIN_US_PERSISTENT = 15.0
 SPLIT_MIN_US = 20.0
+#: The persistent single-block tiles of b >= 64 keep their lists whole where X fills
+#: more than this share of their row tiles: a segment's partial (rows x b float32,
+#: written, then read back by the list's last CTA) costs more there than idle SMs do. At
+#: N = 96-256 no split ran 0.49-0.96x the split's time in every case measured; at N = 64
+#: (half a 128-row tile) the split was faster in most (H100, bench/NOTES.md 192).
+SPLIT_WHOLE_FILL = 0.5
 #: One SM's share of the device's memory bandwidth, bytes per microsecond (H100/H200:
 #: 3.3-4.8 TB/s over 132 SMs).
 SM_BYTES_PER_US = 30_000
@@ -130,13 +136,17 @@ def split_length(lens: np.ndarray, row_tiles: int, slots: int, shortest: int = 4
     return 1 << int(np.ceil(np.log2(max(avg, shortest))))
 
 
-def split_rule(lens: np.ndarray, cfg: KernelConfig, b: int, row_tiles: int, sms: int,
+def split_rule(lens: np.ndarray, cfg: KernelConfig, b: int, rows: int, sms: int,
                tc: bool, itemsize: int) -> int:
     """Longest list a CTA of ``cfg`` takes (0: lists whole) for lists of ``lens`` entries
-    over ``row_tiles`` row tiles: split where the SMs would idle or the longest list would
-    be slow (SPLIT_FILL ... SPLIT_MIN_US, a list's time from its bytes at
-    SM_BYTES_PER_US), in segments of :func:`split_length`, longer for small blocks, whose
-    entries carry fewer bytes."""
+    and ``rows`` rows of X: split where the SMs would idle or the longest list would be
+    slow (SPLIT_FILL ... SPLIT_MIN_US, a list's time from its bytes at SM_BYTES_PER_US),
+    in segments of :func:`split_length`, longer for small blocks, whose entries carry
+    fewer bytes; never on a persistent tile of b >= 64 that X fills past
+    SPLIT_WHOLE_FILL."""
+    row_tiles = -(-rows // cfg.rows_per_cta)
+    if cfg.persistent and b >= 64 and rows > SPLIT_WHOLE_FILL * cfg.rows_per_cta:
+        return 0
     shortest = max(4, 256 // b) if tc else max(1, 4096 // (b * b))
     slots = max(2, 512 // cfg.threads) * sms
     entry_bytes = (cfg.group * b * b + cfg.rows_per_cta * b) * itemsize

@@ -223,7 +223,7 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
         split = forced("split")
         if split is None:
             split = dsd_rules.split_rule(worklists.list_lengths(structure, trans, cfg.group),
-                                         cfg, b, row_tiles, sms, tc,
+                                         cfg, b, n, sms, tc,
                                          dense_model.itemsize(name))
     # (the TMA kernel's panels walk lists padded to whole 64-deep slices)
     pad = 64 // b if panel and cfg.tma else 1
