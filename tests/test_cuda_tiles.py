@@ -475,8 +475,8 @@ WS_TILES = [
     (128, (1, 2, 4, 1, 1, True, 256, 2)),
     (128, (1, 2, 3, 1, 0, True, 128, 2)),
     # the epilogue's TMA store, in rounds of 64 to 256 rows (n = 65: one partial round, the
-    # rest past X; n = 300: a tile's rounds past X), alone and in clusters; beta != 0 and
-    # split lists take the register stores
+    # rest past X; n = 300: a tile's rounds past X), alone and in clusters; beta != 0 takes
+    # the register stores (split lists beside TMA-stored tiles: the tests below)
     (64, (1, 1, 2, 2, 0, True, 256, 1, 1, 64)),
     (64, (1, 1, 3, 1, 1, True, 128, 1, 1, 128)),
     (128, (1, 2, 4, 1, 1, True, 256, 1, 1, 64)),
@@ -517,20 +517,29 @@ def test_persistent_dsd_tiles_match_scipy(backend, monkeypatch, force, ws_tile, 
     check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: 2, True: 3})
 
 
-@pytest.mark.parametrize(("b", "epilogue"), [(64, 128), (128, 64)])
-@pytest.mark.parametrize("cluster", [1, 2])
-@pytest.mark.parametrize("n", [65, 300])
-def test_dsd_epilogue_tma_store_outputs(backend, monkeypatch, force, b, epilogue, cluster, n):
-    """The tall tile's epilogue stored by TMA rounds: alpha applied; `out` a view with
-    rows further apart than its width (the map's row stride), whose padding must stay
-    untouched; a misaligned `out` (register stores into a temporary). Each result against
-    float64 NumPy."""
+def _epilogue_tile(monkeypatch, b, epilogue, cluster):
+    """The tall (or clustered) tile of b = 64 / 128 with its epilogue stored by TMA in
+    rounds of ``epilogue`` rows."""
     tile = tiles.PersistentTile(1, b // 64, 2 if b == 64 else 4, 2 if b == 64 else 1, 1, True,
                                 256, cluster, 1, epilogue)
     monkeypatch.setitem(tiles.WGMMA_DSD_TALL, b, tile)
     monkeypatch.setitem(tiles.WGMMA_DSD_CLUSTER, b, tile)
     configs.set_tiles()
-    force(tall=True, cluster=cluster == 2, dsd_pair=False, split=1, grid_limit=3)
+
+
+@pytest.mark.parametrize(("b", "epilogue"), [(64, 128), (128, 64)])
+@pytest.mark.parametrize("cluster", [1, 2])
+@pytest.mark.parametrize("n", [65, 300])
+def test_dsd_epilogue_tma_store_outputs(backend, monkeypatch, force, b, epilogue, cluster, n):
+    """The tall tile's epilogue stored by TMA rounds, lists whole: alpha applied; `out` a
+    view with rows further apart than its width (the map's row stride), its padding left
+    untouched; outputs the map cannot take (4-byte aligned, or rows 8 bytes off 16) and
+    beta != 0 on the register stores. Each result against float64 NumPy, and each call's
+    store path checked where the runner sets it."""
+    from cubsparse._cuda import run_dsd
+
+    _epilogue_tile(monkeypatch, b, epilogue, cluster)
+    force(tall=True, cluster=cluster == 2, dsd_pair=False, split=0, grid_limit=3)
     try:
         rng = np.random.default_rng(n + b + cluster)
         lay = rng.random((7, 5)) < 0.5
@@ -541,22 +550,96 @@ def test_dsd_epilogue_tma_store_outputs(backend, monkeypatch, force, b, epilogue
         plan = cs.matmul_plan(x, w)
         assert plan.kernel.epilogue == epilogue, plan
         assert plan.kernel.cluster == cluster, plan
+        assert plan.split == 0, plan
+        runner = run_dsd._dsd_runner(n, w, False, False)
         ref = to_numpy(x.astype("float64")) @ to_numpy(w.toarray().astype("float64"))
         tol = cs._dtypes.TOLERANCE["float16"]
 
-        def close(got, want):
+        def check(got, want, by_tma):
+            assert runner.main.v[runner.i_ctr + 3].value == by_tma
             got = to_numpy(got.astype("float64"))
-            return np.linalg.norm(got - want) / np.linalg.norm(want) < tol
+            assert np.linalg.norm(got - want) / np.linalg.norm(want) < tol
 
-        assert close(cs.matmul(x, w, alpha=-0.5), -0.5 * ref)
+        check(cs.matmul(x, w, alpha=-0.5), -0.5 * ref, 1)
         wide = poison((n, 5 * b + 24), "float16", backend)
         cs.matmul(x, w, out=wide[:, 8:8 + 5 * b])
-        assert close(wide[:, 8:8 + 5 * b], ref)
+        check(wide[:, 8:8 + 5 * b], ref, 1)
         assert np.isnan(to_numpy(wide[:, :8])).all()  # the padding is untouched
         assert np.isnan(to_numpy(wide[:, -16:])).all()
-        odd = poison((n * (5 * b) + 1,), "float16", backend)[1:].reshape(n, 5 * b)
-        cs.matmul(x, w, out=odd)
-        assert close(odd, ref)
+        cs.matmul(x, w, out=wide[:, 2:2 + 5 * b])  # 4 bytes past a 16-byte boundary
+        check(wide[:, 2:2 + 5 * b], ref, 0)
+        apart = poison((n, 5 * b + 4), "float16", backend)[:, :5 * b]  # rows 8 bytes off 16
+        cs.matmul(x, w, out=apart)
+        check(apart, ref, 0)
+        cs.matmul(x, w, out=apart, alpha=2.0, beta=-1.0)
+        check(apart, ref, 0)
+    finally:
+        configs.set_tiles()
+
+
+@pytest.mark.parametrize(("b", "epilogue"), [(64, 128), (128, 64)])
+def test_dsd_epilogue_tma_store_beside_split_lists(backend, monkeypatch, force, b, epilogue):
+    """One launch with split lists (their partials summed by register stores) and whole
+    ones (stored by TMA), into a poisoned output with beta 0."""
+    from cubsparse._cuda import run_dsd
+
+    _epilogue_tile(monkeypatch, b, epilogue, 1)
+    force(tall=True, cluster=False, dsd_pair=False, split=4, grid_limit=3)
+    try:
+        rng = np.random.default_rng(b)
+        lay = rng.random((12, 5)) < 0.2
+        lay[:, 0] = True  # a list of 12: three segments
+        lay[:3, 3] = True  # and short ones, whole
+        w = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", seed=5, backend=backend)
+        x = to_backend(rng.standard_normal((300, 12 * b)).astype(np.float32),
+                       backend).astype(w.dtype)
+        plan = cs.matmul_plan(x, w)
+        assert plan.split == 4, plan
+        out = poison((300, 5 * b), "float16", backend)
+        cs.matmul(x, w, out=out)
+        runner = run_dsd._dsd_runner(300, w, False, False)
+        assert runner.main.v[runner.i_ctr + 3].value == 1
+        ref = to_numpy(x.astype("float64")) @ to_numpy(w.toarray().astype("float64"))
+        got = to_numpy(out.astype("float64"))
+        assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < cs._dtypes.TOLERANCE["float16"]
+    finally:
+        configs.set_tiles()
+
+
+@pytest.mark.parametrize(("b", "epilogue"), [(64, 128), (128, 64)])
+def test_dsd_epilogue_tma_store_in_a_cuda_graph(backend, monkeypatch, force, b, epilogue):
+    """The tall tile with its TMA store captured into a CUDA graph (the Y map passed by
+    value with the launch) replays into a poisoned output after X and W change in place."""
+    import cupy
+
+    _epilogue_tile(monkeypatch, b, epilogue, 1)
+    force(tall=True, cluster=False, dsd_pair=False, split=0, grid_limit=3)
+    try:
+        rng = np.random.default_rng(b + 7)
+        lay = rng.random((6, 5)) < 0.5
+        lay[:, 2] = True
+        w = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", seed=2, backend=backend)
+        x = to_backend(rng.standard_normal((300, 6 * b)).astype(np.float32),
+                       backend).astype(w.dtype)
+        assert cs.matmul_plan(x, w).kernel.epilogue == epilogue
+        y = cupy.empty((300, 5 * b), "float16")
+        stream = cupy.cuda.Stream(non_blocking=True)
+        with stream:
+            cs.matmul(x, w, out=y)  # eager: plan, tables, kernel
+            stream.begin_capture()
+            cs.matmul(x, w, out=y)
+            graph = stream.end_capture()
+            for seed in range(2):
+                r = cupy.random.default_rng(seed)
+                x[...] = r.standard_normal(x.shape).astype("float16")
+                w.data[...] = r.standard_normal(w.data.shape).astype("float16")
+                y.fill(cupy.nan)
+                graph.launch(stream)
+                stream.synchronize()
+                ref = to_numpy(x.astype("float64")) @ to_numpy(w.toarray().astype("float64"))
+                got = to_numpy(y.astype("float64"))
+                assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < cs._dtypes.TOLERANCE[
+                    "float16"]
     finally:
         configs.set_tiles()
 

@@ -57,7 +57,7 @@ def _variant(name: str, b: int):
                     for key, table in (("wgmma_tall", tiles.WGMMA_DSD_TALL),
                                        ("wgmma_cluster", tiles.WGMMA_DSD_CLUSTER),
                                        ("wgmma_pair", tiles.WGMMA_DSD_PAIR))
-                    if table.get(b) is not None}
+                    if table.get(b) is not None and table[b].rows > 0}
     if name.startswith("tma:"):
         wg, st, inflight, cluster, g = (int(v) for v in name[4:].split("."))
         tile = tiles.PersistentTile(1, wg, st, 1, inflight, True, 0, cluster, g)

@@ -62,16 +62,26 @@ def resident_ctas(function, threads: int, smem: int) -> int:
     return n.value if res == 0 else 0
 
 
-class TensorMap:
-    """A 2-D TMA tensor map (``CUtensorMap``, 128 opaque bytes, 64-byte aligned) held in
-    host memory; ``address`` is what a kernel-parameter slot points at."""
+class MapSlot:
+    """128 bytes of host memory, 64-byte aligned as the driver wants a ``CUtensorMap``;
+    ``address`` is what a kernel-parameter slot points at. Zeros, it stands in for the map
+    of a kernel instance that reads none there."""
 
     __slots__ = ("_buf", "address")
 
+    def __init__(self):
+        self._buf = ctypes.create_string_buffer(128 + 64)
+        self.address = (ctypes.addressof(self._buf) + 63) & ~63
+
+
+class TensorMap(MapSlot):
+    """A 2-D TMA tensor map (``CUtensorMap``, 128 opaque bytes) held in host memory."""
+
+    __slots__ = ()
+
     def __init__(self, ptr: int, inner: int, outer: int, row_bytes: int, box_inner: int,
                  box_outer: int):
-        self._buf = ctypes.create_string_buffer(128 + 64)
-        self.address = (ctypes.addressof(self._buf) + 63) & ~63  # the driver wants 64 B
+        super().__init__()
         # CU_TENSOR_MAP_SWIZZLE_NONE (16-byte rows) / 32B / 64B / 128B
         swizzle = {16: 0, 32: 1, 64: 2, 128: 3}[2 * box_inner]
         u64, u32 = ctypes.c_uint64, ctypes.c_uint32
@@ -93,18 +103,7 @@ class TensorMap:
         return np.frombuffer(ctypes.string_at(self.address, 128), dtype=words)[0]
 
 
-class BlankMap:
-    """128 zero bytes, 64-byte aligned, in a tensor map's place: the parameter of a kernel
-    instance that reads no map there."""
-
-    __slots__ = ("_buf", "address")
-
-    def __init__(self):
-        self._buf = ctypes.create_string_buffer(128 + 64)
-        self.address = (ctypes.addressof(self._buf) + 63) & ~63
-
-
-BLANK_MAP = BlankMap()
+BLANK_MAP = MapSlot()
 
 
 @functools.lru_cache(maxsize=512)

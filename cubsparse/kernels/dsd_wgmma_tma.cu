@@ -34,19 +34,26 @@ __device__ __forceinline__ void rows_n_store(const float (&acc)[XN / 2], int wg,
 // wg's 64 columns of Y (col0..) over the tile's XN rows go out in rounds of EPI rows, each
 // staged in `buf` (EPI rows of 128 bytes, the 128-byte swizzle of `ymap`'s 64 x EPI box)
 // and stored by one TMA copy that the warpgroup does not wait for: the copy engine writes
-// whole lines of Y while the warpgroup goes on to its next tile, where register stores
-// (4 bytes each, half an L2 sector) kept the warpgroup and the SM's store path busy for
-// the whole epilogue. The round's leader waits for the buffer's previous copy to have
-// read it before anyone writes it again. Rows past Y's end are not written (the map's
-// bounds). The writes are conflict-free: one store instruction covers 8 rows, each in its
-// own 16-byte chunk of the swizzle.
+// whole lines of Y while the warpgroup goes on to its next tile, where register stores (4
+// bytes a thread; a warp's store fills half of each 32-byte sector it writes) kept the
+// warpgroup and the SM's store path busy for the whole epilogue. The round's leader
+// waits for the buffer's previous copy to have read it before anyone writes it again.
+// Rows past Y's end are not written (the map's bounds), and rounds wholly past it are
+// skipped. The writes are conflict-free: one store instruction covers 8 rows, each in its
+// own 16-byte chunk of the swizzle. Warpgroup wg (0 or 1) synchronizes on barrier 3 + wg.
 template <class Tag, int XN, int EPI>
 __device__ __forceinline__ void rows_n_store_tma(const float (&acc)[XN / 2], int wg, int tid,
-                                                 int row0, int col0, unsigned buf,
+                                                 int row0, int nrows, int col0, unsigned buf,
                                                  const TmaMap* ymap, float alpha) {
   static_assert(EPI % 8 == 0 && XN % EPI == 0 && EPI <= 256, "rounds of whole 8-row groups");
   const int lane = tid & 31, wiw = (tid % 128) / 32;
   const bool leader = tid % 128 == 0;
+  auto sync = [wg] {
+    if (wg == 0)
+      named_barrier_sync<3>(128);
+    else
+      named_barrier_sync<4>(128);
+  };
   // After transpose_pair, a lane holds row 8 q + rl of the round at columns c, c + 1, with
   // c = 16 wiw + 8 h + cl: the same 16-byte chunk (2 wiw + h) of every 8-row group, so
   // its two addresses are fixed and the groups 1024 bytes apart.
@@ -56,8 +63,9 @@ __device__ __forceinline__ void rows_n_store_tma(const float (&acc)[XN / 2], int
   for (int h = 0; h < 2; ++h) at[h] = buf + rl * 128 + (((2 * wiw + h) ^ rl) << 4) + cl * 2;
 #pragma unroll
   for (int part = 0; part < XN / EPI; ++part) {
+    if (row0 + part * EPI >= nrows) break;  // (the same for the whole warpgroup)
     if (leader) bulk_wait_read<0>();
-    named_barrier_sync(3 + wg, 128);  // the buffer is free
+    sync();  // the buffer is free
 #pragma unroll
     for (int qq = 0; qq < EPI / 8; ++qq)
 #pragma unroll
@@ -68,7 +76,7 @@ __device__ __forceinline__ void rows_n_store_tma(const float (&acc)[XN / 2], int
         st_shared_u32(at[h] + qq * 1024, pair_value(Tag(), nullptr, s0, s1, alpha, 0.f));
       }
     fence_proxy_async();  // this thread's writes, to the copy engine
-    named_barrier_sync(3 + wg, 128);
+    sync();
     if (leader) {
       tma_store_2d(ymap, buf, col0, row0 + part * EPI);
       bulk_commit();
@@ -267,7 +275,7 @@ __device__ __forceinline__ void dsd_tma_body(
                 "XN: one m64 warpgroup per 64 columns of the tile, up to 256 rows");
   static_assert(COLS == 1 || PANEL || (COLS == 2 && B == 64 && XN > 0 && CLUSTER == 1),
                 "two-block tiles: b = 64, X's rows as N, no cluster");
-  static_assert(EPI == 0 || XN > 0, "the TMA store: X's rows as N");
+  static_assert(EPI == 0 || (XN > 0 && WG <= 2), "the TMA store: X's rows as N, barriers 3-4");
   static_assert(CLUSTER == 1 || (CLUSTER == 2 && (PANEL || (XN > 0 &&
                                                             (WPART * WROW_BYTES) % 1024 == 0))),
                 "clusters of two, over whole swizzle atoms of the block");
@@ -477,7 +485,8 @@ __device__ __forceinline__ void dsd_tma_body(
       } else if constexpr (COLS > 1) {  // warpgroup wg's block, if the layout has it
         if (j * COLS + wg < nout) {
           if (EPI > 0 && ytma)  // (two-block tiles are never split)
-            rows_n_store_tma<Tag, XN, EPI ? EPI : 8>(acc[0], wg, tid, row0, (j * COLS + wg) * B,
+            rows_n_store_tma<Tag, XN, EPI ? EPI : 8>(acc[0], wg, tid, row0, nrows,
+                                                     (j * COLS + wg) * B,
                                                      base + STAGES * STAGE_BYTES + wg * EPI * 128,
                                                      ymap, alpha);
           else
@@ -487,7 +496,7 @@ __device__ __forceinline__ void dsd_tma_body(
       } else if constexpr (XN > 0) {
         // (ytma: beta is 0 and Y is mapped; the staging buffers follow the stages)
         if (EPI > 0 && ytma && slot < 0)
-          rows_n_store_tma<Tag, XN, EPI ? EPI : 8>(acc[0], wg, tid, row0, j * B + wg * 64,
+          rows_n_store_tma<Tag, XN, EPI ? EPI : 8>(acc[0], wg, tid, row0, nrows, j * B + wg * 64,
                                                    base + STAGES * STAGE_BYTES + wg * EPI * 128,
                                                    ymap, alpha);
         else

@@ -1,6 +1,6 @@
 // Hopper (sm_90a) helpers shared by the wgmma kernels: shared-memory matrix descriptors,
-// the wgmma fences and groups, and the async-proxy fence that publishes cp.async data to
-// the tensor cores.
+// the wgmma fences and groups, the async-proxy fence that publishes cp.async data to the
+// tensor cores, mbarriers, and TMA copies into shared memory and stores out of it.
 #pragma once
 
 // Matrix descriptor for a K-major operand stored as rows of SW bytes (128, 64 or 32) in the
@@ -51,6 +51,12 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 // __syncthreads'): lets one warpgroup synchronize without the others.
 __device__ __forceinline__ void named_barrier_sync(int id, int count) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+// The same with the barrier known at compile time (ptxas then reserves only the barriers
+// named, where a barrier id in a register makes it reserve all 16).
+template <int ID>
+__device__ __forceinline__ void named_barrier_sync(int count) {
+  asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "r"(count) : "memory");
 }
 
 // Shared-memory mbarriers (the producer/consumer handshakes of warp-specialized kernels):
@@ -196,9 +202,10 @@ __device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const TmaMap
 // (bulk_wait) before the CTA exits. The writers publish the buffer to the copy engine
 // first (fence_proxy_async, then a barrier).
 __device__ __forceinline__ void tma_store_2d(const TmaMap* map, unsigned src, int c0, int c1) {
-  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(map),
-               "r"(c0), "r"(c1), "r"(src)
-               : "memory");
+  asm volatile(
+      "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(map),
+      "r"(c0), "r"(c1), "r"(src)
+      : "memory");
 }
 __device__ __forceinline__ void bulk_commit() {
   asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
