@@ -81,8 +81,10 @@ def main(argv=None) -> int:
                                             / cp.linalg.norm(ref))
                                 eager, graph = bench(f) * 1e3, graph_ms(f) * 1e3
                                 host = host_overhead(f)
-                        finally:
-                            configs.set_tiles(stream=saved)
+                        finally:  # (a variant's new keys go too)
+                            tiles.DSD_STREAM.clear()
+                            tiles.DSD_STREAM.update(saved)
+                            configs.set_tiles()
                         kernel = plan.split(": ", 1)[1].split("<", 1)[0]
                         if "dsd_stream" in plan:
                             kernel += ("+coop" if "cooperative" in plan else
