@@ -302,21 +302,25 @@ def test_sdd_groups_cover_every_block_once():
 def test_split_rule_spares_persistent_kernels_the_short_gate():
     """Idle SMs split lists from a shorter longest list on CUDA cores (a few microseconds)
     than on the persistent wgmma kernels, whose CTAs already share the tiles: float32 at
-    N = 1 splits, the persistent float16 kernel at N = 128 does not (A/B on an H100)."""
+    N = 1 splits, the persistent float16 kernel at N = 80 does not (A/B on an H100 at 128
+    rows, where the tile now keeps its lists whole anyway)."""
     s = structure(4096 // 32, 4096 // 32, 0.1)
     assert plans.plan_dsd(s, "float32", 32, 1, False, False, 90, SMS, None).split > 0
     s = structure(4096 // 64, 4096 // 64, 0.1)
-    p = plans.plan_dsd(s, "float16", 64, 128, False, False, 90, SMS, None)
+    p = plans.plan_dsd(s, "float16", 64, 80, False, False, 90, SMS, None)
     assert p.kernel.persistent
     assert p.split == 0
 
 
 def test_persistent_tiles_that_x_fills_keep_their_lists_whole():
-    """b = 128's lists, which would leave SMs idle, are split at N = 64 but kept whole on
-    the persistent 128-row tile from N = 96 on, where the partials cost more than the idle
-    SMs (A/B on an H100)."""
-    s = structure(8192 // 128, 8192 // 128, 0.25)  # 64 lists of about 16 blocks
-    assert plans.plan_dsd(s, "float16", 128, 64, False, False, 90, SMS, None).split > 0
+    """b = 128's 64 lists of about 16 blocks would leave SMs idle: on the persistent
+    128-row tile they are split at N = 80 but kept whole from N = 96 (3/4 of the tile), where
+    the partials cost more than the idle SMs (A/B on an H100); a narrow W's few long lists
+    are still split there."""
+    s = structure(8192 // 128, 8192 // 128, 0.25)
+    p = plans.plan_dsd(s, "float16", 128, 80, False, False, 90, SMS, None)
+    assert p.kernel.persistent, p
+    assert p.split > 0, p
     for n in (96, 128):
         p = plans.plan_dsd(s, "float16", 128, n, False, False, 90, SMS, None)
         assert p.kernel.persistent, p
@@ -324,6 +328,10 @@ def test_persistent_tiles_that_x_fills_keep_their_lists_whole():
         assert p.split == 0, (n, p)
         with plans.override(split=8):  # the tile itself takes a split
             assert plans.plan_dsd(s, "float16", 128, n, False, False, 90, SMS, None).split == 8
+    narrow = structure(16384 // 128, 512 // 128, 0.5)  # 4 lists of about 64 blocks
+    p = plans.plan_dsd(narrow, "float16", 128, 128, False, False, 90, SMS, None)
+    assert p.kernel.persistent, p
+    assert p.split > 0, p
 
 
 @pytest.mark.parametrize(("split", "group"), [(2, 1), (3, 1), (2, 4)])

@@ -612,6 +612,8 @@ def test_dsd_epilogue_tma_store_in_a_cuda_graph(backend, monkeypatch, force, b, 
     value with the launch) replays into a poisoned output after X and W change in place."""
     import cupy
 
+    from cubsparse._cuda import run_dsd
+
     _epilogue_tile(monkeypatch, b, epilogue, 1)
     force(tall=True, cluster=False, dsd_pair=False, split=0, grid_limit=3)
     try:
@@ -622,10 +624,12 @@ def test_dsd_epilogue_tma_store_in_a_cuda_graph(backend, monkeypatch, force, b, 
         x = to_backend(rng.standard_normal((300, 6 * b)).astype(np.float32),
                        backend).astype(w.dtype)
         assert cs.matmul_plan(x, w).kernel.epilogue == epilogue
+        runner = run_dsd._dsd_runner(300, w, False, False)
         y = cupy.empty((300, 5 * b), "float16")
         stream = cupy.cuda.Stream(non_blocking=True)
         with stream:
             cs.matmul(x, w, out=y)  # eager: plan, tables, kernel
+            assert runner.main.v[runner.i_ctr + 3].value == 1  # stored by TMA
             stream.begin_capture()
             cs.matmul(x, w, out=y)
             graph = stream.end_capture()

@@ -176,7 +176,7 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
         smem = p.stages * (rows + b * p.cols) * 128 + 1024  # + slack: tiles on 1 KiB
         smem += p.warpgroups * epi * 128  # the TMA store's buffers, 128 bytes a row each
         if p.tma and not panel:  # + the lists' copies (LIST_CAP ints a block) and barriers
-            static = 2048 * (1 + p.cols) + 256
+            static = 2048 * (1 + p.cols) + 32 * p.stages + 128
             if p.ctas_per_sm * (smem + static + 1024) > SMEM_PER_SM[90] or (
                     smem + static > SMEM_PER_BLOCK[90]):
                 raise ValueError(f"{p} at b = {b} needs {smem + static} bytes of shared memory a "

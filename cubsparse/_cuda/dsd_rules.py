@@ -83,12 +83,17 @@ SPLIT_IDLE_MIN_US = 5.0
 SPLIT_IDLE_MIN_US_SIMT = 2.0
 SPLIT_IDLE_MIN_US_PERSISTENT = 15.0
 SPLIT_MIN_US = 20.0
-#: The persistent single-block tiles of b >= 64 keep their lists whole where X fills
-#: more than this share of their row tiles: a segment's partial (rows x b float32,
-#: written, then read back by the list's last CTA) costs more there than idle SMs do. At
-#: N = 96-256 no split ran 0.49-0.96x the split's time in every case measured; at N = 64
-#: (half a 128-row tile) the split was faster in most (H100, bench/NOTES.md 192).
-SPLIT_WHOLE_FILL = 0.5
+#: The persistent single-block tiles of b >= 64 keep their lists whole where X fills at
+#: least SPLIT_WHOLE_FILL of their row tiles, there are at least SPLIT_WHOLE_MIN_TILES
+#: tiles and no list is longer than SPLIT_WHOLE_MAX_LIST: a segment's partial (rows x b
+#: float32, written, then read back by the list's last CTA) then costs more than idle SMs
+#: do. Measured on square W at N = 96-256 with 16-64 tiles and lists of up to 40 blocks:
+#: whole lists ran 0.49-0.96x the split's time in every case (H100, bench/NOTES.md 192).
+#: Outside those bounds (fewer rows, a narrow W's few long lists) the idle rule below
+#: still splits.
+SPLIT_WHOLE_FILL = 0.75
+SPLIT_WHOLE_MIN_TILES = 16
+SPLIT_WHOLE_MAX_LIST = 48
 #: One SM's share of the device's memory bandwidth, bytes per microsecond (H100/H200:
 #: 3.3-4.8 TB/s over 132 SMs).
 SM_BYTES_PER_US = 30_000
@@ -142,10 +147,11 @@ def split_rule(lens: np.ndarray, cfg: KernelConfig, b: int, rows: int, sms: int,
     and ``rows`` rows of X: split where the SMs would idle or the longest list would be
     slow (SPLIT_FILL ... SPLIT_MIN_US, a list's time from its bytes at SM_BYTES_PER_US),
     in segments of :func:`split_length`, longer for small blocks, whose entries carry
-    fewer bytes; never on a persistent tile of b >= 64 that X fills past
-    SPLIT_WHOLE_FILL."""
+    fewer bytes; not on a persistent tile of b >= 64 within the SPLIT_WHOLE_* bounds."""
     row_tiles = -(-rows // cfg.rows_per_cta)
-    if cfg.persistent and b >= 64 and rows > SPLIT_WHOLE_FILL * cfg.rows_per_cta:
+    if (cfg.persistent and b >= 64 and rows >= SPLIT_WHOLE_FILL * cfg.rows_per_cta
+            and lens.size * row_tiles >= SPLIT_WHOLE_MIN_TILES
+            and (int(lens.max()) if lens.size else 0) <= SPLIT_WHOLE_MAX_LIST):
         return 0
     shortest = max(4, 256 // b) if tc else max(1, 4096 // (b * b))
     slots = max(2, 512 // cfg.threads) * sms

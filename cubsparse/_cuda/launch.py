@@ -83,7 +83,8 @@ class Launch:
         self.v[i].value = value
 
     def set_map(self, i: int, tmap) -> None:
-        """Point tensor-map parameter ``i`` at ``tmap`` (a :class:`device.TensorMap`)."""
+        """Point tensor-map parameter ``i`` at ``tmap`` (a :class:`device.TensorMap`, or
+        ``device.BLANK_MAP`` where the kernel reads no map there)."""
         self._keep[i] = tmap
         self._params[i] = tmap.address
 

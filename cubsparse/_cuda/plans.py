@@ -214,8 +214,9 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
         # moves 16-bit elements, the other wgmma kernels for their K-major descriptors.
         w_copy = "transpose_blocks" if wcfg is not None else "transpose"
 
-    # Long lists are split where there are few CTAs (dsd_rules.split_rule); float64 never
-    # (no float32 partials), nor the two-block TMA tile (it stores its blocks whole).
+    # Long lists are split where there are few CTAs (dsd_rules.split_rule: not on the
+    # persistent b >= 64 tiles that X fills); float64 never (no float32 partials), nor the
+    # two-block TMA tile (it stores its blocks whole).
     row_tiles = -(-n // cfg.rows_per_cta)
     split = 0
     if name != "float64" and n <= dsd_rules.MAX_GRID_Y * cfg.rows_per_cta and not (

@@ -52,8 +52,8 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 __device__ __forceinline__ void named_barrier_sync(int id, int count) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
-// The same with the barrier known at compile time (ptxas then reserves only the barriers
-// named, where a barrier id in a register makes it reserve all 16).
+// The same with the barrier an immediate: ptxas reserves the barriers it can tell apart at
+// compile time, and all 16 where an id is computed at run time (3 + wg was).
 template <int ID>
 __device__ __forceinline__ void named_barrier_sync(int count) {
   asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "r"(count) : "memory");
