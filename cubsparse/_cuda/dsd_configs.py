@@ -7,8 +7,6 @@ import numpy as np
 
 from .configs import (
     SIMT_TYPES,
-    SMEM_PER_BLOCK,
-    SMEM_PER_SM,
     TC_TAGS,
     KernelConfig,
     _b,
@@ -175,17 +173,16 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
                 else f"dsd_wgmma_ws<{expr}>")
         smem = p.stages * (rows + b * p.cols) * 128 + 1024  # + slack: tiles on 1 KiB
         smem += p.warpgroups * epi * 128  # the TMA store's buffers, 128 bytes a row each
-        if p.tma and not panel:  # + the lists' copies (LIST_CAP ints a block) and barriers
-            static = 2048 * (1 + p.cols) + 32 * p.stages + 128
-            if p.ctas_per_sm * (smem + static + 1024) > SMEM_PER_SM[90] or (
-                    smem + static > SMEM_PER_BLOCK[90]):
-                raise ValueError(f"{p} at b = {b} needs {smem + static} bytes of shared memory a "
-                                 f"CTA, {p.ctas_per_sm} CTAs an SM: more than Hopper's "
-                                 f"{SMEM_PER_BLOCK[90]} a CTA, {SMEM_PER_SM[90]} an SM")
         threads = p.warpgroups * 128 + (32 if p.tma else 128)  # a producer warp or warpgroup
         family = "dsd_wgmma_tma" if p.tma else "dsd_wgmma_ws"
-        return KernelConfig(family, expr, threads, smem, rows, p.cols, "sm_90a",
-                            p.ctas_per_sm, p.tma, 1, p.cluster, panel, epi)
+        cfg = KernelConfig(family, expr, threads, smem, rows, p.cols, "sm_90a",
+                           p.ctas_per_sm, p.tma, 1, p.cluster, panel, epi)
+        # + the lists' copies (LIST_CAP ints a block) and the barriers
+        static = 2048 * (1 + p.cols) + 32 * p.stages + 128
+        if p.tma and not panel and smem_ctas(cfg, 90, static) < p.ctas_per_sm:
+            raise ValueError(f"{p} at b = {b} needs {smem + static} bytes of shared memory a "
+                             f"CTA, more than a Hopper SM gives each of {p.ctas_per_sm} CTA(s)")
+        return cfg
     t = WGMMA_DSD[b]
     rows = 64 * t.m_tiles * t.warpgroups
     expr = f"dsd_wgmma_single<{tag},{b},{t.m_tiles},{t.warpgroups},{t.stages},{_b(kn)}>"

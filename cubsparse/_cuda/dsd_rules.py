@@ -149,14 +149,15 @@ def split_rule(lens: np.ndarray, cfg: KernelConfig, b: int, rows: int, sms: int,
     in segments of :func:`split_length`, longer for small blocks, whose entries carry
     fewer bytes; not on a persistent tile of b >= 64 within the SPLIT_WHOLE_* bounds."""
     row_tiles = -(-rows // cfg.rows_per_cta)
+    longest = int(lens.max()) if lens.size else 0
     if (cfg.persistent and b >= 64 and rows >= SPLIT_WHOLE_FILL * cfg.rows_per_cta
             and lens.size * row_tiles >= SPLIT_WHOLE_MIN_TILES
-            and (int(lens.max()) if lens.size else 0) <= SPLIT_WHOLE_MAX_LIST):
+            and longest <= SPLIT_WHOLE_MAX_LIST):
         return 0
     shortest = max(4, 256 // b) if tc else max(1, 4096 // (b * b))
     slots = max(2, 512 // cfg.threads) * sms
     entry_bytes = (cfg.group * b * b + cfg.rows_per_cta * b) * itemsize
-    longest_us = (int(lens.max()) if lens.size else 0) * entry_bytes / SM_BYTES_PER_US
+    longest_us = longest * entry_bytes / SM_BYTES_PER_US
     fill, min_us = ((SPLIT_FILL_PERSISTENT, SPLIT_IDLE_MIN_US_PERSISTENT) if cfg.persistent
                     else (SPLIT_FILL, SPLIT_IDLE_MIN_US) if tc
                     else (SPLIT_FILL_SIMT, SPLIT_IDLE_MIN_US_SIMT))

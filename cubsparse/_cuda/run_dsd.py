@@ -260,12 +260,10 @@ class _DsdRunner(StreamLaunches, DensePath):
 
     def _map_y(self, y, beta):
         """Points the epilogue's TMA store at ``y`` where it can take it (beta 0, rows
-        16-byte aligned and apart, columns contiguous), else turns it off for the call."""
-        st = y.strides
-        ok = beta == 0 and not (y.data.ptr & 15 or st[0] & 15 or st[0] <= 0) and (
-            st[1] == self.it or self.width == 1)
+        16-byte aligned and ascending, columns contiguous), else turns it off for the call."""
+        ok = beta == 0 and y.strides[0] > 0 and _aligned(y, 16)
         if ok:
-            ykey = (y.data.ptr, st[0])
+            ykey = (y.data.ptr, y.strides[0])
             if ykey != self._ykey:
                 self.main.set_map(self.i_ctr + 2, device.tensor_map(
                     ykey[0], self.width, y.shape[0], ykey[1], 64, self.epilogue))
