@@ -122,8 +122,9 @@ def test_small_n_plan_streams_w_with_x_in_shared_memory():
         assert "chunk(s) per CTA" in str(p)
         assert p.ratio is None
         assert p.w_copy is None
-    assert plans.plan_dsd(s, "float16", 8, 65, False, False, 90, SMS, 1 << 34).kernel.kernel \
-        != "dsd_stream"
+    for b, n in ((8, 129), (16, 65), (32, 65)):  # past each block size's last tile
+        assert plans.plan_dsd(s, "float16", b, n, False, False, 90, SMS, 1 << 34).kernel.kernel \
+            != "dsd_stream", (b, n)
     assert plans.plan_dsd(s, "float32", 8, 32, False, False, 90, SMS).kernel.kernel \
         != "dsd_stream"
     assert plans.plan_dsd(s, "float16", 16, 32, False, False, 90, SMS).kernel.kernel \
@@ -154,6 +155,31 @@ def test_small_n_plan_streams_w_with_x_in_shared_memory():
         p = plans.plan_dsd(s, "float16", 8, 32, False, False, 90, SMS)
         assert (p.grid, p.slots) == ((groups, 1), 0)
         assert "Y written by the CTA" in str(p)
+
+
+def test_stream_tile_past_64_rows_stays_where_it_was_measured():
+    """b = 8 at 65-128 rows: the 128-row tile where W is at least STREAM_MIN_DENSITY dense
+    and its block grid at most STREAM_MAX_BLOCKS; elsewhere the ladder and the dense model
+    decide as before."""
+    key = (8, 128)
+    assert dsd_configs.stream_key(8, 65) == dsd_configs.stream_key(8, 128) == key
+    assert dsd_configs.stream_key(8, 129) is None
+    assert 0.05 < dsd_rules.STREAM_MIN_DENSITY[key] <= 0.1
+    assert 1024 * 1024 <= dsd_rules.STREAM_MAX_BLOCKS[key] < 1536 * 1536
+    for side, d, takes in ((512, 0.25, True), (1024, 0.1, True), (1024, 0.5, True),
+                           (1024, 0.05, False), (1536, 0.25, False)):
+        s = structure(side, side, d)
+        for n, trans in ((65, False), (100, True), (128, False)):
+            p = plans.plan_dsd(s, "float16", 8, n, trans, False, 90, SMS, 1 << 34)
+            assert (p.kernel.kernel == "dsd_stream") == takes, (side, d, n, trans)
+            if takes:
+                assert p.path == "sparse"
+                assert p.kernel.rows_per_cta == 16 * -(-n // 16)
+                assert not p.shared_sum  # past STREAM_SHARE_MAX_ROWS: a second launch adds
+    # a block grid just past the bound, not square: the tile kernels or the dense path
+    s = structure(1024, 1025, 0.25)
+    assert plans.plan_dsd(s, "float16", 8, 128, False, False, 90, SMS, 1 << 34).kernel.kernel \
+        != "dsd_stream"
 
 
 def test_stream_partial_products_are_added_in_the_launch_up_to_32_rows():

@@ -371,6 +371,32 @@ def test_grouped_small_block_dsd_tiles_match_scipy(backend, monkeypatch, group_t
                        seed=8)
 
 
+@pytest.mark.parametrize("key", sorted(tiles.DSD_STREAM), ids=lambda k: f"b{k[0]}-rows{k[1]}")
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("run", [None, 1, 3])  # the rule's runs, one chunk a CTA, three
+def test_stream_dsd_tiles_match_scipy(backend, monkeypatch, force, key, dtype, run):
+    """X @ W and dY @ W.T on each tile of the small-N dsd with X in shared memory, at three
+    rows fewer than the tile holds (a partial last 16-row slice): a partial last chunk of
+    X's block columns and group of output blocks, an empty output block of each product
+    and a full block row; runs of chunks leaving partial products (added by the group's
+    CTAs up to STREAM_SHARE_MAX_ROWS rows, else by a second launch) or none."""
+    b, rows = key
+    n = rows - 3
+    rng = np.random.default_rng(rows + b + (run or 0))
+    lay = rng.random((70, 37)) < 0.35
+    lay[9, :] = True    # a full block row
+    lay[:, 5] = False   # an empty output block column of X @ W
+    lay[11, :] = False  # ... and of dY @ W.T
+    force(stream=True, **({} if run is None else {"stream_run": run}))
+    check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: 5, True: 11},
+                       seed=7)
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, backend=backend)
+    x = to_backend(np.ones((n, 70 * b), np.float32), backend).astype(dtype)
+    p = cs.matmul_plan(x, w)
+    assert p.kernel.kernel == "dsd_stream"
+    assert p.kernel.rows_per_cta == 16 * -(-n // 16)
+
+
 def tiled_sdd_layout(rng, density):
     """A 37 x 29 block layout for the tiled sdd kernels (16 x 16 or 8 x 8 tiles): partial
     tiles at both edges, an empty tile, a full block row and column, a tile holding a

@@ -2,11 +2,12 @@
 kernels and dense cuBLAS: each variant's eager time per call (queued calls, as
 ``gpu_probe.bench`` times them) and its CUDA-graph replay (``gpu_probe.graph_ms``), checked
 against float32 dense math, and its host µs per call (``gpu_probe.host_overhead``). A
-variant is ``auto`` (the plan as it stands), ``off`` (the stream kernel forbidden: the tile
-kernels), ``second`` (partial products added by a second launch, not by the group's CTAs),
-``run=K`` (runs of K chunks a CTA) or a set of tiles,
-``rows:chunk/group/entries/stages/max_run`` joined by ``+``, e.g.
-``16:16/32/48/3/64+32:8/16/32/3/64`` (the b = ``--b`` entries of ``tiles.DSD_STREAM``
+variant is ``auto`` (the plan as it stands, sparse kernels only), ``path`` (the plan as a
+user gets it: the dense path allowed where the model picks it), ``dense`` (the dense path
+forced), ``off`` (the stream kernel forbidden: the tile kernels), ``second`` (partial
+products added by a second launch, not by the group's CTAs), ``run=K`` (runs of K chunks
+a CTA) or a set of tiles, ``rows:chunk/group/entries/stages/max_run`` joined by ``+``,
+e.g. ``16:16/32/48/3/64+32:8/16/32/3/64`` (the b = ``--b`` entries of ``tiles.DSD_STREAM``
 replaced for that variant). "bw" is the op's bytes over its graph time over the device's
 copy rate (measured as the bench measures its ceiling).
 
@@ -28,7 +29,7 @@ from cubsparse._cuda import configs, plans, tiles
 
 def _apply(variant: str, b: int) -> dict:
     """The plan overrides of ``variant``; tiles are set in place (restored by the caller)."""
-    if variant == "auto":
+    if variant in ("auto", "path", "dense"):
         return {}
     if variant == "off":
         return {"stream": False}
@@ -73,7 +74,9 @@ def main(argv=None) -> int:
                     for variant in args.variants:
                         saved = dict(tiles.DSD_STREAM)
                         try:
-                            with plans.override(dense=False, **_apply(variant, b)):
+                            path = {"path": {}, "dense": {"dense": True}}.get(
+                                variant, {"dense": False})
+                            with plans.override(**path, **_apply(variant, b)):
                                 plan = str(cs.matmul_plan(x, op))
                                 f = lambda x=x, op=op, y=y: cs.matmul(x, op, out=y)  # noqa: E731
                                 f()
@@ -85,7 +88,7 @@ def main(argv=None) -> int:
                             tiles.DSD_STREAM.clear()
                             tiles.DSD_STREAM.update(saved)
                             configs.set_tiles()
-                        kernel = plan.split(": ", 1)[1].split("<", 1)[0]
+                        kernel = plan.split(": ", 1)[1].split("<", 1)[0].split(" (")[0]
                         if "dsd_stream" in plan:
                             kernel += ("+coop" if "cooperative" in plan else
                                        "+2nd" if "second launch" in plan else "")

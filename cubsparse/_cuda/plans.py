@@ -178,6 +178,7 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
     product = "X @ W.T" if trans else "X @ W"
     # At a few rows of X and small blocks, X in shared memory and W streamed once; it beats
     # the dense path there too (the path's rewrite of W alone costs more), so no ratio.
+    # Past 64 rows (b = 8) its rule keeps it to the sizes of W where it was measured so.
     scfg = stream_config(name, b, trans, n) if arch >= 80 else None
     per_sm = min(dsd_rules.STREAM_CTAS_PER_SM, stream_ctas(b, n, arch)) if scfg is not None else 0
     if per_sm:  # (its shared memory fits the device)

@@ -158,13 +158,16 @@ DSD_GROUP = {8: GroupTile(16, 128, 4, 2, 4, 4)}
 #: b = 16 past 16 rows a CTA's accumulators cover 16 output blocks (32 spilled registers).
 #: b = 32 runs groups of 8 output blocks: more CTAs, and one output block a warp. b = 64
 #: has no tile: its tile kernels were faster but for X @ W at high density (bench/NOTES.md).
+#: Only b = 8 has a tile past 64 rows: there its tile kernels read X's slice once per
+#: block, 16 times the block's own bytes, and the tile above runs 1.4-2.6x faster than
+#: they do; at b = 16 and 32 the tile kernels stay faster.
 DSD_STREAM = {(8, 16): StreamTile(64, 32, 128, 3, 64), (8, 32): StreamTile(32, 32, 128, 3, 64),
-              (8, 64): StreamTile(16, 32, 128, 3, 64),
+              (8, 64): StreamTile(16, 32, 128, 3, 64), (8, 128): StreamTile(8, 16, 128, 3, 64),
               (16, 16): StreamTile(16, 32, 48, 3, 64), (16, 32): StreamTile(16, 16, 32, 3, 64),
               (16, 64): StreamTile(8, 16, 32, 3, 64),
               (32, 16): StreamTile(16, 8, 8, 3, 64), (32, 32): StreamTile(8, 8, 8, 3, 64),
               (32, 64): StreamTile(4, 8, 8, 3, 64)}
-STREAM_MAX_ROWS = 64
+STREAM_MAX_ROWS = 128
 WGMMA_DSD = {8: None, 16: WgmmaTile(1, 2, 4), 32: WgmmaTile(1, 2, 5), 64: WgmmaTile(1, 2, 4),
              128: WgmmaTile(1, 2, 4)}
 #: Block sizes whose X @ W on a wgmma kernel reads W's blocks as stored (an N-major B
