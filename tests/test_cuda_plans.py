@@ -158,16 +158,18 @@ def test_small_n_plan_streams_w_with_x_in_shared_memory():
 
 
 def test_stream_tile_past_64_rows_stays_where_it_was_measured():
-    """b = 8 at 65-128 rows: the 128-row tile where W is at least STREAM_MIN_DENSITY dense
+    """b = 8 at 65-128 rows: the 128-row tile where W has at least STREAM_MIN_BLOCKS blocks
     and its block grid at most STREAM_MAX_BLOCKS; elsewhere the ladder and the dense model
     decide as before."""
     key = (8, 128)
     assert dsd_configs.stream_key(8, 65) == dsd_configs.stream_key(8, 128) == key
     assert dsd_configs.stream_key(8, 129) is None
-    assert 0.05 < dsd_rules.STREAM_MIN_DENSITY[key] <= 0.1
+    assert 13107 < dsd_rules.STREAM_MIN_BLOCKS[key] <= 26214  # (the measured sides)
     assert 1024 * 1024 <= dsd_rules.STREAM_MAX_BLOCKS[key] < 1536 * 1536
-    for side, d, takes in ((512, 0.25, True), (1024, 0.1, True), (1024, 0.5, True),
-                           (1024, 0.05, False), (1536, 0.25, False)):
+    # (block grid side, density): C = K = 2048 to 12288 at b = 8
+    for side, d, takes in ((256, 0.1, False), (256, 0.5, True), (512, 0.05, False),
+                           (512, 0.1, True), (1024, 0.05, True), (1024, 0.5, True),
+                           (1536, 0.25, False)):
         s = structure(side, side, d)
         for n, trans in ((65, False), (100, True), (128, False)):
             p = plans.plan_dsd(s, "float16", 8, n, trans, False, 90, SMS, 1 << 34)
