@@ -159,17 +159,18 @@ def test_small_n_plan_streams_w_with_x_in_shared_memory():
 
 def test_stream_tile_past_64_rows_stays_where_it_was_measured():
     """b = 8 at 65-128 rows: the 128-row tile where W has at least STREAM_MIN_BLOCKS blocks
-    and its block grid at most STREAM_MAX_BLOCKS; elsewhere the ladder and the dense model
-    decide as before."""
+    and its grid fills STREAM_MIN_GRID_FILL of the device's CTA slots; elsewhere the
+    ladder and the dense model decide as before."""
     key = (8, 128)
     assert dsd_configs.stream_key(8, 65) == dsd_configs.stream_key(8, 128) == key
     assert dsd_configs.stream_key(8, 129) is None
     assert 13107 < dsd_rules.STREAM_MIN_BLOCKS[key] <= 26214  # (the measured sides)
-    assert 1024 * 1024 <= dsd_rules.STREAM_MAX_BLOCKS[key] < 1536 * 1536
-    # (block grid side, density): C = K = 2048 to 12288 at b = 8
+    assert 192 / 264 < dsd_rules.STREAM_MIN_GRID_FILL[key] <= 256 / 264
+    # (block grid side, density): C = K = 2048 to 16384 at b = 8; at 12288 96 groups of
+    # output blocks make 192 CTAs for 264 slots
     for side, d, takes in ((256, 0.1, False), (256, 0.5, True), (512, 0.05, False),
                            (512, 0.1, True), (1024, 0.05, True), (1024, 0.5, True),
-                           (1536, 0.25, False)):
+                           (1536, 0.25, False), (2048, 0.1, True)):
         s = structure(side, side, d)
         for n, trans in ((65, False), (100, True), (128, False)):
             p = plans.plan_dsd(s, "float16", 8, n, trans, False, 90, SMS, 1 << 34)
@@ -178,10 +179,14 @@ def test_stream_tile_past_64_rows_stays_where_it_was_measured():
                 assert p.path == "sparse"
                 assert p.kernel.rows_per_cta == 16 * -(-n // 16)
                 assert not p.shared_sum  # past STREAM_SHARE_MAX_ROWS: a second launch adds
-    # a block grid just past the bound, not square: the tile kernels or the dense path
-    s = structure(1024, 1025, 0.25)
-    assert plans.plan_dsd(s, "float16", 8, 128, False, False, 90, SMS, 1 << 34).kernel.kernel \
-        != "dsd_stream"
+    # not square: 96 groups of K = 12288's output blocks x 2 runs leave the grid short of
+    # the slots; 64 groups of K = 8192's x 4 runs of C = 12288's chunks fill them
+    for rows, cols, takes in ((1024, 1536, False), (1536, 1024, True)):
+        p = plans.plan_dsd(structure(rows, cols, 0.25), "float16", 8, 128, False, False, 90,
+                           SMS, 1 << 34)
+        assert (p.kernel.kernel == "dsd_stream") == takes, (rows, cols)
+        if takes:
+            assert p.grid == (64, 4)
 
 
 def test_stream_partial_products_are_added_in_the_launch_up_to_32_rows():

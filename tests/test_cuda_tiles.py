@@ -397,6 +397,24 @@ def test_stream_dsd_tiles_match_scipy(backend, monkeypatch, force, key, dtype, r
     assert p.kernel.rows_per_cta == 16 * -(-n // 16)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_stream_dsd_runs_past_64_chunks(backend, monkeypatch, force, dtype):
+    """b = 8's 128-row tile takes runs of up to 128 chunks of X's block columns: a run of
+    100 chunks (800 block rows of W in chunks of 8), a partial last run, at 120 rows."""
+    b, n = 8, 120
+    assert tiles.DSD_STREAM[(b, 128)].max_run >= 100
+    rng = np.random.default_rng(100)
+    lay = rng.random((820, 20)) < 0.1
+    lay[:, 3] = False  # an empty output block column of X @ W
+    force(stream=True, stream_run=100)
+    check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: 3, True: None},
+                       seed=5)
+    x = to_backend(np.ones((n, 820 * b), np.float32), backend).astype(dtype)
+    p = cs.matmul_plan(x, cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype,
+                                                           backend=backend))
+    assert (p.kernel.kernel, p.split, p.grid) == ("dsd_stream", 100, (2, 2))
+
+
 def tiled_sdd_layout(rng, density):
     """A 37 x 29 block layout for the tiled sdd kernels (16 x 16 or 8 x 8 tiles): partial
     tiles at both edges, an empty tile, a full block row and column, a tile holding a

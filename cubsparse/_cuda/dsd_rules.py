@@ -120,17 +120,19 @@ STREAM_CTAS_PER_SM = 2
 #: more than W's few blocks save, and the tile kernels are faster: each value lies between
 #: the densities measured on either side of the crossing (bench/NOTES.md).
 STREAM_MIN_DENSITY = {(16, 64): 0.075, (32, 16): 0.075, (32, 32): 0.175, (32, 64): 0.3}
-#: The least count of W's blocks, and the most blocks (present or not) in W's block grid,
-#: the small-N dsd's tile takes, by the tile's key; others take any. Past 64 rows a run's
-#: partial products (rows x its group's columns in float32) weigh as much as many blocks,
-#: so few blocks are faster on the tile kernels: 6,554 and 13,107 blocks were, 26,214 and
-#: more were not (the bound lies between). And the tile kernels' dense rival: b = 8's
-#: 128-row tile was measured faster than the dense path (W scattered or written whole,
-#: then cuBLAS) up to C = K = 8192, a grid of 1024 x 1024 blocks, but at C = K = 12288
-#: and d >= 0.25 the dense path was 1.1-1.3x faster (bench/NOTES.md). The small-N dsd's
-#: plans do not weigh the dense path, so the tile stays where it was measured to beat it.
+#: The least count of W's blocks the small-N dsd's tile takes, by the tile's key; others
+#: take any. Past 64 rows a run's partial products (rows x its group's columns in float32)
+#: weigh as much as many blocks, so few blocks are faster on the tile kernels: 6,554 and
+#: 13,107 blocks were, 26,214 and more were not (the bound lies between; b = 8, 128 rows).
 STREAM_MIN_BLOCKS = {(8, 128): 18432}
-STREAM_MAX_BLOCKS = {(8, 128): 1024 * 1024}
+#: The least share of the device's CTA slots (STREAM_CTAS_PER_SM a SM) the tile's grid of
+#: groups x runs fills, by the tile's key; others take any. b = 8's 128-row tile filled
+#: 256 of an H200's 264 slots at C = K = 2048-8192 and 16384 and there beat the dense path
+#: (W scattered or written whole, then cuBLAS) by 1.07-1.4x; at C = K = 12288 its 96
+#: groups make 192 CTAs, and the dense path was up to 1.16x faster (bench/NOTES.md). The
+#: small-N dsd's plans do not weigh the dense path, so the tile runs where it fills the
+#: device.
+STREAM_MIN_GRID_FILL = {(8, 128): 0.9}
 #: Most rows of X at which the small-N dsd's partial products are added by the group's own
 #: CTAs in the launch rather than by a second launch. That saves the second launch's host
 #: time (about 5 µs a call) and costs some GPU time, since a group's CTAs add their share
@@ -190,16 +192,18 @@ def fill_pays(structure, b: int, itemsize: int) -> bool:
     return least is not None and rows * cols > 0 and structure.nnzb >= least * rows * cols
 
 
-def stream_pays(structure, groups: int, chunks: int, sms: int, key: tuple) -> bool:
+def stream_pays(structure, groups: int, chunks: int, sms: int, key: tuple,
+                grid_fill: float) -> bool:
     """The small-N dsd with X in shared memory has at least STREAM_MIN_FILL x ``sms`` pairs
     of a group of output blocks and a chunk of X's block columns to share out, W has
-    blocks, W is as dense as STREAM_MIN_DENSITY asks of its tile (``key``), and W's blocks
-    and its block grid are within STREAM_MIN_BLOCKS and STREAM_MAX_BLOCKS."""
+    blocks, W is as dense as STREAM_MIN_DENSITY asks of its tile (``key``) and has
+    STREAM_MIN_BLOCKS blocks, and the grid fills ``grid_fill`` of the device's CTA slots,
+    at least STREAM_MIN_GRID_FILL."""
     rows, cols = structure.block_shape
     return (structure.nnzb > 0 and groups * chunks >= STREAM_MIN_FILL * sms
             and structure.nnzb >= STREAM_MIN_DENSITY.get(key, 0.0) * rows * cols
             and structure.nnzb >= STREAM_MIN_BLOCKS.get(key, 0)
-            and rows * cols <= STREAM_MAX_BLOCKS.get(key, rows * cols))
+            and grid_fill >= STREAM_MIN_GRID_FILL.get(key, 0.0))
 
 
 def stream_run(groups: int, chunks: int, slots: int) -> int:

@@ -185,12 +185,12 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
         stile = stream_tile(b, n)
         groups = -(-n_out // scfg.group)
         chunks = worklists.stream_chunks(structure, trans, stile.chunk)
+        run = min(chunks, stile.max_run,
+                  max(1, int(forced("stream_run")
+                             or dsd_rules.stream_run(groups, chunks, per_sm * sms))))
+        runs = -(-chunks // run)
         if decide("stream", dsd_rules.stream_pays, structure, groups, chunks, sms,
-                  stream_key(b, n)):
-            run = min(chunks, stile.max_run,
-                      max(1, int(forced("stream_run")
-                                 or dsd_rules.stream_run(groups, chunks, per_sm * sms))))
-            runs = -(-chunks // run)
+                  stream_key(b, n), groups * runs / (per_sm * sms)):
             shared = (runs > 1 and groups * runs <= per_sm * sms
                       and decide("stream_share", lambda: n <= dsd_rules.STREAM_SHARE_MAX_ROWS))
             return DsdPlan(product, n, name, b, "sparse", scfg, True, None, run,
