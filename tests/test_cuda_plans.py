@@ -346,11 +346,11 @@ def test_split_rule_spares_persistent_kernels_the_short_gate():
 
 
 def test_persistent_tiles_that_x_fills_keep_their_lists_whole():
-    """b = 128's 64 lists of about 16 blocks would leave SMs idle: on the persistent
+    """b = 128's 64 lists of about 6 blocks would leave SMs idle: on the persistent
     128-row tile they are split at N = 80 but kept whole from N = 96 (3/4 of the tile), where
     the partials cost more than the idle SMs (A/B on an H100); a narrow W's few long lists
     are still split there."""
-    s = structure(8192 // 128, 8192 // 128, 0.25)
+    s = structure(8192 // 128, 8192 // 128, 0.1)
     p = plans.plan_dsd(s, "float16", 128, 80, False, False, 90, SMS, None)
     assert p.kernel.persistent, p
     assert p.split > 0, p
@@ -365,6 +365,29 @@ def test_persistent_tiles_that_x_fills_keep_their_lists_whole():
     p = plans.plan_dsd(narrow, "float16", 128, 128, False, False, 90, SMS, None)
     assert p.kernel.persistent, p
     assert p.split > 0, p
+
+
+def test_b128_lists_of_16_to_48_blocks_split_at_their_mean():
+    """On b = 128's persistent tile, at one row tile that X fills (96-128 rows), lists
+    averaging SPLIT_MEAN_LIST blocks are cut at the largest power of two no longer than
+    their mean (A/B on an H200: 1.02-1.24x); shorter or longer lists, b = 64 and two row
+    tiles stay whole."""
+    lo, hi = dsd_rules.SPLIT_MEAN_LIST
+    assert (lo, hi) == (16, 48)
+    for ck, d, want in ((8192, 0.25, 16), (8192, 0.5, 32), (12288, 0.25, 16),
+                        (12288, 0.5, 32), (16384, 0.25, 32), (16384, 0.5, 0), (8192, 0.1, 0)):
+        s = structure(ck // 128, ck // 128, d)
+        mean = s.nnzb / (ck // 128)
+        assert (lo <= mean <= hi) == (want > 0), (ck, d, mean)
+        for n, trans in ((96, False), (128, True)):
+            p = plans.plan_dsd(s, "float16", 128, n, trans, False, 90, SMS, None)
+            assert p.kernel.persistent, p
+            assert p.kernel.rows_per_cta == 128, p
+            assert p.split == want, (ck, d, n, trans, p)
+        # two row tiles, and b = 64's lists, stay whole
+        assert plans.plan_dsd(s, "float16", 128, 256, False, False, 90, SMS, None).split == 0
+    s = structure(8192 // 64, 8192 // 64, 0.25)  # b = 64: lists of about 32 blocks
+    assert plans.plan_dsd(s, "float16", 64, 128, False, False, 90, SMS, None).split == 0
 
 
 @pytest.mark.parametrize(("split", "group"), [(2, 1), (3, 1), (2, 4)])

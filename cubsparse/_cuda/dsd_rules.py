@@ -94,6 +94,15 @@ SPLIT_MIN_US = 20.0
 SPLIT_WHOLE_FILL = 0.75
 SPLIT_WHOLE_MIN_TILES = 16
 SPLIT_WHOLE_MAX_LIST = 48
+#: ... but at b = 128, within those bounds and at most SPLIT_MEAN_MAX_ROWS rows of X (one
+#: row tile), lists averaging SPLIT_MEAN_LIST blocks are cut at the largest power of two
+#: no longer than their mean: only the longer lists split, once or twice, and their
+#: tiles no longer finish last. On an H200 at N = 96 and 128, C = K = 8192-16384 (64-128
+#: tiles for 264 CTA slots), d = 0.25-0.5, that ran 1.02-1.24x faster than whole lists;
+#: lists averaging 64 blocks ran fastest whole, and b = 64 (128-192 tiles) too
+#: (bench/NOTES.md).
+SPLIT_MEAN_MAX_ROWS = 128
+SPLIT_MEAN_LIST = (16, 48)
 #: One SM's share of the device's memory bandwidth, bytes per microsecond (H100/H200:
 #: 3.3-4.8 TB/s over 132 SMs).
 SM_BYTES_PER_US = 30_000
@@ -160,12 +169,17 @@ def split_rule(lens: np.ndarray, cfg: KernelConfig, b: int, rows: int, sms: int,
     and ``rows`` rows of X: split where the SMs would idle or the longest list would be
     slow (SPLIT_FILL ... SPLIT_MIN_US, a list's time from its bytes at SM_BYTES_PER_US),
     in segments of :func:`split_length`, longer for small blocks, whose entries carry
-    fewer bytes; not on a persistent tile of b >= 64 within the SPLIT_WHOLE_* bounds."""
+    fewer bytes; not on a persistent tile of b >= 64 within the SPLIT_WHOLE_* bounds, but
+    at the mean list length on b = 128's within the SPLIT_MEAN_* bounds."""
     row_tiles = -(-rows // cfg.rows_per_cta)
     longest = int(lens.max()) if lens.size else 0
-    if (cfg.persistent and b >= 64 and rows >= SPLIT_WHOLE_FILL * cfg.rows_per_cta
-            and lens.size * row_tiles >= SPLIT_WHOLE_MIN_TILES
-            and longest <= SPLIT_WHOLE_MAX_LIST):
+    filled = (cfg.persistent and b >= 64 and rows >= SPLIT_WHOLE_FILL * cfg.rows_per_cta
+              and lens.size * row_tiles >= SPLIT_WHOLE_MIN_TILES)
+    if filled and b == 128 and rows <= SPLIT_MEAN_MAX_ROWS and row_tiles == 1:
+        mean = float(lens[lens > 0].mean()) if lens.any() else 0.0
+        if SPLIT_MEAN_LIST[0] <= mean <= SPLIT_MEAN_LIST[1]:
+            return 1 << int(np.log2(mean))
+    if filled and longest <= SPLIT_WHOLE_MAX_LIST:
         return 0
     shortest = max(4, 256 // b) if tc else max(1, 4096 // (b * b))
     slots = max(2, 512 // cfg.threads) * sms
