@@ -12,8 +12,7 @@ left out), ``union`` (the union kernel's panels with the table's tile) or
 stages, slices in flight, CTAs per cluster, blocks per panel; the table's b = 32 tile is
 ``tma:2.4.1.1.8``), or ``epi:E.S`` (the tall, clustered and two-block tiles of b = 64 and 128 with
 their epilogue stored by TMA in rounds of E rows, 0 for register stores, and S stages, 0
-for the table's), or ``cl:C`` (the clustered tall tile forced, in clusters of C CTAs). A
-suffix ``@R`` forces bands of R row tiles in the TMA kernels' tile
+for the table's). A suffix ``@R`` forces bands of R row tiles in the TMA kernels' tile
 order (``plans.override(band=R)``), e.g. ``rule@4``. ``+name`` / ``-name`` force a plan
 decision on or off, e.g. ``-sdd_panel`` with ``--ops sdd``.
 
@@ -52,10 +51,6 @@ def _variant(name: str, b: int):
     if name.startswith("panel:"):
         tile = tuple(int(v) for v in name[6:].split("."))
         return {"panel": True}, {"wgmma_panel": {b: tile}, "wgmma_panel_tma": {b: None}}
-    if name.startswith("cl:"):  # the clustered tall tile in clusters of C CTAs
-        c = int(name[3:])
-        t = tiles.WGMMA_DSD_CLUSTER[b]
-        return {"cluster": True, "tall": True}, {"wgmma_cluster": {b: t._replace(cluster=c)}}
     if name.startswith("epi:"):
         epi, st = (int(v) for v in name[4:].split("."))
         return {}, {key: {b: table[b]._replace(epilogue=epi, stages=st or table[b].stages)}

@@ -166,8 +166,7 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
         rows = (p.tma and p.rows) or 64 * p.m_tiles * p.warpgroups
         expr = (f"{tag},{b},{p.m_tiles},{p.warpgroups},{p.stages},{_b(kn)},{p.ctas_per_sm},"
                 f"{p.inflight}")
-        # the clustered entry points of the same file: clusters of two, or of four
-        mc = {1: "", 2: "_mc"}.get(p.cluster, f"_mc{p.cluster}")
+        mc = "_mc" if p.cluster > 1 else ""  # the clustered entry point of the same file
         cols = f",{p.cols}" if p.cols > 1 or epi else ""
         cols += f",{epi}" if epi else ""
         expr = (f"dsd_wgmma_tma{mc}<{expr},{p.rows if p.tma else 0}{cols}>" if p.tma

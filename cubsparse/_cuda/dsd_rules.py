@@ -261,13 +261,12 @@ def tall_pays(cfg: KernelConfig, n: int, n_out: int, ctas: int) -> bool:
 
 def cluster_pays(cfg: KernelConfig, structure, trans: bool, b: int, n: int, n_out: int,
                  ctas: int) -> bool:
-    """The clustered tall tile (``cfg``) has row tiles for every CTA of a cluster (a last
-    cluster short of rows leaves CTAs without any), gives each of ``ctas`` CTAs
-    TALL_MIN_WAVES tiles, and its lists are CLUSTER_MIN_DEPTH deep on average."""
+    """The clustered tall tile (``cfg``) has row tiles for both CTAs of a cluster (an odd
+    last one leaves a CTA without rows), gives each of ``ctas`` CTAs TALL_MIN_WAVES tiles,
+    and its lists are CLUSTER_MIN_DEPTH deep on average."""
     row_tiles = -(-n // cfg.rows_per_cta)
     lens = worklists.list_lengths(structure, trans, 1)
-    c = cfg.cluster
-    return (row_tiles >= c and row_tiles % c == 0 and row_tiles * n_out >= TALL_MIN_WAVES * ctas
+    return (row_tiles >= 2 and row_tiles % 2 == 0 and row_tiles * n_out >= TALL_MIN_WAVES * ctas
             and lens.size > 0 and float(lens.mean()) * b >= CLUSTER_MIN_DEPTH)
 
 

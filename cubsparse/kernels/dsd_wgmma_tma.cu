@@ -276,10 +276,9 @@ __device__ __forceinline__ void dsd_tma_body(
   static_assert(COLS == 1 || PANEL || (COLS == 2 && B == 64 && XN > 0 && CLUSTER == 1),
                 "two-block tiles: b = 64, X's rows as N, no cluster");
   static_assert(EPI == 0 || (XN > 0 && WG <= 2), "the TMA store: X's rows as N, barriers 3-4");
-  static_assert(CLUSTER == 1 || (CLUSTER == 2 && PANEL) ||
-                    ((CLUSTER == 2 || CLUSTER == 4) && XN > 0 && (WPART * WROW_BYTES) % 1024 == 0),
-                "clusters of two (panels), or two or four (X's rows as N), over whole swizzle "
-                "atoms of the block");
+  static_assert(CLUSTER == 1 || (CLUSTER == 2 && (PANEL || (XN > 0 &&
+                                                            (WPART * WROW_BYTES) % 1024 == 0))),
+                "clusters of two, over whole swizzle atoms of the block");
   extern __shared__ unsigned char smem_raw[];
   const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
   __shared__ unsigned long long full[STAGES], empty[STAGES];
@@ -540,12 +539,4 @@ template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int MINB, int I
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(WG * 128 + 32, MINB)
     dsd_wgmma_tma_mc(DSD_TMA_PARAMS) {
   dsd_tma_body<Tag, B, MW, WG, STAGES, KN, INFLIGHT, XN, 2, COLS, EPI>(DSD_TMA_ARGS);
-}
-
-// ... and of four (X's rows as N; grid: a multiple of four).
-template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int MINB, int INFLIGHT,
-          int XN, int COLS = 1, int EPI = 0>
-__global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(WG * 128 + 32, MINB)
-    dsd_wgmma_tma_mc4(DSD_TMA_PARAMS) {
-  dsd_tma_body<Tag, B, MW, WG, STAGES, KN, INFLIGHT, XN, 4, COLS, EPI>(DSD_TMA_ARGS);
 }
