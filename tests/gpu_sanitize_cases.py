@@ -237,10 +237,13 @@ def _run() -> int:
                 if b == 8:  # the 128-row tile at 100 rows: partial products, second launch
                     xt = cp.asarray(rng.standard_normal((100, 150 * b))).astype(dtype)
                     dyt = cp.asarray(rng.standard_normal((100, 100 * b))).astype(dtype)
-                    with plans.override(stream=True, dense=False, stream_run=2):
-                        results["x@W stream 100 rows"] = (cs.matmul(xt, Ww), _f64(xt) @ Wwd)
-                        results["dy@W.T stream 100 rows"] = (cs.matmul(dyt, Ww.T),
-                                                              _f64(dyt) @ Wwd.T)
+                    for share in (None, True):  # a second launch; the group's CTAs
+                        with plans.override(stream=True, dense=False, stream_run=2,
+                                            stream_share=share):
+                            tag = "100 rows" + (" in the launch" if share else "")
+                            results[f"x@W stream {tag}"] = (cs.matmul(xt, Ww), _f64(xt) @ Wwd)
+                            results[f"dy@W.T stream {tag}"] = (cs.matmul(dyt, Ww.T),
+                                                                _f64(dyt) @ Wwd.T)
                 # a sparse W at 40 rows: chunks of one stage each, every X buffer in use
                 lay = rng.random((150, 100)) < 0.03
                 Ws = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=6, backend="cuda")

@@ -179,6 +179,19 @@ def test_stream_tile_past_64_rows_stays_where_it_was_measured():
                 assert p.path == "sparse"
                 assert p.kernel.rows_per_cta == 16 * -(-n // 16)
                 assert not p.shared_sum  # past STREAM_SHARE_MAX_ROWS: a second launch adds
+    # a forced run length changes the runs, not the choice (the rule judges its own grid)
+    s = structure(1024, 1024, 0.25)
+    for run in (1, 64, 1000):
+        with plans.override(stream_run=run):
+            p = plans.plan_dsd(s, "float16", 8, 128, False, False, 90, SMS, 1 << 34)
+        assert p.kernel.kernel == "dsd_stream", run
+        assert p.split == min(run, 128, 1024 // 8), run
+    # measured on Hopper only: elsewhere the tile kernels keep these rows, where the tile
+    # would fit (sm_89: one CTA an SM up to 112 rows; sm_80: one)
+    for arch in (80, 89):
+        p = plans.plan_dsd(s, "float16", 8, 100, False, False, arch, SMS, 1 << 34)
+        assert p.kernel.kernel != "dsd_stream", arch
+    assert dsd_rules.STREAM_MIN_ARCH[key] == 90
     # not square: 96 groups of K = 12288's output blocks x 2 runs leave the grid short of
     # the slots; 64 groups of K = 8192's x 4 runs of C = 12288's chunks fill them
     for rows, cols, takes in ((1024, 1536, False), (1536, 1024, True)):
@@ -348,8 +361,8 @@ def test_split_rule_spares_persistent_kernels_the_short_gate():
 def test_persistent_tiles_that_x_fills_keep_their_lists_whole():
     """b = 128's 64 lists of about 6 blocks would leave SMs idle: on the persistent
     128-row tile they are split at N = 80 but kept whole from N = 96 (3/4 of the tile), where
-    the partials cost more than the idle SMs (A/B on an H100); a narrow W's few long lists
-    are still split there."""
+    the partials cost more than the idle SMs (A/B on an H100 with lists of 3-40 blocks;
+    longer lists: the next test); a narrow W's few long lists are still split there."""
     s = structure(8192 // 128, 8192 // 128, 0.1)
     p = plans.plan_dsd(s, "float16", 128, 80, False, False, 90, SMS, None)
     assert p.kernel.persistent, p

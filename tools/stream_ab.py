@@ -36,7 +36,7 @@ def _apply(variant: str, b: int) -> dict:
     if variant == "second":
         return {"stream_share": False}
     if variant.startswith("run="):
-        return {"stream_run": int(variant[4:])}
+        return {"stream_run": int(variant[4:]), "stream": True}
     for spec in variant.split("+"):
         rows, tile = spec.split(":")
         configs.set_tiles(stream={(b, int(rows)): tuple(int(v) for v in tile.split("/"))})
@@ -47,7 +47,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("variants", nargs="+",
-                    help="auto, off, second, run=K or tiles (see above)")
+                    help="auto, path, dense, off, second, run=K or tiles (see above)")
     ap.add_argument("--b", type=int, default=8)
     ap.add_argument("--n", type=ints, default=[1, 32])
     ap.add_argument("--ck", type=ints, default=[8192, 12288])
@@ -74,7 +74,7 @@ def main(argv=None) -> int:
                     for variant in args.variants:
                         saved = dict(tiles.DSD_STREAM)
                         try:
-                            path = {"path": {}, "dense": {"dense": True}}.get(
+                            path = {"path": {}, "dense": {"dense": True, "stream": False}}.get(
                                 variant, {"dense": False})
                             with plans.override(**path, **_apply(variant, b)):
                                 plan = str(cs.matmul_plan(x, op))

@@ -95,12 +95,12 @@ SPLIT_WHOLE_FILL = 0.75
 SPLIT_WHOLE_MIN_TILES = 16
 SPLIT_WHOLE_MAX_LIST = 48
 #: ... but at b = 128, within those bounds and at most SPLIT_MEAN_MAX_ROWS rows of X (one
-#: row tile), lists averaging SPLIT_MEAN_LIST blocks are cut at the largest power of two
-#: no longer than their mean: only the longer lists split, once or twice, and their
-#: tiles no longer finish last. On an H200 at N = 96 and 128, C = K = 8192-16384 (64-128
-#: tiles for 264 CTA slots), d = 0.25-0.5, that ran 1.02-1.24x faster than whole lists;
-#: lists averaging 64 blocks ran fastest whole, and b = 64 (128-192 tiles) too
-#: (bench/NOTES.md).
+#: row tile), lists averaging SPLIT_MEAN_LIST blocks (the mean of the lists that have
+#: any) are cut at the largest power of two no longer than their mean: only the longer
+#: lists split, once or twice, and their tiles no longer finish last. On an H200 at
+#: N = 96 and 128, C = K = 4096-16384 (32-128 tiles for 264 CTA slots), d = 0.25-0.5,
+#: that ran 1.01-1.18x faster than whole lists; lists averaging 64 blocks ran fastest
+#: whole, and b = 64 (128-256 tiles) too (bench/NOTES.md).
 SPLIT_MEAN_MAX_ROWS = 128
 SPLIT_MEAN_LIST = (16, 48)
 #: One SM's share of the device's memory bandwidth, bytes per microsecond (H100/H200:
@@ -134,14 +134,19 @@ STREAM_MIN_DENSITY = {(16, 64): 0.075, (32, 16): 0.075, (32, 32): 0.175, (32, 64
 #: weigh as much as many blocks, so few blocks are faster on the tile kernels: 6,554 and
 #: 13,107 blocks were, 26,214 and more were not (the bound lies between; b = 8, 128 rows).
 STREAM_MIN_BLOCKS = {(8, 128): 18432}
-#: The least share of the device's CTA slots (STREAM_CTAS_PER_SM a SM) the tile's grid of
-#: groups x runs fills, by the tile's key; others take any. b = 8's 128-row tile filled
+#: The least share of the device's CTA slots (as many a SM as hold the tile, at most
+#: STREAM_CTAS_PER_SM) the tile's grid of groups x the rule's runs fills, by the tile's
+#: key; others take any. b = 8's 128-row tile filled
 #: 256 of an H200's 264 slots at C = K = 2048-8192 and 16384 and there beat the dense path
 #: (W scattered or written whole, then cuBLAS) by 1.07-1.4x; at C = K = 12288 its 96
 #: groups make 192 CTAs, and the dense path was up to 1.16x faster (bench/NOTES.md). The
 #: small-N dsd's plans do not weigh the dense path, so the tile runs where it fills the
 #: device.
 STREAM_MIN_GRID_FILL = {(8, 128): 0.9}
+#: The least compute capability a tile of the small-N dsd runs on, by the tile's key;
+#: others run wherever their shared memory fits. The bounds above were measured on Hopper
+#: (two CTAs an SM); elsewhere the tile kernels keep those rows.
+STREAM_MIN_ARCH = {(8, 128): 90}
 #: Most rows of X at which the small-N dsd's partial products are added by the group's own
 #: CTAs in the launch rather than by a second launch. That saves the second launch's host
 #: time (about 5 µs a call) and costs some GPU time, since a group's CTAs add their share
@@ -207,17 +212,18 @@ def fill_pays(structure, b: int, itemsize: int) -> bool:
 
 
 def stream_pays(structure, groups: int, chunks: int, sms: int, key: tuple,
-                grid_fill: float) -> bool:
+                grid_fill: float, arch: int) -> bool:
     """The small-N dsd with X in shared memory has at least STREAM_MIN_FILL x ``sms`` pairs
     of a group of output blocks and a chunk of X's block columns to share out, W has
     blocks, W is as dense as STREAM_MIN_DENSITY asks of its tile (``key``) and has
-    STREAM_MIN_BLOCKS blocks, and the grid fills ``grid_fill`` of the device's CTA slots,
-    at least STREAM_MIN_GRID_FILL."""
+    STREAM_MIN_BLOCKS blocks, its grid fills ``grid_fill`` of the device's CTA slots, at
+    least STREAM_MIN_GRID_FILL, and the device's ``arch`` is at least STREAM_MIN_ARCH."""
     rows, cols = structure.block_shape
     return (structure.nnzb > 0 and groups * chunks >= STREAM_MIN_FILL * sms
             and structure.nnzb >= STREAM_MIN_DENSITY.get(key, 0.0) * rows * cols
             and structure.nnzb >= STREAM_MIN_BLOCKS.get(key, 0)
-            and grid_fill >= STREAM_MIN_GRID_FILL.get(key, 0.0))
+            and grid_fill >= STREAM_MIN_GRID_FILL.get(key, 0.0)
+            and arch >= STREAM_MIN_ARCH.get(key, 0))
 
 
 def stream_run(groups: int, chunks: int, slots: int) -> int:

@@ -185,13 +185,14 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
         stile = stream_tile(b, n)
         groups = -(-n_out // scfg.group)
         chunks = worklists.stream_chunks(structure, trans, stile.chunk)
-        run = min(chunks, stile.max_run,
-                  max(1, int(forced("stream_run")
-                             or dsd_rules.stream_run(groups, chunks, per_sm * sms))))
+        slots = max(1, per_sm * sms)
+        ruled = min(chunks, stile.max_run, dsd_rules.stream_run(groups, chunks, slots))
+        # (the rule judges the grid of its own runs; a forced run length changes only that)
+        run = min(chunks, stile.max_run, max(1, int(forced("stream_run") or ruled)))
         runs = -(-chunks // run)
         if decide("stream", dsd_rules.stream_pays, structure, groups, chunks, sms,
-                  stream_key(b, n), groups * runs / (per_sm * sms)):
-            shared = (runs > 1 and groups * runs <= per_sm * sms
+                  stream_key(b, n), groups * -(-chunks // ruled) / slots, arch):
+            shared = (runs > 1 and groups * runs <= slots
                       and decide("stream_share", lambda: n <= dsd_rules.STREAM_SHARE_MAX_ROWS))
             return DsdPlan(product, n, name, b, "sparse", scfg, True, None, run,
                            runs if runs > 1 else 0, (groups, runs), None, shared_sum=shared)
@@ -215,9 +216,10 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
         # moves 16-bit elements, the other wgmma kernels for their K-major descriptors.
         w_copy = "transpose_blocks" if wcfg is not None else "transpose"
 
-    # Long lists are split where there are few CTAs (dsd_rules.split_rule: not on the
-    # persistent b >= 64 tiles that X fills); float64 never (no float32 partials), nor the
-    # two-block TMA tile (it stores its blocks whole).
+    # Long lists are split where there are few CTAs (dsd_rules.split_rule: on the
+    # persistent b >= 64 tiles that X fills only b = 128's longer lists, at their mean);
+    # float64 never (no float32 partials), nor the two-block TMA tile (it stores its
+    # blocks whole).
     row_tiles = -(-n // cfg.rows_per_cta)
     split = 0
     if name != "float64" and n <= dsd_rules.MAX_GRID_Y * cfg.rows_per_cta and not (
