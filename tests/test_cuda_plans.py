@@ -105,7 +105,7 @@ def test_dense_path_where_the_model_says_so():
 
 
 def test_small_n_plan_streams_w_with_x_in_shared_memory():
-    """b = 8, 16 and 32 in 16 bits at N <= STREAM_MAX_ROWS rows, where the grid fills the
+    """b = 8, 16 and 32 in 16 bits at the rows DSD_STREAM's tiles hold, where the grid fills the
     device: X's chunks in shared memory, W read once; the dense path is not weighed
     against it."""
     s = structure(1024, 1024, 0.25)
@@ -994,7 +994,7 @@ def test_short_reduction_sdd_full_chunks_match_scipy(backend, b, n):
 
 
 def test_short_reduction_sdd_plan():
-    """The short-reduction sdd up to SDD_STREAM_MAX_INNER rows at b = 8 and 16 (b = 32 from
+    """The short-reduction sdd up to the rows SDD_STREAM's tiles hold at b = 8 and 16 (b = 32 from
     its least density) in 16 bits, x and dy read in place, from sm_80 (narrower chunks
     where shared memory is smaller), ahead of the dense path; its grid fills the device
     once (at most a warp per block row); not for float32, b = 64, long reductions, other

@@ -97,10 +97,10 @@ def smem_ctas(cfg: KernelConfig, arch: int, static: int = 512) -> int:
     return SMEM_PER_SM.get(arch, min(SMEM_PER_SM.values())) // (need + 1024)
 
 
-def _rows_key(table, most: int, b: int, n: int) -> tuple | None:
-    """The key ``(b, rows)`` of ``table`` (keyed by block size and rows up to) for ``n`` rows
-    (at most ``most``): the fewest rows that hold ``n``, or None where there is none."""
-    if not 0 < n <= most:
+def _rows_key(table, b: int, n: int) -> tuple | None:
+    """The key ``(b, rows)`` of ``table`` (keyed by block size and rows up to) for ``n`` rows:
+    the fewest rows that hold ``n``, or None where no tile of ``b`` does."""
+    if n <= 0:
         return None
     rows = min((r for bb, r in table if bb == b and r >= n), default=None)
     return None if rows is None else (b, rows)

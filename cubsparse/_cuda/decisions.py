@@ -68,14 +68,14 @@ def override(**decisions):
         blocks into a buffer that keeps its zeros.
     ``stream`` : bool
         Take (or not) the small-N dsd that keeps X in shared memory and reads each block
-        of W once, wherever one is configured (at most ``STREAM_MAX_ROWS`` rows of X).
+        of W once, wherever a tile of ``tiles.DSD_STREAM`` holds the rows of X.
     ``stream_run`` : int
         Chunks of X's block columns per CTA of that dsd (at least 1, at most its tile's
         ``max_run``; at least as many as there are means one CTA per group of output
         blocks, writing Y itself).
     ``sdd_stream`` : bool
         Take (or not) the short-reduction sdd that stages dY's chunks in shared memory,
-        wherever one is configured (at most ``SDD_STREAM_MAX_INNER`` rows, 16-bit, x and
+        wherever a tile of ``tiles.SDD_STREAM`` holds the reduction's rows (16-bit, x and
         dy read in place), ahead of every other sdd kernel and the dense path. Where left to
         the rule, another sdd decision or the dense path forced on keeps it off.
     ``sdd_stream_grid`` : int

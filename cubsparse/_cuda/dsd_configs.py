@@ -24,7 +24,6 @@ from .tiles import (
     DSD_STREAM,
     DSD_TC,
     DSD_TC_SMALL,
-    STREAM_MAX_ROWS,
     WGMMA_DSD,
     WGMMA_DSD_CLUSTER,
     WGMMA_DSD_PAIR,
@@ -77,7 +76,7 @@ def group_config(dtype, b: int, trans: bool) -> KernelConfig | None:
 def stream_key(b: int, n: int) -> tuple | None:
     """The key ``(b, rows)`` of the small-N dsd's tile (:data:`DSD_STREAM`) for ``n`` rows
     of X at block size ``b``, or None where it has none."""
-    return _rows_key(DSD_STREAM, STREAM_MAX_ROWS, b, n)
+    return _rows_key(DSD_STREAM, b, n)
 
 
 def stream_tile(b: int, n: int):

@@ -23,7 +23,6 @@ from .tiles import (
     SDD_SIMT,
     SDD_SIMT_F64,
     SDD_STREAM,
-    SDD_STREAM_MAX_INNER,
     SDD_TC,
     SDD_TILE,
     SDD_TILE_SIMT,
@@ -83,7 +82,7 @@ def sdd_tile_config(dtype, b: int) -> KernelConfig | None:
 def sdd_stream_key(b: int, inner: int) -> tuple | None:
     """The key ``(b, rows)`` of the short-reduction sdd's tile (:data:`SDD_STREAM`) for a
     reduction of ``inner`` rows, or None where it has none."""
-    return _rows_key(SDD_STREAM, SDD_STREAM_MAX_INNER, b, inner)
+    return _rows_key(SDD_STREAM, b, inner)
 
 
 def sdd_stream_tile(b: int, inner: int):

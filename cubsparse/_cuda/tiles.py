@@ -153,8 +153,8 @@ SDD_TC = {8: MmaTile(16, 1, 4, 32, 4), 16: MmaTile(16, 1, 4, 32, 4),
           32: MmaTile(8, 1, 4, 32, 4), 64: MmaTile(2, 1, 2, 32, 4),
           128: MmaTile(1, 2, 2, 32, 4)}
 DSD_GROUP = {8: GroupTile(16, 128, 4, 2, 4, 4)}
-#: The small-N dsd with X in shared memory, by (block size, rows of X up to), for at most
-#: STREAM_MAX_ROWS rows: two CTAs fit an SM, so X's chunks narrow as its rows grow, and at
+#: The small-N dsd with X in shared memory, by (block size, rows of X up to; no tile past
+#: the largest): two CTAs fit an SM, so X's chunks narrow as its rows grow, and at
 #: b = 16 past 16 rows a CTA's accumulators cover 16 output blocks (32 spilled registers).
 #: b = 32 runs groups of 8 output blocks: more CTAs, and one output block a warp. b = 64
 #: has no tile: its tile kernels were faster but for X @ W at high density (bench/NOTES.md).
@@ -167,7 +167,6 @@ DSD_STREAM = {(8, 16): StreamTile(64, 32, 128, 3, 64), (8, 32): StreamTile(32, 3
               (16, 64): StreamTile(8, 16, 32, 3, 64),
               (32, 16): StreamTile(16, 8, 8, 3, 64), (32, 32): StreamTile(8, 8, 8, 3, 64),
               (32, 64): StreamTile(4, 8, 8, 3, 64)}
-STREAM_MAX_ROWS = 128
 WGMMA_DSD = {8: None, 16: WgmmaTile(1, 2, 4), 32: WgmmaTile(1, 2, 5), 64: WgmmaTile(1, 2, 4),
              128: WgmmaTile(1, 2, 4)}
 #: Block sizes whose X @ W on a wgmma kernel reads W's blocks as stored (an N-major B
@@ -271,7 +270,6 @@ SDD_STREAM = {(8, 16): SddStreamTile(128), (8, 32): SddStreamTile(128),
               (16, 64): SddStreamTile(32), (16, 128): SddStreamTile(32, warps=16),
               (32, 16): SddStreamTile(8, 0.075), (32, 32): SddStreamTile(64, 0.175),
               (32, 64): SddStreamTile(32, 0.175), (32, 128): SddStreamTile(16, 0.175)}
-SDD_STREAM_MAX_INNER = 128
 SDD_TILE = {8: SddTile(16, 16, 64, 2, 4, 3)}
 SDD_TILE_SIMT = {8: SddSimtTile(16, 16, 32, 2), 16: SddSimtTile(8, 8, 32, 2)}
 DSD_SIMT = {8: SimtTile(128, 4, 4, 32, 3), 16: SimtTile(128, 8, 4, 16, 3),
