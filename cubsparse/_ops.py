@@ -47,10 +47,17 @@ def eager_matmul(x, w, tf32=None, out=None):
     if type(x) is not _CUPY_ARRAY or not isinstance(w, SparseOperand) or (
             out is not None and type(out) is not _CUPY_ARRAY):
         return None
+    base = w._base
+    if out is None and tf32 is None:  # a repeated call through the compiled path
+        owner = w if base is None else base
+        fast = owner.__dict__.get("_fast")
+        if fast is not None:
+            y = fast.dsd(x, owner, base is not None)
+            if y is not None:
+                return y
     data = w._data
     if type(data) is not _CUPY_ARRAY or x.ndim != 2 or x.dtype != data.dtype:
         return None
-    base = w._base
     rows = w._structure.block_shape[0 if base is None else 1] * w._blocksize
     if x.shape[1] != rows:
         return None
@@ -66,6 +73,12 @@ def _eager_sampled(a, b, like, tf32):
     t = _CUPY_ARRAY
     if type(a) is not t or type(b) is not t or not isinstance(like, SparseOperand):
         return None
+    if tf32 is None:  # a repeated call through the compiled path
+        fast = like.__dict__.get("_fast")
+        if fast is not None and like._base is None:
+            data = fast.sdd(a, b, like)
+            if data is not None:
+                return data
     data = like._data
     if type(data) is not t or like._base is not None:
         return None

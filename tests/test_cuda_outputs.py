@@ -10,7 +10,12 @@ import pytest
 from conftest import BACKENDS, to_backend, to_numpy
 
 import cubsparse as cs
-from cubsparse._cuda import outputs
+from cubsparse._cuda import fastcall, outputs
+
+# The cache in Python, and the compiled one of the eager call path where it is built.
+IMPLS = ["python", pytest.param("compiled", marks=pytest.mark.skipif(
+    fastcall._fastcall is None, reason="the compiled call path (cubsparse._cuda._fastcall) "
+    "is not built"))]
 
 
 class _Mem:
@@ -32,11 +37,18 @@ class _Array:
         _Array.made += 1
 
 
-@pytest.fixture
-def fake(monkeypatch):
-    monkeypatch.setattr(outputs, "_ndarray", lambda: _Array)
+def _cache(impl, shape, monkeypatch):
     _Array.made = 0
-    return outputs.Outputs((4, 8), np.dtype(np.float32))
+    if impl == "python":
+        monkeypatch.setattr(outputs, "_ndarray", lambda: _Array)
+        return outputs.Outputs(shape, np.dtype(np.float32))
+    return fastcall._fastcall.Outputs(shape, np.dtype(np.float32), outputs.KEEP,
+                                      outputs.KEEP_BYTES, _Array)
+
+
+@pytest.fixture(params=IMPLS)
+def fake(request, monkeypatch):
+    return _cache(request.param, (4, 8), monkeypatch)
 
 
 def test_a_dropped_output_is_handed_out_again(fake):
@@ -83,10 +95,9 @@ def test_every_kept_array_in_use_replaces_one_and_forgets_it(fake):
     assert _Array.made == outputs.KEEP + 3
 
 
-def test_large_outputs_are_not_kept(monkeypatch):
-    monkeypatch.setattr(outputs, "_ndarray", lambda: _Array)
-    _Array.made = 0
-    big = outputs.Outputs((outputs.KEEP_BYTES // 4 + 1, 1), np.dtype(np.float32))
+@pytest.mark.parametrize("impl", IMPLS)
+def test_large_outputs_are_not_kept(impl, monkeypatch):
+    big = _cache(impl, (outputs.KEEP_BYTES // 4 + 1, 1), monkeypatch)
     y = big.take(7)
     del y
     big.take(7)

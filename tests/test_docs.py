@@ -7,7 +7,7 @@ import pathlib
 import re
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-PACKAGE_FILES = (".py", ".cu", ".cuh", ".json")
+PACKAGE_FILES = (".py", ".pyx", ".cu", ".cuh", ".json")
 
 
 def _layout_paths() -> set[str]:

@@ -47,7 +47,7 @@ class Launch:
     """
 
     __slots__ = ("_api", "_block", "_fn", "_grid", "_keep", "_launch", "_params", "_pp",
-                 "_shape", "_smem", "_tail", "name", "v")
+                 "_shape", "_signature", "_smem", "_tail", "name", "v")
 
     def __init__(self, function, grid, block, smem: int, signature: str, values,
                  cooperative: bool = False):
@@ -63,6 +63,7 @@ class Launch:
         block = tuple(block) + (1,) * (3 - len(block))
         self._grid, self._block, self._smem = grid, block, int(smem)
         self._shape = (*grid, *block, self._smem)
+        self._signature = signature
         self.v = [_CTYPES[k]() if k != "t" else None for k in signature]
         self._params = (ctypes.c_void_p * len(signature))(
             *[ctypes.addressof(v) if v is not None else 0 for v in self.v])
@@ -87,6 +88,20 @@ class Launch:
         ``device.BLANK_MAP`` where the kernel reads no map there)."""
         self._keep[i] = tmap
         self._params[i] = tmap.address
+
+    def slot(self, i: int) -> tuple[int, str]:
+        """The address of parameter ``i``'s value and its signature letter, for the
+        compiled call path (:mod:`.fastcall`), which writes it in place."""
+        if self.v[i] is None:
+            raise ValueError(f"{self.name}: parameter {i} is a tensor map, not a value")
+        i %= len(self.v)
+        return ctypes.addressof(self.v[i]), self._signature[i]
+
+    def native(self) -> tuple:
+        """``(function, grid, block, smem, params, cooperative)``: what the compiled call
+        path hands the driver."""
+        return (self._fn, self._grid, self._block, self._smem, self._pp,
+                self._api == "cuLaunchCooperativeKernel")
 
     def __call__(self, stream: int) -> None:
         try:

@@ -111,6 +111,11 @@ def _check_devices(dev: int, what: str, **arrays) -> None:
                 f"{arr.data.device_id}):` or move the operands to one device")
 
 
+def _output_writes(name: str, i: int) -> list:
+    """The compiled path's writes (:mod:`.fastcall`) of what :func:`_set_output` sets."""
+    return [(name, i, "y"), (name, i + 1, "ldy"), (name, i + 2, "one"), (name, i + 3, "zero")]
+
+
 def _set_output(v, i: int, y, it: int, alpha: float, beta: float) -> None:
     """Set a launch's output parameters, ``y ldy alpha beta`` from its parameter ``i`` on."""
     v[i].value = y.data.ptr
@@ -134,6 +139,10 @@ class _SplitScratch:
         self.ws_shape, self.n_counts = ws_shape, n_counts
         self._ws, self._counts = structure.cached(
             ("split_scratch", dev, _get_ident(), ws_shape, n_counts), lambda: ({}, {}))
+
+    def kept(self, stream) -> bool:
+        """Whether ``stream``'s workspace and counters are kept (the same every call)."""
+        return stream in self._ws and stream in self._counts
 
     def __call__(self, stream):
         """(workspace, counters) for a launch on ``stream``."""

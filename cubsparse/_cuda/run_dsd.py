@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from .. import _options
 from .._arrays import may_share_memory as _overlap
-from . import device, run, worklists
+from . import device, fastcall, run, worklists
 from .compile import get_kernel
 from .configs import panel_copy_config, transpose_config
 from .dsd_rules import MAX_GRID_Y
 from .launch import Launch
-from .outputs import Outputs
 from .plans import plan_dsd
 from .run import (
     _aligned,
@@ -23,6 +22,7 @@ from .run import (
     _held,
     _key,
     _map_rows,
+    _output_writes,
     _runner,
     _set_output,
     _SplitScratch,
@@ -101,6 +101,8 @@ def dsd_eager(x, w, trans: bool, tf32: bool, out=None):
             return None
         y = out
     r(x, w._data, y, 1.0, 0.0, stream)
+    if out is None:
+        fastcall.arm_dsd(w, r, x.shape[0], trans, tf32, dev)
     return y
 
 
@@ -117,7 +119,7 @@ class _DsdRunner(StreamLaunches, DensePath):
                                  _options.dense_panels())
         n_out = s.block_shape[0] if trans else s.block_shape[1]
         self.width = n_out * b
-        self.outputs = Outputs((n, self.width), dtype)
+        self.outputs = fastcall.outputs((n, self.width), dtype)
         # dsd_eager runs this runner: a sparse plan in one launch grid, with rows and columns
         self.eager = bool(p.path == "sparse" and n and self.width and (
             p.kernel.persistent or n <= MAX_GRID_Y * p.kernel.rows_per_cta))
@@ -200,6 +202,7 @@ class _DsdRunner(StreamLaunches, DensePath):
         self.epilogue = cfg.epilogue  # rows per round of the TMA store of Y (0: none)
         self._xkey, self._wptr, self._ctr_stream = None, None, None  # set by the first call
         self._ykey = None
+        self._split_stream = None  # the stream whose workspace the parameters hold, if kept
 
     def _copy_w(self, wdata, stream):
         """W's blocks transposed, or gathered into panels, where the kernel reads them so."""
@@ -256,7 +259,26 @@ class _DsdRunner(StreamLaunches, DensePath):
             ws, counts = self.split(stream)
             v[self.i_ws].value = ws.data.ptr
             v[self.i_counts].value = counts.data.ptr
+            self._split_stream = stream if self.split.kept(stream) else None
         L(stream)
+
+    def fast_spec(self):
+        """What a repeated eager call writes, for the compiled path (:mod:`.fastcall`):
+        ``(launches, writes, tma, ymap, split)``, or None where a call does more (copies
+        W's blocks, or runs the dense path)."""
+        if not self.eager:
+            return None
+        if self.streamed:
+            return self._stream_spec()
+        if self.w_copy or self.stand_in is not None:
+            return None
+        # under TMA the maps of X and W are the runner's, checked by the call
+        writes = [] if self.tma else [("main", 0, "a"), ("main", 1, "lda"),
+                                      ("main", self.i_w, "w")]
+        writes += _output_writes("main", self.i_y)
+        if self.epilogue:  # the TMA store on: a kept output is always one it can take
+            writes.append(("main", self.i_ctr + 3, "one"))
+        return ("main",), writes, self.tma, bool(self.epilogue), self.split is not None
 
     def _map_y(self, y, beta):
         """Points the epilogue's TMA store at ``y`` where it can take it (beta 0, rows

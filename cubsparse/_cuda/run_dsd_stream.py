@@ -11,7 +11,7 @@ from .compile import get_kernel
 from .configs import stream_finish_config
 from .dsd_configs import stream_tile
 from .launch import Launch, LaunchError
-from .run import _set_output, _SplitScratch, _stride_grid
+from .run import _output_writes, _set_output, _SplitScratch, _stride_grid
 
 
 class StreamLaunches:
@@ -47,7 +47,7 @@ class StreamLaunches:
                             nchunks, p.split, None, 0, None, None, None, None],
                            cooperative=shared)
         self.i_w, self.streamed = 4, True
-        self.finish = self.split = None
+        self.finish = self.split = self._split_stream = None
         if runs > 1:
             rows = cfg.rows_per_cta
             # the shared sum's two counters per group (in, out), which each launch leaves
@@ -73,6 +73,7 @@ class StreamLaunches:
             return
         ws, counts = self.split(stream)
         v[11].value = ws.data.ptr
+        self._split_stream = stream if self.split.kept(stream) else None
         if self.finish is None:  # the group's CTAs add the partials
             v[12].value = counts.data.ptr
             try:
@@ -87,3 +88,12 @@ class StreamLaunches:
         _set_output(self.finish.v, 5, y, it, alpha, beta)
         self.main(stream)
         self.finish(stream)
+
+    def _stream_spec(self):
+        """:meth:`~.run_dsd._DsdRunner.fast_spec` of the stream kernel."""
+        names, writes = ("main",), [("main", 0, "a"), ("main", 1, "lda"), ("main", 4, "w")]
+        writes += _output_writes("main", 13)
+        if self.finish is not None:
+            names += ("finish",)
+            writes += _output_writes("finish", 5)
+        return names, writes, False, False, self.split is not None

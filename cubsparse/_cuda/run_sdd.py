@@ -6,10 +6,9 @@ weight gradient; the general call, the eager path of a repeated one, and the den
 from __future__ import annotations
 
 from .. import _options
-from . import blas, device, run, sdd_worklists, worklists
+from . import blas, device, fastcall, run, sdd_worklists, worklists
 from .compile import get_kernel
 from .launch import Launch
-from .outputs import Outputs
 from .plans import plan_sdd
 from .run import (
     _aligned_target,
@@ -153,6 +152,7 @@ def sdd_eager(a, b_mat, like, tf32: bool):
     if ops is None:
         if r.direct is not None:
             r.direct(*lg, data.data.ptr, stream)
+            fastcall.arm_sdd(like, r, a, b_mat, dev)
             return data
         ops = (*lg, True, False, a.shape[1], ())
     r(a, b_mat, ops, data, 1.0, 0.0, stream)
@@ -167,7 +167,7 @@ class _SddRunner:
                                  device.sm_count(dev),
                                  None if sparse_only else _options.dense_bytes_limit())
         self.it = dtype.itemsize
-        self.outputs = Outputs(like._data.shape, dtype)
+        self.outputs = fastcall.outputs(like._data.shape, dtype)
         self.direct = None  # the eager call's launch, where the kernel reads pointers
         cfg = p.kernel
         # Every sdd kernel stores at least pairs of outputs (the wgmma kernels and the dense
@@ -218,6 +218,16 @@ class _SddRunner:
                                     None, None])
         if p.path == "sparse" and not cfg.tma:
             self.direct = self._direct
+
+    def fast_spec(self):
+        """What :meth:`_direct` writes, for the compiled path (:mod:`.fastcall`), or None
+        where the eager call is not direct."""
+        if self.direct is None:
+            return None
+        m = "main"
+        writes = [(m, 0, "a"), (m, 1, "lda"), (m, 2, "b"), (m, 3, "ldb"), (m, -3, "y"),
+                  (m, -2, "one"), (m, -1, "zero")]
+        return (m,), writes, False, False, False
 
     def _direct(self, a_ptr, a_ld, b_ptr, b_ld, out_ptr, stream):
         """The eager call of a kernel that reads its operands by pointer: ``a`` and ``b``

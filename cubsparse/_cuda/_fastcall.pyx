@@ -1,0 +1,442 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The eager call path in C: a repeated call of a runner already built, in one C function.
+
+A repeated ``x @ W`` in Python walks five frames before the driver's launch (the matrix's
+``__rmatmul__``, the ops' checks, the backend's eager path, the runner, the launch), and
+each reads attributes and builds tuples: 5-10 µs of host time on top of the driver's 3-5.
+Here the same call is a few attribute reads and integer tests, the writes of the
+parameters that change (operand and output addresses, row strides, alpha and beta) into
+the runner's packed parameters, and ``cuLaunchKernel`` called directly.
+
+Only the steady state of a call runs here. Everything a call can find changed (the device,
+the thread, the plans' generation or options, TF32, an operand's tensor map, the stream of
+a kernel's counters or workspace, an operand this path does not take) makes it return
+None, and the caller runs the Python path, which handles it and rebuilds what it must.
+The state the Python path keeps (the runner's mapped addresses, its launches) is read
+from the runner on every call, never copied, so the two paths cannot disagree.
+
+:class:`Outputs` is the output cache of :mod:`.outputs` with its reference counts read
+in C; both paths take their results from it.
+"""
+
+from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdlib cimport getenv
+
+cdef extern from "Python.h":
+    Py_ssize_t Py_REFCNT(object o)
+    unsigned long PyThread_get_thread_ident()
+
+ctypedef int (*launch_fn)(void*, unsigned int, unsigned int, unsigned int, unsigned int,
+                          unsigned int, unsigned int, unsigned int, void*, void**,
+                          void**) noexcept nogil
+ctypedef int (*coop_fn)(void*, unsigned int, unsigned int, unsigned int, unsigned int,
+                        unsigned int, unsigned int, unsigned int, void*,
+                        void**) noexcept nogil
+
+# What the path needs from CuPy, the driver and the package, set once by bind().
+cdef launch_fn _launch = NULL
+cdef coop_fn _coop = NULL
+cdef object _ndarray = None
+cdef object _get_device = None
+cdef object _get_stream = None
+cdef list _generation = None
+cdef object _options = None
+
+
+def bind(ndarray, get_device, get_stream, size_t launch, size_t coop, list generation,
+         options):
+    """Set CuPy's array type, its current device and stream queries, the driver's
+    ``cuLaunchKernel`` and ``cuLaunchCooperativeKernel`` (addresses), the plans' generation
+    (a one-item list) and the options module (its ``KEY``)."""
+    global _launch, _coop, _ndarray, _get_device, _get_stream, _generation, _options
+    _ndarray, _get_device, _get_stream = ndarray, get_device, get_stream
+    _launch, _coop = <launch_fn>launch, <coop_fn>coop
+    _generation, _options = generation, options
+
+
+# -- output arrays -------------------------------------------------------------------------
+
+cdef enum:
+    MAX_KEEP = 8
+
+
+cdef inline int _counts(list arrays, Py_ssize_t i, Py_ssize_t* c) except -1:
+    """References to array ``i``, to its memory pointer and to its memory, each counted
+    with the one this function holds."""
+    cdef object a = arrays[i]
+    cdef object d = a.data
+    cdef object m = d.mem
+    c[0] = Py_REFCNT(a)
+    c[1] = Py_REFCNT(d)
+    c[2] = Py_REFCNT(m)
+    return 0
+
+
+cdef class Outputs:
+    """Arrays of one shape and dtype for a runner's results, each handed out again once
+    nothing outside this cache holds it (see :mod:`.outputs`)."""
+
+    cdef readonly tuple shape
+    cdef readonly object dtype
+    cdef readonly bint keep
+    cdef object _alloc
+    cdef int _max, _n, _next
+    cdef list _arrays
+    cdef Py_ssize_t _streams[MAX_KEEP]
+    cdef Py_ssize_t _free[MAX_KEEP][3]
+
+    def __init__(self, tuple shape, dtype, int keep, Py_ssize_t keep_bytes, alloc):
+        """``keep`` arrays at most, each of at most ``keep_bytes``; ``alloc(shape, dtype)``
+        makes one (``cupy.ndarray``)."""
+        cdef Py_ssize_t size = 1
+        for s in shape:
+            size *= s
+        self.shape, self.dtype, self._alloc = shape, dtype, alloc
+        self._max = min(max(keep, 0), MAX_KEEP)
+        self.keep = self._max > 0 and 0 < size * dtype.itemsize <= keep_bytes
+        self._arrays = []
+        self._n = self._next = 0
+
+    cpdef take(self, Py_ssize_t stream):
+        """An array that no one else holds, allocated or reused; reused only on the stream
+        it was last handed out on."""
+        cdef Py_ssize_t c[3]
+        cdef Py_ssize_t i
+        for i in range(self._n):
+            if self._streams[i] != stream:
+                continue
+            _counts(self._arrays, i, c)
+            if c[0] == self._free[i][0] and c[1] == self._free[i][1] and (
+                    c[2] == self._free[i][2]):
+                if self._arrays[i].shape != self.shape:  # reshaped in place by its owner
+                    self._fresh(i, stream)
+                return self._arrays[i]
+        if not self.keep:
+            return self._alloc(self.shape, self.dtype)
+        if self._n < self._max:
+            i = self._n
+            self._arrays.append(None)
+            self._n += 1
+        else:  # every kept array is in use: replace one, round robin
+            i = self._next
+            self._next = (i + 1) % self._max
+        self._fresh(i, stream)
+        return self._arrays[i]
+
+    cdef void _fresh(self, Py_ssize_t i, Py_ssize_t stream) except *:
+        self._arrays[i] = self._alloc(self.shape, self.dtype)
+        self._streams[i] = stream
+        _counts(self._arrays, i, self._free[i])
+
+    def __len__(self):
+        return self._n
+
+
+# -- calls ---------------------------------------------------------------------------------
+
+# Where a written parameter's value comes from.
+cdef enum:
+    SRC_A_PTR = 0  # X (dsd) or A (sdd): address
+    SRC_A_LD       # its row stride, in elements
+    SRC_B_PTR      # B (sdd): address
+    SRC_B_LD
+    SRC_Y_PTR      # the output: address
+    SRC_Y_LD
+    SRC_ONE        # alpha
+    SRC_ZERO       # beta
+    SRC_W_PTR      # W's blocks (dsd): address
+    N_SRC
+
+SOURCES = {"a": SRC_A_PTR, "lda": SRC_A_LD, "b": SRC_B_PTR, "ldb": SRC_B_LD,
+           "y": SRC_Y_PTR, "ldy": SRC_Y_LD, "one": SRC_ONE, "zero": SRC_ZERO,
+           "w": SRC_W_PTR}
+
+# The parameter's C type, the launch's signature letters.
+cdef enum:
+    K_U64 = 0
+    K_I32
+    K_I64
+    K_F32
+    K_F64
+
+KINDS = {"p": K_U64, "i": K_I32, "l": K_I64, "f": K_F32, "d": K_F64}
+
+cdef enum:
+    MAX_WRITES = 16
+    MAX_LAUNCHES = 2
+
+cdef struct Write:
+    char* addr
+    int src
+    int kind
+
+cdef struct LaunchRec:
+    void* fn
+    unsigned int grid[3]
+    unsigned int block[3]
+    unsigned int smem
+    void** params
+    bint coop
+
+
+cdef inline bint _same(object key, Py_ssize_t a, Py_ssize_t b):
+    """``key == (a, b)`` for the runner's kept (address, row stride) keys."""
+    if type(key) is not tuple or len(<tuple>key) != 2:
+        return False
+    return (<tuple>key)[0] == a and (<tuple>key)[1] == b
+
+
+cdef inline Py_ssize_t _map_rows(Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t row_bytes,
+                                 Py_ssize_t it):
+    """:func:`.run._map_rows` (-1 for None)."""
+    if rows <= 1:
+        return max(16, (cols * it + 15) // 16 * 16)  # (C division: no negative operands)
+    return row_bytes if row_bytes >= cols * it else -1
+
+
+cdef class Entry:
+    """One runner's steady-state call: its guards, the parameters a call writes and its
+    launches. Made by :func:`.fastcall.arm_dsd` and :func:`.fastcall.arm_sdd`."""
+
+    cdef object runner
+    cdef tuple launches  # the runner's Launch objects: a call checks they are still its own
+    cdef tuple names     # the runner's attributes holding them
+    cdef Outputs outputs
+    cdef object dtype
+    cdef object structure  # the matrix's layout the runner was planned for
+    cdef Py_ssize_t it, dev, cols, b_cols, inner
+    cdef unsigned long thread
+    cdef object generation, options
+    cdef int tf32        # -1: not float32; else the TF32 setting the plan was made for
+    cdef bint tma        # the X map, and the tile counter's stream, read from the runner
+    cdef bint ymap       # the output's map too
+    cdef bint split      # a workspace and counters of the runner's split stream
+    cdef int nw, nl
+    cdef Write writes[MAX_WRITES]
+    cdef LaunchRec rec[MAX_LAUNCHES]
+    cdef object keep     # what the raw addresses point into
+
+    def __init__(self, runner, tuple names, tuple launches, list writes, outputs, dtype,
+                 structure, Py_ssize_t dev, Py_ssize_t cols, Py_ssize_t b_cols, Py_ssize_t inner,
+                 int tf32, bint tma, bint ymap, bint split):
+        """``launches``: per launch ``(fn, grid, block, smem, params, cooperative)``;
+        ``writes``: ``(address, kind letter, source name)``."""
+        if len(writes) > MAX_WRITES or len(launches) > MAX_LAUNCHES or not launches:
+            raise ValueError(f"{len(writes)} writes and {len(launches)} launches: at most "
+                             f"{MAX_WRITES} and 1-{MAX_LAUNCHES}")
+        self.runner, self.names = runner, names
+        self.launches = tuple(getattr(runner, n) for n in names)
+        self.outputs, self.dtype, self.structure = outputs, dtype, structure
+        self.it, self.dev = dtype.itemsize, dev
+        self.cols, self.b_cols, self.inner = cols, b_cols, inner
+        self.thread = PyThread_get_thread_ident()
+        self.generation = _generation[0]
+        self.options = _options.KEY
+        self.tf32, self.tma, self.ymap, self.split = tf32, tma, ymap, split
+        self.nw = len(writes)
+        for i, (addr, kind, src) in enumerate(writes):
+            self.writes[i].addr = <char*><size_t>addr
+            self.writes[i].kind = KINDS[kind]
+            self.writes[i].src = SOURCES[src]
+        self.nl = len(launches)
+        for i, (fn, grid, block, smem, params, coop) in enumerate(launches):
+            self.rec[i].fn = <void*><size_t>fn
+            for j in range(3):
+                self.rec[i].grid[j] = grid[j]
+                self.rec[i].block[j] = block[j]
+            self.rec[i].smem = smem
+            self.rec[i].params = <void**><size_t>params
+            self.rec[i].coop = coop
+        self.keep = self.launches
+
+    def current(self, runner):
+        """Whether this entry is ``runner``'s, with its launches as they are now."""
+        if runner is not self.runner:
+            return False
+        for n, l in zip(self.names, self.launches):
+            if getattr(runner, n) is not l:
+                return False
+        return True
+
+    cdef inline bint _valid(self, Py_ssize_t dev):
+        """The guards a call shares: device, thread, generation, options, TF32, and the
+        runner's launches."""
+        cdef const char* env
+        if dev != self.dev or PyThread_get_thread_ident() != self.thread:
+            return False
+        if _generation[0] != self.generation or _options.KEY is not self.options:
+            return False
+        if self.tf32 >= 0:
+            env = getenv("CUPY_TF32")
+            if (env != NULL and env[0] == b"1" and env[1] == 0) != self.tf32:
+                return False
+        cdef Py_ssize_t i
+        r = self.runner
+        for i in range(len(self.names)):
+            if getattr(r, self.names[i]) is not self.launches[i]:
+                return False
+        return True
+
+    cdef object _run(self, Py_ssize_t* vals, Py_ssize_t stream):
+        """Write the parameters from ``vals`` and launch; False where the driver refused
+        (the Python path then repeats the call and reports or recovers)."""
+        cdef int i
+        cdef Write* w
+        cdef LaunchRec* r
+        cdef int res
+        for i in range(self.nw):
+            w = &self.writes[i]
+            if w.kind == K_U64:
+                (<uint64_t*>w.addr)[0] = <uint64_t>vals[w.src]
+            elif w.kind == K_I32:
+                (<int32_t*>w.addr)[0] = <int32_t>vals[w.src]
+            elif w.kind == K_I64:
+                (<int64_t*>w.addr)[0] = <int64_t>vals[w.src]
+            elif w.kind == K_F32:
+                (<float*>w.addr)[0] = <float>vals[w.src]
+            else:
+                (<double*>w.addr)[0] = <double>vals[w.src]
+        for i in range(self.nl):
+            r = &self.rec[i]
+            if r.coop:
+                res = _coop(r.fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1],
+                            r.block[2], r.smem, <void*>stream, r.params)
+            else:
+                res = _launch(r.fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1],
+                              r.block[2], r.smem, <void*>stream, r.params, NULL)
+            if res != 0:
+                return False
+        return True
+
+    cdef object dsd(self, x, tuple shape, w):
+        """``x @ op(W)`` with ``w`` the matrix (the base of a transposed view), or None."""
+        cdef Py_ssize_t vals[N_SRC]
+        cdef Py_ssize_t n = shape[0], cols = shape[1], it = self.it
+        cdef Py_ssize_t ptr, s0, s1, xrow, stream, ys0, wptr
+        if cols != self.cols or x.dtype is not self.dtype:
+            return None
+        # W's values may have been rebound to other storage (`_init` of a reused matrix):
+        # its address is written on every call, as the Python path does, and its device
+        # and layout checked
+        if w._structure is not self.structure:
+            return None
+        wmem = w._data.data
+        data = x.data
+        if not self._valid(_get_device()) or data.device_id != self.dev or (
+                wmem.device_id != self.dev):
+            return None
+        wptr = wmem.ptr
+        ptr = data.ptr
+        st = x.strides
+        s0, s1 = st[0], st[1]
+        if (ptr | s0) & 15 or (s1 != it and cols > 1):
+            return None
+        stream = _get_stream().ptr
+        r = self.runner
+        if self.tma:  # the maps of X and W kept by the runner must be these arrays'
+            xrow = _map_rows(n, cols, s0, it)
+            if xrow < 0 or not _same(r._xkey, ptr, xrow) or r._ctr_stream != stream or (
+                    r._wptr != wptr):
+                return None
+        if self.split and r._split_stream != stream:
+            return None
+        y = self.outputs.take(stream)
+        vals[SRC_Y_PTR] = y.data.ptr
+        ys0 = y.strides[0]
+        vals[SRC_Y_LD] = ys0 // it
+        if self.ymap and not _same(r._ykey, vals[SRC_Y_PTR], ys0):
+            return None
+        vals[SRC_A_PTR], vals[SRC_A_LD] = ptr, s0 // it
+        vals[SRC_B_PTR] = vals[SRC_B_LD] = 0
+        vals[SRC_ONE], vals[SRC_ZERO], vals[SRC_W_PTR] = 1, 0, wptr
+        return y if self._run(vals, stream) else None
+
+    cdef object sdd(self, a, b, tuple sa, tuple sb, like):
+        """``a @ b`` on W's blocks for ``a = x.T`` and ``b = dy`` (the layer gradient,
+        both read in place), or None."""
+        cdef Py_ssize_t vals[N_SRC]
+        cdef Py_ssize_t it = self.it, stream, ap, bp, a0, a1, b0, b1
+        if sa[0] != self.cols or sb[1] != self.b_cols or sb[0] != self.inner:
+            return None
+        if a.dtype is not self.dtype or b.dtype is not self.dtype or (
+                like._structure is not self.structure):
+            return None
+        ad, bd = a.data, b.data
+        if not self._valid(_get_device()) or ad.device_id != self.dev or (
+                bd.device_id != self.dev):
+            return None
+        ap, bp = ad.ptr, bd.ptr
+        st = a.strides
+        a0, a1 = st[0], st[1]
+        st = b.strides
+        b0, b1 = st[0], st[1]
+        if a0 != it or b1 != it or (a1 | b0 | ap | bp) & 15:
+            return None
+        stream = _get_stream().ptr
+        y = self.outputs.take(stream)
+        vals[SRC_A_PTR], vals[SRC_A_LD], vals[SRC_B_PTR], vals[SRC_B_LD] = (
+            ap, a1 // it, bp, b0 // it)
+        vals[SRC_Y_PTR], vals[SRC_Y_LD] = y.data.ptr, 0
+        vals[SRC_ONE], vals[SRC_ZERO], vals[SRC_W_PTR] = 1, 0, 0
+        return y if self._run(vals, stream) else None
+
+
+cdef class Table:
+    """A matrix's entries: ``dsd`` ones keyed by (rows of X, transposed), ``sdd`` ones by
+    the inner dimension. Kept on the matrix (its transposed view uses its base's)."""
+
+    cdef dict _dsd, _sdd
+    cdef readonly int limit
+    cdef readonly Py_ssize_t hits  # calls made here (tests, tools)
+
+    def __init__(self, int limit):
+        self._dsd, self._sdd, self.limit = {}, {}, limit
+        self.hits = 0
+
+    def get(self, str op, Py_ssize_t key):
+        return (self._dsd if op == "dsd" else self._sdd).get(key)
+
+    def set(self, str op, Py_ssize_t key, Entry entry):
+        d = self._dsd if op == "dsd" else self._sdd
+        if key not in d and len(d) >= self.limit:
+            d.clear()
+        d[key] = entry
+
+    def clear(self):
+        self._dsd.clear()
+        self._sdd.clear()
+
+    def __len__(self):
+        return len(self._dsd) + len(self._sdd)
+
+    def dsd(self, x, w, bint trans):
+        """``x @ W`` (``x @ W.T`` for ``trans``) through an entry, or None; ``w`` is the
+        matrix that holds this table (the base of a transposed view)."""
+        if _launch == NULL or type(x) is not _ndarray:
+            return None
+        shape = x.shape
+        if len(<tuple>shape) != 2:
+            return None
+        e = self._dsd.get(((<Py_ssize_t>shape[0]) << 1) | trans)
+        if e is None:
+            return None
+        y = (<Entry>e).dsd(x, shape, w)
+        if y is not None:
+            self.hits += 1
+        return y
+
+    def sdd(self, a, b, like):
+        """``a @ b`` on the blocks of ``like`` (the matrix that holds this table; the layer
+        gradient ``x.T @ dy``) through an entry: the result's blocks, or None."""
+        if _launch == NULL or type(a) is not _ndarray or type(b) is not _ndarray:
+            return None
+        sa, sb = a.shape, b.shape
+        if len(<tuple>sa) != 2 or len(<tuple>sb) != 2 or sa[1] != sb[0]:
+            return None
+        e = self._sdd.get(sa[1])
+        if e is None:
+            return None
+        y = (<Entry>e).sdd(a, b, sa, sb, like)
+        if y is not None:
+            self.hits += 1
+        return y

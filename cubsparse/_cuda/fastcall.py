@@ -1,0 +1,119 @@
+"""The compiled eager call path, where the extension :mod:`._fastcall` is built.
+
+A repeated eager call (``x @ W``, ``dy @ W.T``, ``sampled_matmul(x.T, dy, like=W)``) of a
+runner that has already run once is made by one C function: the matrix's :class:`Table`
+holds an entry per call shape, made here from the runner after the Python path has run
+it (:func:`arm_dsd`, :func:`arm_sdd`). An entry names the runner's launches and which of
+their parameters a call writes; the runner's own cached state (its tensor maps, its tile
+counter's stream, its split workspace's stream) is read by the C path on every call, so a
+call that would change any of it goes to the Python path instead.
+
+``CUBSPARSE_FASTCALL=0`` in the environment (read at import) turns the compiled path off;
+:func:`active` says whether it is on. Without the extension (a source checkout that was
+not built, a machine without a C compiler at install time) every call takes the Python
+path, which gives the same results.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+try:
+    from . import _fastcall
+except ImportError:  # not built
+    _fastcall = None
+
+ENABLED = _fastcall is not None and os.environ.get("CUBSPARSE_FASTCALL", "1") != "0"
+_bound = False
+
+
+def active() -> bool:
+    """Whether eager calls go through the compiled path."""
+    return ENABLED
+
+
+def _bind() -> bool:
+    """Hand the extension CuPy's array type and queries and the driver's launch calls."""
+    global _bound
+    if not _bound:
+        import cupy
+
+        from .. import _options
+        from . import device
+        from .configs import GENERATION
+
+        lib = device.libcuda()
+        addr = ctypes.cast(lib.cuLaunchKernel, ctypes.c_void_p).value
+        coop = ctypes.cast(lib.cuLaunchCooperativeKernel, ctypes.c_void_p).value
+        _fastcall.bind(cupy.ndarray, cupy.cuda.runtime.getDevice, cupy.cuda.get_current_stream,
+                       addr, coop, GENERATION, _options)
+        _bound = True
+    return True
+
+
+def table(w):
+    """``w``'s table of entries (made on first use), or None where the path is off."""
+    if not ENABLED:
+        return None
+    t = w.__dict__.get("_fast")
+    if t is None:
+        from .run import _MAX_RUNNERS
+
+        _bind()
+        t = w.__dict__["_fast"] = _fastcall.Table(_MAX_RUNNERS)
+    return t
+
+
+def _entry(runner, spec, w, dev, cols, b_cols, inner, tf32):
+    """An entry for ``spec``: ``(names, writes, tma, ymap, split)`` with ``writes`` as
+    ``(launch name, parameter index, source)``."""
+    names, writes, tma, ymap, split = spec
+    launches = {n: getattr(runner, n) for n in names}
+    raw = [(*launches[n].slot(i), src) for n, i, src in writes]
+    dtype = w._data.dtype
+    return _fastcall.Entry(runner, tuple(names), tuple(launches[n].native() for n in names),
+                           raw, runner.outputs, dtype, w._structure, dev, cols, b_cols, inner,
+                           -1 if dtype.char != "f" else int(tf32), tma, ymap, split)
+
+
+def arm_dsd(w, runner, n: int, trans: bool, tf32: bool, dev: int) -> None:
+    """After ``runner`` ran ``x @ op(w)`` for ``n`` rows of X on the Python path: make its
+    entry, unless the table has it already."""
+    t = table(w)
+    if t is None:
+        return
+    key = (n << 1) | trans
+    e = t.get("dsd", key)
+    if e is not None and e.current(runner):
+        return
+    spec = runner.fast_spec()
+    if spec is not None:
+        cols = w._structure.block_shape[1 if trans else 0] * w._blocksize
+        t.set("dsd", key, _entry(runner, spec, w, dev, cols, 0, 0, tf32))
+
+
+def arm_sdd(like, runner, a, b, dev: int) -> None:
+    """After ``runner`` ran the layer gradient ``a @ b`` on ``like``'s blocks on the Python
+    path: make its entry, unless the table has it already."""
+    t = table(like)
+    if t is None:
+        return
+    inner = a.shape[1]
+    e = t.get("sdd", inner)
+    if e is not None and e.current(runner):
+        return
+    spec = runner.fast_spec()
+    if spec is not None:
+        t.set("sdd", inner, _entry(runner, spec, like, dev, a.shape[0], b.shape[1], inner,
+                                   False))
+
+
+def outputs(shape: tuple, dtype):
+    """A runner's output cache: the compiled one where the path is on."""
+    from . import outputs as py
+
+    if ENABLED:
+        _bind()
+        return _fastcall.Outputs(tuple(shape), dtype, py.KEEP, py.KEEP_BYTES, py._ndarray())
+    return py.Outputs(shape, dtype)

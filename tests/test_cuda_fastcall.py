@@ -1,0 +1,231 @@
+"""The compiled eager call path (``cubsparse._cuda.fastcall``): a repeated call of each kind
+of runner gives the float64 reference through it (the matrix's table counts the calls it
+made), and a call that changes what a runner keeps (an operand's address under a tensor
+map, the stream, the plans) goes back to the Python path and is still right."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import BACKENDS, to_numpy
+
+import cubsparse as cs
+from cubsparse._cuda import fastcall
+
+pytestmark = [
+    pytest.mark.parametrize("backend", [p for p in BACKENDS if p.values == ("cuda",)],
+                            indirect=True),
+    pytest.mark.skipif(not fastcall.active(), reason="the compiled call path is not built "
+                       "(or CUBSPARSE_FASTCALL=0)"),
+]
+
+CALLS = 6
+
+
+def _hopper():
+    from cubsparse._cuda import device
+
+    return device.arch(device.current()) == 90
+
+
+def _matrix(b, rows, cols, dtype, seed=0, density=0.4):
+    lay = cs.layouts.random(rows // b, cols // b, density, seed=seed)
+    return cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=seed + 1,
+                                            backend="cuda")
+
+
+def _tol(dtype):
+    return {"float16": 2e-2, "bfloat16": 1e-1, "float32": 1e-3, "float64": 1e-9}[dtype]
+
+
+def _spec(w, op):
+    """The fast-call spec of the runner ``w``'s last call of ``op`` built."""
+    rs = [r for k, r in w.__dict__["_runners"].items() if k[0] == op]
+    return rs[-1].fast_spec()
+
+
+# (b, rows of X, C, K, dtype, forced plan decisions, the spec's feature to check, Hopper only)
+DSD_CASES = {
+    "tile kernels": (32, 40, 512, 384, "float16", {"dense": False}, None, False),
+    "simt float32": (16, 24, 256, 320, "float32", {"dense": False}, None, False),
+    "float64": (8, 16, 128, 96, "float64", {"dense": False}, None, False),
+    "split lists": (32, 33, 1024, 256, "float16",
+                    {"split": 2, "dense": False, "short": False}, "split", False),
+    "tma": (64, 300, 512, 512, "float16", {"dense": False}, "tma", True),
+    "tma store": (128, 640, 1024, 512, "bfloat16", {"dense": False, "tall": True},
+                  "ymap", True),
+    "stream": (16, 32, 1024, 1024, "float16",
+               {"dense": False, "stream": True, "stream_run": 1000}, None, False),
+    "stream, second launch": (16, 32, 1024, 1024, "float16",
+                              {"dense": False, "stream": True, "stream_run": 1,
+                               "stream_share": False}, "finish", False),
+    "stream, in-launch sum": (16, 32, 1024, 1024, "float16",
+                              {"dense": False, "stream": True, "stream_run": 2,
+                               "stream_share": True}, "split", False),
+}
+
+
+def _features(spec):
+    names, _, tma, ymap, split = spec
+    return {"tma": tma, "ymap": ymap, "split": split, "finish": "finish" in names}
+
+
+@pytest.mark.parametrize("case", list(DSD_CASES))
+@pytest.mark.parametrize("trans", [False, True], ids=["x @ W", "dy @ W.T"])
+def test_repeated_products_take_the_compiled_path(backend, case, trans):
+    import cupy
+
+    from cubsparse._cuda import plans
+
+    b, n, c, k, dtype, forced, feature, hopper_only = DSD_CASES[case]
+    if hopper_only and not _hopper():
+        pytest.skip("a Hopper plan")
+    w = _matrix(b, c, k, dtype)
+    op = w.T if trans else w
+    wd = to_numpy(w.toarray()).astype(np.float64)
+    ref_w = wd.T if trans else wd
+    rng = np.random.default_rng(1)
+    x = cupy.empty((n, ref_w.shape[0]), dtype)
+    with plans.override(**forced):
+        kept = []
+        for i in range(CALLS):
+            host = rng.standard_normal(x.shape).astype(dtype)
+            x[...] = cupy.asarray(host)  # new values at the same address
+            y = x @ op
+            expect = host.astype(np.float64) @ ref_w
+            np.testing.assert_allclose(to_numpy(y).astype(np.float64), expect,
+                                       rtol=_tol(dtype), atol=_tol(dtype) * 4)
+            if i % 2:
+                kept.append((y, expect))  # held results keep their values
+            del y
+        for y, expect in kept:
+            np.testing.assert_allclose(to_numpy(y).astype(np.float64), expect,
+                                       rtol=_tol(dtype), atol=_tol(dtype) * 4)
+        spec = _spec(w, "dsd")
+        assert spec is not None
+        if feature is not None:
+            assert _features(spec)[feature], f"{case}: the plan has no {feature}"
+        # the first call builds the runner, the second arms the entry: the others are C's
+        assert w.__dict__["_fast"].hits >= CALLS - 2
+
+
+def test_layer_gradient_takes_the_compiled_path(backend):
+    import cupy
+
+    for b, n, dtype in [(32, 32, "float16"), (16, 64, "bfloat16"), (8, 16, "float32")]:
+        w = _matrix(b, 512, 384, dtype, seed=b)
+        mask = np.kron(w.layout, np.ones((b, b)))
+        rng = np.random.default_rng(2)
+        x = cupy.empty((n, 512), dtype)
+        dy = cupy.empty((n, 384), dtype)
+        for _ in range(CALLS):
+            hx = rng.standard_normal(x.shape).astype(dtype)
+            hdy = rng.standard_normal(dy.shape).astype(dtype)
+            x[...], dy[...] = cupy.asarray(hx), cupy.asarray(hdy)
+            g = cs.sampled_matmul(x.T, dy, like=w)
+            expect = (hx.astype(np.float64).T @ hdy.astype(np.float64)) * mask
+            np.testing.assert_allclose(to_numpy(g.toarray()).astype(np.float64), expect,
+                                       rtol=_tol(dtype), atol=_tol(dtype) * 8)
+        if _spec(w, "sdd") is not None:
+            assert w.__dict__["_fast"].hits >= CALLS - 2
+
+
+def test_a_moved_operand_another_stream_and_new_plans_go_back_to_python(backend):
+    """Alternating X buffers (a TMA kernel's map is for one address), a second stream (a
+    persistent kernel's tile counter is per stream), and forced plans (a new generation):
+    each call right, before and after."""
+    import cupy
+
+    from cubsparse._cuda import plans
+
+    dtype = "float16"
+    w = _matrix(64, 512, 512, dtype, seed=3)
+    wd = to_numpy(w.toarray()).astype(np.float64)
+    rng = np.random.default_rng(3)
+    xs = [cupy.asarray(rng.standard_normal((300, 512)).astype(dtype)) for _ in range(2)]
+    refs = [to_numpy(x).astype(np.float64) @ wd for x in xs]
+    s = cupy.cuda.Stream(non_blocking=True)
+
+    def check(i):
+        y = xs[i] @ w
+        np.testing.assert_allclose(to_numpy(y).astype(np.float64), refs[i], rtol=2e-2,
+                                   atol=8e-2)
+
+    with plans.override(dense=False):
+        for i in (0, 0, 0, 1, 0, 1, 1, 0):
+            check(i)
+        with s:
+            for i in (0, 0, 1, 1):
+                check(i)
+            s.synchronize()
+        for i in (1, 1, 0):
+            check(i)
+    with plans.override(dense=False, split=2, short=False):
+        for i in (0, 0, 0, 1):
+            check(i)
+
+
+def test_a_graph_captured_through_the_compiled_path_replays(backend):
+    """Calls armed on a stream, then captured on it (the compiled path makes them): the
+    graph replays the products of X and W's values as they are at replay time."""
+    import cupy
+
+    from cubsparse._cuda import plans
+
+    dtype = "float16"
+    w = _matrix(32, 512, 384, dtype, seed=4)
+    rng = np.random.default_rng(4)
+    x = cupy.asarray(rng.standard_normal((32, 512)).astype(dtype))
+    dy = cupy.asarray(rng.standard_normal((32, 384)).astype(dtype))
+    s = cupy.cuda.Stream(non_blocking=True)
+    with plans.override(dense=False), s:
+        for _ in range(3):
+            x @ w, dy @ w.T, cs.sampled_matmul(x.T, dy, like=w)
+        hits = w.__dict__["_fast"].hits
+        s.begin_capture()
+        y, dx, g = x @ w, dy @ w.T, cs.sampled_matmul(x.T, dy, like=w)
+        graph = s.end_capture()
+        assert w.__dict__["_fast"].hits > hits
+        x[...] = cupy.asarray(rng.standard_normal(x.shape).astype(dtype))
+        w.data[...] = cupy.asarray(rng.standard_normal(w.data.shape).astype(dtype))
+        graph.launch(s)
+        s.synchronize()
+    wd = to_numpy(w.toarray()).astype(np.float64)
+    hx, hdy = to_numpy(x).astype(np.float64), to_numpy(dy).astype(np.float64)
+    np.testing.assert_allclose(to_numpy(y).astype(np.float64), hx @ wd, rtol=2e-2, atol=0.5)
+    np.testing.assert_allclose(to_numpy(dx).astype(np.float64), hdy @ wd.T, rtol=2e-2,
+                               atol=0.5)
+    np.testing.assert_allclose(to_numpy(g.toarray()).astype(np.float64),
+                               (hx.T @ hdy) * np.kron(w.layout, np.ones((32, 32))),
+                               rtol=2e-2, atol=0.5)
+
+
+@pytest.mark.parametrize("b, n", [(32, 40), (64, 300), (16, 32)],
+                         ids=["tile kernels", "tma (Hopper)", "stream"])
+def test_values_rebound_to_other_storage_are_read(backend, b, n):
+    """A matrix whose values are rebound to another array (the PyTorch layer reuses one
+    matrix per call with that call's values): the compiled path reads the new storage,
+    for ``x @ W`` and ``dy @ W.T``."""
+    import cupy
+
+    from cubsparse._cuda import plans
+
+    dtype = "float16"
+    w = _matrix(b, 512, 512, dtype, seed=5)
+    rng = np.random.default_rng(5)
+    x = cupy.asarray(rng.standard_normal((n, 512)).astype(dtype))
+    hx = to_numpy(x).astype(np.float64)
+    with plans.override(dense=False):
+        for _ in range(3):  # built, armed, compiled
+            x @ w, x @ w.T
+        hits = w.__dict__["_fast"].hits
+        for _ in range(2):
+            new = cupy.asarray(rng.standard_normal(w.data.shape).astype(dtype))
+            w._init(new, w._structure, w._blocksize)
+            wd = to_numpy(w.toarray()).astype(np.float64)
+            for op, ref in ((w, wd), (w.T, wd.T)):
+                for _ in range(2):
+                    y = x @ op
+                    np.testing.assert_allclose(to_numpy(y).astype(np.float64), hx @ ref,
+                                               rtol=2e-2, atol=0.2)
+        assert w.__dict__["_fast"].hits > hits
