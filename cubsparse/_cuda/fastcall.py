@@ -25,9 +25,6 @@ except ImportError:  # not built
     _fastcall = None
 
 ENABLED = _fastcall is not None and os.environ.get("CUBSPARSE_FASTCALL", "1") != "0"
-#: programmatic dependent launch of the compiled path's kernels on Hopper and newer
-#: (``CUBSPARSE_PDL=0`` turns it off)
-PDL = os.environ.get("CUBSPARSE_PDL", "1") != "0"
 _bound = False
 
 
@@ -49,11 +46,8 @@ def _bind() -> bool:
         lib = device.libcuda()
         addr = ctypes.cast(lib.cuLaunchKernel, ctypes.c_void_p).value
         coop = ctypes.cast(lib.cuLaunchCooperativeKernel, ctypes.c_void_p).value
-        ex = getattr(lib, "cuLaunchKernelEx", None)
-        ex = ctypes.cast(ex, ctypes.c_void_p).value if ex is not None else 0
         _fastcall.bind(cupy.ndarray, cupy.cuda.runtime.getDevice, cupy.cuda.get_current_stream,
-                       addr, coop, ex, GENERATION, _options)
-        _fastcall.set_pdl(PDL)
+                       addr, coop, GENERATION, _options)
         _bound = True
     return True
 
@@ -74,16 +68,13 @@ def table(w):
 def _entry(runner, spec, w, dev, cols, b_cols, inner, tf32):
     """An entry for ``spec``: ``(names, writes, tma, ymap, split)`` with ``writes`` as
     ``(launch name, parameter index, source)``."""
-    from . import device
-
     names, writes, tma, ymap, split = spec
     launches = {n: getattr(runner, n) for n in names}
     raw = [(*launches[n].slot(i), src) for n, i, src in writes]
     dtype = w._data.dtype
     return _fastcall.Entry(runner, tuple(names), tuple(launches[n].native() for n in names),
                            raw, runner.outputs, dtype, w._structure, dev, cols, b_cols, inner,
-                           -1 if dtype.char != "f" else int(tf32), tma, ymap, split,
-                           device.arch(dev) >= 90)
+                           -1 if dtype.char != "f" else int(tf32), tma, ymap, split)
 
 
 def arm_dsd(w, runner, n: int, trans: bool, tf32: bool, dev: int) -> None:

@@ -34,19 +34,6 @@ __device__ __forceinline__ u16 from_f32(BF16, float f) {
   return v;
 }
 
-// The first statement of every kernel. The compiled call path may launch a kernel with
-// programmatic dependent launch (Hopper and newer), so that its CTAs are placed while the
-// previous kernel on the stream finishes: the wait holds them until that kernel has
-// completed and its writes are visible, before this one reads or writes memory. The
-// trigger then lets the next kernel's CTAs be placed once every CTA of this one has
-// started. Without such a launch both are no-ops.
-__device__ __forceinline__ void grid_dependency() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
   return (unsigned)__cvta_generic_to_shared(p);
 }
