@@ -884,7 +884,7 @@ class BlockSparseMatrix(SparseOperand):
             y = fast.dsd(other, owner, base is not None)
             if y is not None:
                 return y
-        y = _ops.eager_matmul(other, self)
+        y = _ops.eager_matmul(other, self, compiled=False)
         if y is not None:
             return y
         if backend_of(other) is None:

@@ -239,3 +239,28 @@ def test_values_rebound_to_other_storage_are_read(backend, b, n):
                     np.testing.assert_allclose(to_numpy(y).astype(np.float64), hx @ ref,
                                                rtol=2e-2, atol=0.2)
         assert w.__dict__["_fast"].hits > hits
+
+
+def test_options_set_back_to_equal_values_keep_the_compiled_path(backend):
+    """Setting the options (even to equal values) makes a new options key, which a call
+    compares by identity: the next Python call makes the entry again, and the calls after
+    it are C's once more."""
+    import cupy
+
+    w = _matrix(32, 512, 384, "float16", seed=7)
+    wd = to_numpy(w.toarray()).astype(np.float64)
+    x = cupy.asarray(np.random.default_rng(7).standard_normal((40, 512)).astype("float16"))
+    hx = to_numpy(x).astype(np.float64)
+    with cs.options(dense_fallback=False):
+        for _ in range(3):
+            y = x @ w
+        with cs.options(dense_fallback=False):  # a new key, equal to the one before
+            pass
+        table = w.__dict__["_fast"]
+        hits = table.hits
+        for _ in range(CALLS):
+            y = x @ w
+            np.testing.assert_allclose(to_numpy(y).astype(np.float64), hx @ wd, rtol=2e-2,
+                                       atol=8e-2)
+            del y
+        assert table.hits - hits >= CALLS - 2

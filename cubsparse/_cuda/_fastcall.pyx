@@ -33,6 +33,10 @@ ctypedef int (*coop_fn)(void*, unsigned int, unsigned int, unsigned int, unsigne
                         unsigned int, unsigned int, unsigned int, void*,
                         void**) noexcept nogil
 
+#: The interface of this module that :mod:`.fastcall` was written for: a build of another
+#: (an in-place build older than its sources) is not used.
+API = 2
+
 # What the path needs from CuPy, the driver and the package, set once by bind().
 cdef launch_fn _launch = NULL
 cdef coop_fn _coop = NULL
@@ -250,8 +254,11 @@ cdef class Entry:
         self.keep = self.launches
 
     def current(self, runner):
-        """Whether this entry is ``runner``'s, with its launches as they are now."""
-        if runner is not self.runner:
+        """Whether this entry is ``runner``'s, with its launches as they are now and made
+        under the options and plans' generation in force (a call compares those by
+        identity, so an entry made under an equal, earlier options key is made again)."""
+        if runner is not self.runner or _options.KEY is not self.options or (
+                _generation[0] != self.generation):
             return False
         for n, l in zip(self.names, self.launches):
             if getattr(runner, n) is not l:
@@ -283,7 +290,9 @@ cdef class Entry:
         cdef int i
         cdef Write* w
         cdef LaunchRec* r
-        cdef int res
+        cdef int res = 0
+        cdef int nl = self.nl
+        cdef LaunchRec* recs = self.rec
         for i in range(self.nw):
             w = &self.writes[i]
             if w.kind == K_U64:
@@ -296,17 +305,20 @@ cdef class Entry:
                 (<float*>w.addr)[0] = <float>vals[w.src]
             else:
                 (<double*>w.addr)[0] = <double>vals[w.src]
-        for i in range(self.nl):
-            r = &self.rec[i]
-            if r.coop:
-                res = _coop(r.fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1],
-                            r.block[2], r.smem, <void*>stream, r.params)
-            else:
-                res = _launch(r.fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1],
-                              r.block[2], r.smem, <void*>stream, r.params, NULL)
-            if res != 0:
-                return False
-        return True
+        # without the GIL, as CuPy's launches: a full launch queue blocks only this thread
+        with nogil:
+            for i in range(nl):
+                r = &recs[i]
+                if r.coop:
+                    res = _coop(r.fn, r.grid[0], r.grid[1], r.grid[2], r.block[0],
+                                r.block[1], r.block[2], r.smem, <void*>stream, r.params)
+                else:
+                    res = _launch(r.fn, r.grid[0], r.grid[1], r.grid[2], r.block[0],
+                                  r.block[1], r.block[2], r.smem, <void*>stream, r.params,
+                                  NULL)
+                if res != 0:
+                    break
+        return res == 0
 
     cdef object dsd(self, x, tuple shape, w):
         """``x @ op(W)`` with ``w`` the matrix (the base of a transposed view), or None."""
@@ -318,9 +330,11 @@ cdef class Entry:
         # W's values may have been rebound to other storage (`_init` of a reused matrix):
         # its address is written on every call, as the Python path does, and its device
         # and layout checked
-        if w._structure is not self.structure:
+        wdata = w._data
+        if w._structure is not self.structure or type(wdata) is not _ndarray or (
+                wdata.dtype is not self.dtype):
             return None
-        wmem = w._data.data
+        wmem = wdata.data
         data = x.data
         if not self._valid(_get_device()) or data.device_id != self.dev or (
                 wmem.device_id != self.dev):

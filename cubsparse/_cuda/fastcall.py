@@ -18,10 +18,18 @@ from __future__ import annotations
 
 import ctypes
 import os
+import warnings
 
 try:
     from . import _fastcall
 except ImportError:  # not built
+    _fastcall = None
+if _fastcall is not None and getattr(_fastcall, "API", None) != 2:
+    # an in-place build older than these sources (a checkout updated without
+    # `pip install -e .`): the Python path until it is rebuilt
+    warnings.warn("cubsparse: the compiled call path (cubsparse/_cuda/_fastcall) was built "
+                  "from other sources and is not used; rebuild it with `pip install -e .`",
+                  RuntimeWarning, stacklevel=2)
     _fastcall = None
 
 ENABLED = _fastcall is not None and os.environ.get("CUBSPARSE_FASTCALL", "1") != "0"

@@ -174,6 +174,9 @@ def _runner(w, key, build):
     if r is None:
         if len(runners) >= _MAX_RUNNERS:
             runners.clear()
+            fast = w.__dict__.get("_fast")  # the compiled path's entries hold runners too
+            if fast is not None:
+                fast.clear()
         r = runners[key] = build()
     return r
 
