@@ -49,11 +49,11 @@ def eager_matmul(x, w, tf32=None, out=None, compiled=True):
             out is not None and type(out) is not _CUPY_ARRAY):
         return None
     base = w._base
-    if out is None and tf32 is None and compiled:  # a repeated call, the compiled path
+    if tf32 is None and compiled:  # a repeated call, the compiled path
         owner = w if base is None else base
         fast = owner.__dict__.get("_fast")
         if fast is not None:
-            y = fast.dsd(x, owner, base is not None)
+            y = fast.dsd(x, owner, base is not None, out)
             if y is not None:
                 return y
     data = w._data

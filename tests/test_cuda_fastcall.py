@@ -264,3 +264,50 @@ def test_options_set_back_to_equal_values_keep_the_compiled_path(backend):
                                        atol=8e-2)
             del y
         assert table.hits - hits >= CALLS - 2
+
+
+@pytest.mark.parametrize("case", ["tile kernels", "tma store", "stream"])
+def test_products_into_out_take_the_compiled_path(backend, case):
+    """``matmul(x, W, out=y)`` repeated into one array: every call after the first two is
+    C's and returns ``y`` itself; an ``out`` that overlaps X, is misaligned or has another
+    dtype takes the Python path (a temporary, or the error), as before."""
+    import cupy
+
+    from cubsparse._cuda import plans
+
+    b, n, c, k, dtype, forced, _, hopper_only = DSD_CASES[case]
+    if hopper_only and not _hopper():
+        pytest.skip("a Hopper plan")
+    w = _matrix(b, c, k, dtype, seed=8)
+    wd = to_numpy(w.toarray()).astype(np.float64)
+    rng = np.random.default_rng(8)
+    tol = dict(rtol=_tol(dtype), atol=_tol(dtype) * 8)
+    with plans.override(**forced):
+        for op, ref in ((w, wd), (w.T, wd.T)):
+            x = cupy.asarray(rng.standard_normal((n, ref.shape[0])).astype(dtype))
+            hx = to_numpy(x).astype(np.float64)
+            y = cupy.full((n, ref.shape[1]), np.nan, dtype)
+            table = None
+            for i in range(CALLS):
+                got = cs.matmul(x, op, out=y)
+                assert got is y
+                np.testing.assert_allclose(to_numpy(y).astype(np.float64), hx @ ref, **tol)
+                y.fill(np.nan)  # poisoned again: the next call must write it all
+                if i == 1:
+                    table = w.__dict__["_fast"]
+                    hits = table.hits
+            assert table.hits - hits >= CALLS - 2
+            # one buffer holding X's rows and, between them, the output's: they overlap
+            both = cupy.zeros((n, ref.shape[0] + ref.shape[1]), dtype)
+            xs, ys = both[:, :ref.shape[0]], both[:, ref.shape[0]:]
+            xs[...] = x
+            cs.matmul(xs, op, out=ys)
+            np.testing.assert_allclose(to_numpy(ys).astype(np.float64), hx @ ref, **tol)
+            np.testing.assert_array_equal(to_numpy(xs), to_numpy(x))
+            # misaligned by one element: a view one column into a wider array
+            wide = cupy.full((n, ref.shape[1] + 1), np.nan, dtype)
+            cs.matmul(x, op, out=wide[:, 1:])
+            np.testing.assert_allclose(to_numpy(wide[:, 1:]).astype(np.float64), hx @ ref,
+                                       **tol)
+            with pytest.raises(TypeError, match="dtype"):
+                cs.matmul(x, op, out=cupy.empty(y.shape, np.float64))

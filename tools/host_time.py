@@ -3,7 +3,8 @@ eager loop against CUDA-graph replay, on small N (where the host bounds an eager
 
     python tools/host_time.py [--n 1,32,128] [--ck 1024,4096,12288] [--b 32,64]
 
-Prints one row per (dtype, N, C = K, b, op) with the GPU's name: host µs per call (a
+Prints one row per (dtype, N, C = K, b, op) with the GPU's name (``out=`` is
+``cs.matmul(x, W, out=y)`` into one array): host µs per call (a
 burst of calls with no synchronization, divided by the calls), eager ms per call (events
 around a loop of calls), graph ms per call (replay), and the same for the dense peers on
 the densified matrix. The benchmark suite's ``eager`` preset is the full measurement;
@@ -91,9 +92,11 @@ def main(argv=None) -> int:
                     dy = rng.standard_normal((n, ck), dtype=cp.float32).astype(dt)
                     xt = torch.as_tensor(x, device="cuda") if torch else None
                     wt = torch.as_tensor(wd, device="cuda") if torch else None
+                    yo = cp.empty((n, ck), dtype=dt)
                     ops = {
                         "X @ W": lambda x=x, w=w: x @ w,
                         "dY @ W.T": lambda dy=dy, w=w: dy @ w.T,
+                        "out=": lambda x=x, w=w, yo=yo: cs.matmul(x, w, out=yo),
                         "sampled": lambda x=x, dy=dy, w=w: cs.sampled_matmul(x.T, dy, like=w),
                         "cupy.matmul": lambda x=x, wd=wd: cp.matmul(x, wd),
                     }
@@ -118,7 +121,7 @@ def main(argv=None) -> int:
                               flush=True)
     print(f"\n== host us per call, {gpu}: cubsparse ops vs cupy.matmul / torch.matmul")
     print(f"{'dtype':8s} {'N':>4s} {'C=K':>6s} {'b':>3s} {'X@W':>6s} {'dYW.T':>6s} "
-          f"{'sampl':>6s} {'cupy':>6s} {'torch':>6s}  eager/graph X@W")
+          f"{'out=':>6s} {'sampl':>6s} {'cupy':>6s} {'torch':>6s}  eager/graph X@W")
     key = {}
     for r in rows:
         key.setdefault(r[:4], {})[r[4]] = r
@@ -127,7 +130,7 @@ def main(argv=None) -> int:
             return f"{d[name][5]:6.1f}" if name in d else "     -"
         xw = d["X @ W"]
         print(f"{k[0]:8s} {k[1]:4d} {k[2]:6d} {k[3]:3d} {h('X @ W')} {h('dY @ W.T')} "
-              f"{h('sampled')} {h('cupy.matmul')} {h('torch.matmul')}  "
+              f"{h('out=')} {h('sampled')} {h('cupy.matmul')} {h('torch.matmul')}  "
               f"{xw[6] / xw[7]:.2f}" if xw[7] else "-")
     return 0
 

@@ -35,7 +35,7 @@ ctypedef int (*coop_fn)(void*, unsigned int, unsigned int, unsigned int, unsigne
 
 #: The interface of this module that :mod:`.fastcall` was written for: a build of another
 #: (an in-place build older than its sources) is not used.
-API = 2
+API = 3
 
 # What the path needs from CuPy, the driver and the package, set once by bind().
 cdef launch_fn _launch = NULL
@@ -190,6 +190,22 @@ cdef inline bint _same(object key, Py_ssize_t a, Py_ssize_t b):
     return (<tuple>key)[0] == a and (<tuple>key)[1] == b
 
 
+cdef inline bint _overlap(Py_ssize_t a, Py_ssize_t a0, Py_ssize_t rows, Py_ssize_t a_bytes,
+                          Py_ssize_t b, Py_ssize_t b0, Py_ssize_t b_bytes):
+    """Whether two arrays of ``rows`` rows (at ``a`` and ``b``, row strides ``a0`` and
+    ``b0`` bytes, rows of ``a_bytes`` and ``b_bytes``) may overlap: their bounds meet."""
+    cdef Py_ssize_t alo = a, ahi = a, blo = b, bhi = b
+    if a0 < 0:
+        alo += (rows - 1) * a0
+    else:
+        ahi += (rows - 1) * a0
+    if b0 < 0:
+        blo += (rows - 1) * b0
+    else:
+        bhi += (rows - 1) * b0
+    return alo < bhi + b_bytes and blo < ahi + a_bytes
+
+
 cdef inline Py_ssize_t _map_rows(Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t row_bytes,
                                  Py_ssize_t it):
     """:func:`.run._map_rows` (-1 for None)."""
@@ -209,6 +225,7 @@ cdef class Entry:
     cdef object dtype
     cdef object structure  # the matrix's layout the runner was planned for
     cdef Py_ssize_t it, dev, cols, b_cols, inner
+    cdef Py_ssize_t width, out_align  # dsd: Y's columns, the alignment an `out` needs
     cdef unsigned long thread
     cdef object generation, options
     cdef int tf32        # -1: not float32; else the TF32 setting the plan was made for
@@ -222,7 +239,8 @@ cdef class Entry:
 
     def __init__(self, runner, tuple names, tuple launches, list writes, outputs, dtype,
                  structure, Py_ssize_t dev, Py_ssize_t cols, Py_ssize_t b_cols, Py_ssize_t inner,
-                 int tf32, bint tma, bint ymap, bint split):
+                 int tf32, bint tma, bint ymap, bint split, Py_ssize_t width=0,
+                 Py_ssize_t out_align=0):
         """``launches``: per launch ``(fn, grid, block, smem, params, cooperative)``;
         ``writes``: ``(address, kind letter, source name)``."""
         if len(writes) > MAX_WRITES or len(launches) > MAX_LAUNCHES or not launches:
@@ -233,6 +251,7 @@ cdef class Entry:
         self.outputs, self.dtype, self.structure = outputs, dtype, structure
         self.it, self.dev = dtype.itemsize, dev
         self.cols, self.b_cols, self.inner = cols, b_cols, inner
+        self.width, self.out_align = width, out_align
         self.thread = PyThread_get_thread_ident()
         self.generation = _generation[0]
         self.options = _options.KEY
@@ -320,11 +339,12 @@ cdef class Entry:
                     break
         return res == 0
 
-    cdef object dsd(self, x, tuple shape, w):
-        """``x @ op(W)`` with ``w`` the matrix (the base of a transposed view), or None."""
+    cdef object dsd(self, x, tuple shape, w, out):
+        """``x @ op(W)`` with ``w`` the matrix (the base of a transposed view), into
+        ``out`` where given (a CuPy array), or None."""
         cdef Py_ssize_t vals[N_SRC]
         cdef Py_ssize_t n = shape[0], cols = shape[1], it = self.it
-        cdef Py_ssize_t ptr, s0, s1, xrow, stream, ys0, wptr
+        cdef Py_ssize_t ptr, s0, s1, xrow, stream, ys0, wptr, yptr
         if cols != self.cols or x.dtype is not self.dtype:
             return None
         # W's values may have been rebound to other storage (`_init` of a reused matrix):
@@ -354,11 +374,23 @@ cdef class Entry:
                 return None
         if self.split and r._split_stream != stream:
             return None
-        y = self.outputs.take(stream)
-        vals[SRC_Y_PTR] = y.data.ptr
-        ys0 = y.strides[0]
+        if out is None:
+            y = self.outputs.take(stream)
+            yptr, ys0 = y.data.ptr, y.strides[0]
+        else:  # the checks of the Python path (`run_dsd.dsd_eager`)
+            y = out
+            if y.dtype is not self.dtype or y.shape != (n, self.width):
+                return None
+            ymem = y.data
+            yptr, st = ymem.ptr, y.strides
+            ys0 = st[0]
+            if ymem.device_id != self.dev or st[1] != it or yptr % self.out_align or (
+                    ys0 % self.out_align) or _overlap(ptr, s0, n, cols * it, yptr, ys0,
+                                                      self.width * it):
+                return None
+        vals[SRC_Y_PTR] = yptr
         vals[SRC_Y_LD] = ys0 // it
-        if self.ymap and not _same(r._ykey, vals[SRC_Y_PTR], ys0):
+        if self.ymap and not _same(r._ykey, yptr, ys0):  # the map the TMA store writes by
             return None
         vals[SRC_A_PTR], vals[SRC_A_LD] = ptr, s0 // it
         vals[SRC_B_PTR] = vals[SRC_B_LD] = 0
@@ -423,10 +455,12 @@ cdef class Table:
     def __len__(self):
         return len(self._dsd) + len(self._sdd)
 
-    def dsd(self, x, w, bint trans):
-        """``x @ W`` (``x @ W.T`` for ``trans``) through an entry, or None; ``w`` is the
-        matrix that holds this table (the base of a transposed view)."""
-        if _launch == NULL or type(x) is not _ndarray:
+    def dsd(self, x, w, bint trans, out=None):
+        """``x @ W`` (``x @ W.T`` for ``trans``) through an entry, into ``out`` where given,
+        or None; ``w`` is the matrix that holds this table (the base of a transposed
+        view)."""
+        if _launch == NULL or type(x) is not _ndarray or (
+                out is not None and type(out) is not _ndarray):
             return None
         shape = x.shape
         if len(<tuple>shape) != 2:
@@ -434,7 +468,7 @@ cdef class Table:
         e = self._dsd.get(((<Py_ssize_t>shape[0]) << 1) | trans)
         if e is None:
             return None
-        y = (<Entry>e).dsd(x, shape, w)
+        y = (<Entry>e).dsd(x, shape, w, out)
         if y is not None:
             self.hits += 1
         return y

@@ -101,8 +101,7 @@ def dsd_eager(x, w, trans: bool, tf32: bool, out=None):
             return None
         y = out
     r(x, w._data, y, 1.0, 0.0, stream)
-    if out is None:
-        fastcall.arm_dsd(w, r, x.shape[0], trans, tf32, dev)
+    fastcall.arm_dsd(w, r, x.shape[0], trans, tf32, dev)
     return y
 
 
