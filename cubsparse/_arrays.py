@@ -31,13 +31,43 @@ def array_module(backend: str):
     return cupy
 
 
+def _bounds(a):
+    """The first byte and one past the last byte ``a`` spans, None for an empty array."""
+    lo = hi = a.data.ptr
+    for n, s in zip(a.shape, a.strides, strict=True):
+        if n == 0:
+            return None
+        if s < 0:
+            lo += (n - 1) * s
+        else:
+            hi += (n - 1) * s
+    return lo, hi + a.itemsize
+
+
 def may_share_memory(a, b) -> bool:
-    """Whether two arrays of one backend may overlap in memory (a cheap bounds test)."""
+    """Whether two arrays of one backend may overlap in memory (a cheap bounds test).
+
+    For CuPy arrays the test is by addresses alone: ``cupy.may_share_memory`` takes arrays
+    of two allocations to be apart, but two arrays made from one buffer by DLPack (a torch
+    tensor seen twice, say) are two allocations of the same memory."""
     if isinstance(a, np.ndarray):
         return bool(np.may_share_memory(a, b))
-    import cupy
+    ba, bb = _bounds(a), _bounds(b)
+    return ba is not None and bb is not None and ba[0] < bb[1] and bb[0] < ba[1]
 
-    return bool(cupy.may_share_memory(a, b))
+
+def overlaps_itself(a) -> bool:
+    """Whether two elements of ``a`` may share memory (a zero stride, say, or rows closer
+    than their length): its dimensions sorted by stride, each must step past the extent of
+    those inside it. Exact for the layouts slicing and transposing make."""
+    if 0 in a.shape:
+        return False
+    extent = a.itemsize
+    for s, n in sorted((abs(s), n) for n, s in zip(a.shape, a.strides, strict=True) if n > 1):
+        if s < extent:
+            return True
+        extent += s * (n - 1)
+    return False
 
 
 def to_host(array) -> np.ndarray:

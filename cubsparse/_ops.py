@@ -16,7 +16,7 @@ import os
 
 import numpy as np
 
-from ._arrays import SparseOperand, array_module, backend_of
+from ._arrays import SparseOperand, array_module, backend_of, overlaps_itself
 
 _IMPLS: dict = {}
 _CUDA = None  # the CUDA backend module, once loaded
@@ -150,6 +150,12 @@ def _check_out(out, shape, backend, dtype):
     _check_dense("out", out, backend, dtype)
     if tuple(out.shape) != tuple(shape):
         raise ValueError(f"out must have shape {tuple(shape)}, got {tuple(out.shape)}")
+    if overlaps_itself(out):
+        raise ValueError(
+            f"out's elements overlap in memory (strides {out.strides} for shape "
+            f"{tuple(out.shape)}), so its results would overwrite each other; pass an array "
+            "with an element of its own for each result, e.g. a new empty array"
+        )
 
 
 def matmul(a, b, out=None, alpha: float = 1.0, beta: float = 0.0, *, tf32: bool | None = None):

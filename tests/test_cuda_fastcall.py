@@ -210,7 +210,7 @@ def test_a_graph_captured_through_the_compiled_path_replays(backend):
                                rtol=2e-2, atol=0.5)
 
 
-@pytest.mark.parametrize("b, n", [(32, 40), (64, 300), (16, 32)],
+@pytest.mark.parametrize(("b", "n"), [(32, 40), (64, 300), (16, 32)],
                          ids=["tile kernels", "tma (Hopper)", "stream"])
 def test_values_rebound_to_other_storage_are_read(backend, b, n):
     """A matrix whose values are rebound to another array (the PyTorch layer reuses one
@@ -281,7 +281,7 @@ def test_products_into_out_take_the_compiled_path(backend, case):
     w = _matrix(b, c, k, dtype, seed=8)
     wd = to_numpy(w.toarray()).astype(np.float64)
     rng = np.random.default_rng(8)
-    tol = dict(rtol=_tol(dtype), atol=_tol(dtype) * 8)
+    tol = {"rtol": _tol(dtype), "atol": _tol(dtype) * 8}
     with plans.override(**forced):
         for op, ref in ((w, wd), (w.T, wd.T)):
             x = cupy.asarray(rng.standard_normal((n, ref.shape[0])).astype(dtype))

@@ -308,3 +308,28 @@ def test_sgd_step_like_the_readme(backend):
     assert np.array_equal(to_numpy(W.data), before - np.float32(0.125) * to_numpy(dW.data))
     # dW keeps working as out= for the next step (the layout object is shared and intact).
     assert cs.sampled_matmul(x.T, dy, like=W, out=dW) is dW
+
+
+def test_may_share_memory_is_a_bounds_test_for_device_arrays():
+    """Two CuPy arrays over one buffer made by DLPack are two allocations of the same
+    memory: the test compares addresses, not allocations (a stand-in array here)."""
+    from types import SimpleNamespace
+
+    from cubsparse._arrays import may_share_memory, overlaps_itself
+
+    def arr(ptr, shape, strides, itemsize=4):
+        return SimpleNamespace(data=SimpleNamespace(ptr=ptr), shape=shape, strides=strides,
+                               itemsize=itemsize)
+
+    rows = arr(1000, (4, 4), (16, 4))  # bytes 1000-1063
+    assert may_share_memory(rows, arr(1060, (1, 1), (4, 4)))
+    assert not may_share_memory(rows, arr(1064, (2, 2), (8, 4)))
+    assert not may_share_memory(rows, arr(992, (2,), (4,)))  # ends at 1000
+    assert may_share_memory(arr(1048, (4, 4), (-16, 4)), arr(1000, (1, 1), (4, 4)))
+    assert not may_share_memory(rows, arr(1000, (0, 4), (16, 4)))  # empty
+    assert not overlaps_itself(rows)
+    assert not overlaps_itself(arr(0, (4, 4), (4, 16)))  # columns of rows: transposed
+    assert not overlaps_itself(arr(0, (0, 4), (0, 0)))  # empty
+    assert overlaps_itself(arr(0, (4, 4), (0, 4)))
+    assert overlaps_itself(arr(0, (4, 4), (8, 4)))
+    assert not overlaps_itself(arr(0, (1, 4), (0, 4)))  # one row: its stride is never used

@@ -526,3 +526,51 @@ def test_out_may_be_the_dense_operand(backend, path):
                 x0 = to_numpy(x).astype(np.float64)
                 assert cs.matmul(x, op, out=x) is x
                 np.testing.assert_allclose(to_numpy(x), x0 @ ref_w, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("path", ["planned", "dense"])
+def test_out_may_be_the_weights_own_storage(backend, path):
+    """``matmul(x, W, out=...)`` into a view of ``W.data``, after calls that made its plan
+    and (on CUDA) its eager and compiled entries: the product of W as it was (the kernels
+    then write through a temporary; the dense path has copied W's blocks first)."""
+    import contextlib
+
+    if path == "dense" and backend == "cpu":
+        pytest.skip("the dense path is the CUDA backend's")
+    from cubsparse._cuda import plans
+
+    rng = np.random.default_rng(5)
+    ctx = plans.override(dense=path == "dense")
+    with ctx if backend == "cuda" else contextlib.nullcontext():
+        for op_name in ("W", "W.T"):
+            for _ in range(2):
+                w = cs.BlockSparseMatrix.from_layout(cs.layouts.banded(6, 2), 32, seed=6,
+                                                     backend=backend)
+                op = w if op_name == "W" else w.T
+                ref = to_numpy(op.toarray()).astype(np.float64)
+                x = to_backend(rng.standard_normal((24, 192)).astype(np.float32), backend)
+                for _ in range(3):  # on CUDA: planned, then the eager and compiled paths
+                    cs.matmul(x, op)
+                out = w.data.reshape(-1)[:24 * 192].reshape(24, 192)
+                assert cs.matmul(x, op, out=out) is out
+                np.testing.assert_allclose(to_numpy(out),
+                                           to_numpy(x).astype(np.float64) @ ref,
+                                           rtol=1e-4, atol=1e-4)
+
+
+def test_out_whose_elements_overlap_is_refused(backend):
+    """An ``out`` with a zero stride, or rows closer than their length, would have its
+    results overwrite each other: refused, naming its strides, before anything runs."""
+    w = cs.BlockSparseMatrix.from_layout(cs.layouts.banded(4, 1), 16, seed=1, backend=backend)
+    xp = xp_for(backend)
+    x = to_backend(np.ones((8, 64), np.float32), backend)
+    buf = xp.zeros(64 * 8, np.float32)
+    strided = (np.lib.stride_tricks.as_strided if backend == "cpu"
+               else __import__("cupy").lib.stride_tricks.as_strided)
+    for strides in [(0, 4), (4 * 32, 4), (4, 0)]:
+        out = strided(buf, shape=(8, 64), strides=strides)
+        for _ in range(2):  # the first call plans; the second would be a repeated one
+            with pytest.raises(ValueError, match=r"overlap in memory \(strides"):
+                cs.matmul(x, w, out=out)
+            cs.matmul(x, w)
+    assert not to_numpy(buf).any()

@@ -35,7 +35,7 @@ ctypedef int (*coop_fn)(void*, unsigned int, unsigned int, unsigned int, unsigne
 
 #: The interface of this module that :mod:`.fastcall` was written for: a build of another
 #: (an in-place build older than its sources) is not used.
-API = 3
+API = 4
 
 # What the path needs from CuPy, the driver and the package, set once by bind().
 cdef launch_fn _launch = NULL
@@ -190,19 +190,20 @@ cdef inline bint _same(object key, Py_ssize_t a, Py_ssize_t b):
     return (<tuple>key)[0] == a and (<tuple>key)[1] == b
 
 
-cdef inline bint _overlap(Py_ssize_t a, Py_ssize_t a0, Py_ssize_t rows, Py_ssize_t a_bytes,
-                          Py_ssize_t b, Py_ssize_t b0, Py_ssize_t b_bytes):
-    """Whether two arrays of ``rows`` rows (at ``a`` and ``b``, row strides ``a0`` and
-    ``b0`` bytes, rows of ``a_bytes`` and ``b_bytes``) may overlap: their bounds meet."""
+cdef inline bint _overlap(Py_ssize_t a, Py_ssize_t a0, Py_ssize_t a_rows, Py_ssize_t a_bytes,
+                          Py_ssize_t b, Py_ssize_t b0, Py_ssize_t b_rows, Py_ssize_t b_bytes):
+    """Whether two arrays (at ``a`` and ``b``: ``a_rows`` rows ``a0`` bytes apart of
+    ``a_bytes`` each, and likewise for ``b``) may overlap: their bounds meet
+    (:func:`cubsparse._arrays.may_share_memory`)."""
     cdef Py_ssize_t alo = a, ahi = a, blo = b, bhi = b
     if a0 < 0:
-        alo += (rows - 1) * a0
+        alo += (a_rows - 1) * a0
     else:
-        ahi += (rows - 1) * a0
+        ahi += (a_rows - 1) * a0
     if b0 < 0:
-        blo += (rows - 1) * b0
+        blo += (b_rows - 1) * b0
     else:
-        bhi += (rows - 1) * b0
+        bhi += (b_rows - 1) * b0
     return alo < bhi + b_bytes and blo < ahi + a_bytes
 
 
@@ -226,6 +227,7 @@ cdef class Entry:
     cdef object structure  # the matrix's layout the runner was planned for
     cdef Py_ssize_t it, dev, cols, b_cols, inner
     cdef Py_ssize_t width, out_align  # dsd: Y's columns, the alignment an `out` needs
+    cdef Py_ssize_t w_bytes          # dsd: W's blocks, which an `out` must not overlap
     cdef unsigned long thread
     cdef object generation, options
     cdef int tf32        # -1: not float32; else the TF32 setting the plan was made for
@@ -240,7 +242,7 @@ cdef class Entry:
     def __init__(self, runner, tuple names, tuple launches, list writes, outputs, dtype,
                  structure, Py_ssize_t dev, Py_ssize_t cols, Py_ssize_t b_cols, Py_ssize_t inner,
                  int tf32, bint tma, bint ymap, bint split, Py_ssize_t width=0,
-                 Py_ssize_t out_align=0):
+                 Py_ssize_t out_align=0, Py_ssize_t w_bytes=0):
         """``launches``: per launch ``(fn, grid, block, smem, params, cooperative)``;
         ``writes``: ``(address, kind letter, source name)``."""
         if len(writes) > MAX_WRITES or len(launches) > MAX_LAUNCHES or not launches:
@@ -251,7 +253,8 @@ cdef class Entry:
         self.outputs, self.dtype, self.structure = outputs, dtype, structure
         self.it, self.dev = dtype.itemsize, dev
         self.cols, self.b_cols, self.inner = cols, b_cols, inner
-        self.width, self.out_align = width, out_align
+        # (an `out` is taken only where its alignment is known: none without it)
+        self.width, self.out_align, self.w_bytes = width, out_align, w_bytes
         self.thread = PyThread_get_thread_ident()
         self.generation = _generation[0]
         self.options = _options.KEY
@@ -379,14 +382,20 @@ cdef class Entry:
             yptr, ys0 = y.data.ptr, y.strides[0]
         else:  # the checks of the Python path (`run_dsd.dsd_eager`)
             y = out
-            if y.dtype is not self.dtype or y.shape != (n, self.width):
+            if self.out_align <= 0 or y.dtype is not self.dtype or (
+                    y.shape != (n, self.width)):
                 return None
             ymem = y.data
             yptr, st = ymem.ptr, y.strides
             ys0 = st[0]
             if ymem.device_id != self.dev or st[1] != it or yptr % self.out_align or (
-                    ys0 % self.out_align) or _overlap(ptr, s0, n, cols * it, yptr, ys0,
-                                                      self.width * it):
+                    ys0 % self.out_align):
+                return None
+            # rows apart (n > 1: a row stride of at least a row), clear of X and of W
+            if n > 1 and -self.width * it < ys0 < self.width * it:
+                return None
+            if _overlap(ptr, s0, n, cols * it, yptr, ys0, n, self.width * it) or _overlap(
+                    wptr, 0, 1, self.w_bytes, yptr, ys0, n, self.width * it):
                 return None
         vals[SRC_Y_PTR] = yptr
         vals[SRC_Y_LD] = ys0 // it

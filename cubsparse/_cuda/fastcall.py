@@ -3,10 +3,11 @@
 A repeated eager call (``x @ W``, ``dy @ W.T``, ``matmul(x, W, out=y)``,
 ``sampled_matmul(x.T, dy, like=W)``) of a runner that has already run once is made by one
 C function: the matrix's :class:`Table` holds an entry per call shape, made here from the
-runner after the Python path has run it (:func:`arm_dsd`, :func:`arm_sdd`). An entry names the runner's launches and which of
-their parameters a call writes; the runner's own cached state (its tensor maps, its tile
-counter's stream, its split workspace's stream) is read by the C path on every call, so a
-call that would change any of it goes to the Python path instead.
+runner after the Python path has run it (:func:`arm_dsd`, :func:`arm_sdd`). An entry
+names the runner's launches and which of their parameters a call writes; the runner's own
+cached state (its tensor maps, its tile counter's stream, its split workspace's stream) is
+read by the C path on every call, so a call that would change any of it goes to the
+Python path instead.
 
 ``CUBSPARSE_FASTCALL=0`` in the environment (read at import) turns the compiled path off;
 :func:`active` says whether it is on. Without the extension (a source checkout that was
@@ -24,7 +25,7 @@ try:
     from . import _fastcall
 except ImportError:  # not built
     _fastcall = None
-if _fastcall is not None and getattr(_fastcall, "API", None) != 3:
+if _fastcall is not None and getattr(_fastcall, "API", None) != 4:
     # an in-place build older than these sources (a checkout updated without
     # `pip install -e .`): the Python path until it is rebuilt
     warnings.warn("cubsparse: the compiled call path (cubsparse/_cuda/_fastcall) was built "
@@ -83,7 +84,8 @@ def _entry(runner, spec, w, dev, cols, b_cols, inner, tf32):
     return _fastcall.Entry(runner, tuple(names), tuple(launches[n].native() for n in names),
                            raw, runner.outputs, dtype, w._structure, dev, cols, b_cols, inner,
                            -1 if dtype.char != "f" else int(tf32), tma, ymap, split,
-                           getattr(runner, "width", 0), getattr(runner, "out_align", 0))
+                           getattr(runner, "width", 0), getattr(runner, "out_align", 0),
+                           w._data.nbytes)
 
 
 def arm_dsd(w, runner, n: int, trans: bool, tf32: bool, dev: int) -> None:

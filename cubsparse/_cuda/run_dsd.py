@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .. import _options
 from .._arrays import may_share_memory as _overlap
+from .._arrays import overlaps_itself
 from . import device, fastcall, run, worklists
 from .compile import get_kernel
 from .configs import panel_copy_config, transpose_config
@@ -82,7 +83,7 @@ def dsd_eager(x, w, trans: bool, tf32: bool, out=None):
         return None
     if out is not None and (out.data.device_id != dev or out.dtype != w._data.dtype
                             or out.ndim != 2 or out.shape[0] != x.shape[0]
-                            or out.shape[1] != r.width):
+                            or out.shape[1] != r.width or overlaps_itself(out)):
         return None
     if not r.eager:
         if r.plan.path != "dense" or (out is not None and _overlap(out, x)):
@@ -97,7 +98,8 @@ def dsd_eager(x, w, trans: bool, tf32: bool, out=None):
         y = r.outputs.take(stream)
     else:
         st, a = out.strides, r.out_align
-        if out.data.ptr % a or st[0] % a or (st[1] != it and r.width > 1) or _overlap(out, x):
+        if out.data.ptr % a or st[0] % a or (st[1] != it and r.width > 1) or _overlap(
+                out, x) or _overlap(out, w._data):
             return None
         y = out
     r(x, w._data, y, 1.0, 0.0, stream)
@@ -275,7 +277,7 @@ class _DsdRunner(StreamLaunches, DensePath):
         writes = [] if self.tma else [("main", 0, "a"), ("main", 1, "lda"),
                                       ("main", self.i_w, "w")]
         writes += _output_writes("main", self.i_y)
-        if self.epilogue:  # the TMA store on: a kept output is always one it can take
+        if self.epilogue:  # the TMA store on: a call checks that the runner's Y map is its Y's
             writes.append(("main", self.i_ctr + 3, "one"))
         return ("main",), writes, self.tma, bool(self.epilogue), self.split is not None
 
@@ -293,13 +295,13 @@ class _DsdRunner(StreamLaunches, DensePath):
 
     def run_sparse(self, x, wdata, out, alpha, beta):
         """The sparse kernel's product into ``out`` (or a fresh result), through an aligned
-        temporary where ``out`` is misaligned or overlaps ``x``, and from an aligned copy of
-        a misaligned ``x``."""
+        temporary where ``out`` is misaligned or overlaps ``x`` or W's blocks, and from an
+        aligned copy of a misaligned ``x``."""
         n = x.shape[0]
         stream = _stream()
         y = out if (out is not None and _aligned(out, self.out_align)
-                    and not _overlap(out, x)) else None
-        if y is None:  # a fresh array: `out` may be misaligned, or overlap `x`
+                    and not _overlap(out, x) and not _overlap(out, wdata)) else None
+        if y is None:  # a fresh array: `out` may be misaligned, or overlap `x` or W
             if out is None:
                 y = self.outputs.take(stream)
             else:  # a temporary, copied into `out` below
