@@ -875,16 +875,7 @@ class BlockSparseMatrix(SparseOperand):
         return _ops.matmul(self, other)
 
     def __rmatmul__(self, other):
-        # A repeated call through the compiled path (cubsparse._cuda.fastcall), where the
-        # matrix has one: the transpose's calls are kept on its base.
-        base = self._base
-        owner = self if base is None else base
-        fast = owner.__dict__.get("_fast")
-        if fast is not None:
-            y = fast.dsd(other, owner, base is not None)
-            if y is not None:
-                return y
-        y = _ops.eager_matmul(other, self, compiled=False)
+        y = _ops.eager_matmul(other, self)
         if y is not None:
             return y
         if backend_of(other) is None:

@@ -38,18 +38,17 @@ def _backend_module(backend: str):
     return impl
 
 
-def eager_matmul(x, w, tf32=None, out=None, compiled=True):
+def eager_matmul(x, w, tf32=None, out=None):
     """``x @ w`` with ``x`` a 2-D CuPy array of ``w``'s dtype and ``w`` a CUDA matrix or
     its transpose (into ``out``, a CuPy array, where given), the call a training loop makes
     most, through the CUDA backend's eager path: the checks of :func:`matmul` as a few
     comparisons, then a runner already built. None for any other call, and for any call
-    :func:`matmul` must check, refuse or plan: the caller then runs :func:`matmul`.
-    ``compiled=False``: the caller has tried the compiled path already."""
+    :func:`matmul` must check, refuse or plan: the caller then runs :func:`matmul`."""
     if type(x) is not _CUPY_ARRAY or not isinstance(w, SparseOperand) or (
             out is not None and type(out) is not _CUPY_ARRAY):
         return None
     base = w._base
-    if tf32 is None and compiled:  # a repeated call, the compiled path
+    if tf32 is None:  # a repeated call through the compiled path, where it is built
         owner = w if base is None else base
         fast = owner.__dict__.get("_fast")
         if fast is not None:

@@ -35,7 +35,7 @@ ctypedef int (*coop_fn)(void*, unsigned int, unsigned int, unsigned int, unsigne
 
 #: The interface of this module that :mod:`.fastcall` was written for: a build of another
 #: (an in-place build older than its sources) is not used.
-API = 4
+API = 5
 
 # What the path needs from CuPy, the driver and the package, set once by bind().
 cdef launch_fn _launch = NULL
@@ -221,6 +221,7 @@ cdef class Entry:
 
     cdef object runner
     cdef tuple launches  # the runner's Launch objects: a call checks they are still its own
+                         # (and they keep what the raw addresses point into alive)
     cdef tuple names     # the runner's attributes holding them
     cdef Outputs outputs
     cdef object dtype
@@ -237,16 +238,15 @@ cdef class Entry:
     cdef int nw, nl
     cdef Write writes[MAX_WRITES]
     cdef LaunchRec rec[MAX_LAUNCHES]
-    cdef object keep     # what the raw addresses point into
 
-    def __init__(self, runner, tuple names, tuple launches, list writes, outputs, dtype,
-                 structure, Py_ssize_t dev, Py_ssize_t cols, Py_ssize_t b_cols, Py_ssize_t inner,
+    def __init__(self, runner, tuple names, list writes, outputs, dtype, structure,
+                 Py_ssize_t dev, Py_ssize_t cols, Py_ssize_t b_cols, Py_ssize_t inner,
                  int tf32, bint tma, bint ymap, bint split, Py_ssize_t width=0,
                  Py_ssize_t out_align=0, Py_ssize_t w_bytes=0):
-        """``launches``: per launch ``(fn, grid, block, smem, params, cooperative)``;
+        """``names``: the runner's attributes holding its launches (:class:`.launch.Launch`);
         ``writes``: ``(address, kind letter, source name)``."""
-        if len(writes) > MAX_WRITES or len(launches) > MAX_LAUNCHES or not launches:
-            raise ValueError(f"{len(writes)} writes and {len(launches)} launches: at most "
+        if len(writes) > MAX_WRITES or len(names) > MAX_LAUNCHES or not names:
+            raise ValueError(f"{len(writes)} writes and {len(names)} launches: at most "
                              f"{MAX_WRITES} and 1-{MAX_LAUNCHES}")
         self.runner, self.names = runner, names
         self.launches = tuple(getattr(runner, n) for n in names)
@@ -264,8 +264,9 @@ cdef class Entry:
             self.writes[i].addr = <char*><size_t>addr
             self.writes[i].kind = KINDS[kind]
             self.writes[i].src = SOURCES[src]
-        self.nl = len(launches)
-        for i, (fn, grid, block, smem, params, coop) in enumerate(launches):
+        self.nl = len(names)
+        for i, launch in enumerate(self.launches):
+            fn, grid, block, smem, params, coop = launch.native()
             self.rec[i].fn = <void*><size_t>fn
             for j in range(3):
                 self.rec[i].grid[j] = grid[j]
@@ -273,38 +274,34 @@ cdef class Entry:
             self.rec[i].smem = smem
             self.rec[i].params = <void**><size_t>params
             self.rec[i].coop = coop
-        self.keep = self.launches
 
     def current(self, runner):
-        """Whether this entry is ``runner``'s, with its launches as they are now and made
-        under the options and plans' generation in force (a call compares those by
-        identity, so an entry made under an equal, earlier options key is made again)."""
-        if runner is not self.runner or _options.KEY is not self.options or (
-                _generation[0] != self.generation):
-            return False
-        for n, l in zip(self.names, self.launches):
-            if getattr(runner, n) is not l:
-                return False
-        return True
+        """Whether this entry is ``runner``'s and still in force (:meth:`_unchanged`)."""
+        return runner is self.runner and self._unchanged()
 
-    cdef inline bint _valid(self, Py_ssize_t dev):
-        """The guards a call shares: device, thread, generation, options, TF32, and the
-        runner's launches."""
-        cdef const char* env
-        if dev != self.dev or PyThread_get_thread_ident() != self.thread:
-            return False
+    cdef inline bint _unchanged(self):
+        """The plans' generation and the options key are those the entry was made under
+        (by identity: an entry made under an equal, earlier options key is made again),
+        and the runner's launches are still the entry's."""
         if _generation[0] != self.generation or _options.KEY is not self.options:
             return False
-        if self.tf32 >= 0:
-            env = getenv("CUPY_TF32")
-            if (env != NULL and env[0] == b"1" and env[1] == 0) != self.tf32:
-                return False
         cdef Py_ssize_t i
         r = self.runner
         for i in range(len(self.names)):
             if getattr(r, self.names[i]) is not self.launches[i]:
                 return False
         return True
+
+    cdef inline bint _valid(self, Py_ssize_t dev):
+        """The guards a call shares: device, thread, TF32, and :meth:`_unchanged`."""
+        cdef const char* env
+        if dev != self.dev or PyThread_get_thread_ident() != self.thread:
+            return False
+        if self.tf32 >= 0:
+            env = getenv("CUPY_TF32")
+            if (env != NULL and env[0] == b"1" and env[1] == 0) != self.tf32:
+                return False
+        return self._unchanged()
 
     cdef object _run(self, Py_ssize_t* vals, Py_ssize_t stream):
         """Write the parameters from ``vals`` and launch; False where the driver refused

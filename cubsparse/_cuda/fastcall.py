@@ -25,7 +25,7 @@ try:
     from . import _fastcall
 except ImportError:  # not built
     _fastcall = None
-if _fastcall is not None and getattr(_fastcall, "API", None) != 4:
+if _fastcall is not None and getattr(_fastcall, "API", None) != 5:
     # an in-place build older than these sources (a checkout updated without
     # `pip install -e .`): the Python path until it is rebuilt
     warnings.warn("cubsparse: the compiled call path (cubsparse/_cuda/_fastcall) was built "
@@ -42,7 +42,7 @@ def active() -> bool:
     return ENABLED
 
 
-def _bind() -> bool:
+def _bind() -> None:
     """Hand the extension CuPy's array type and queries and the driver's launch calls."""
     global _bound
     if not _bound:
@@ -58,7 +58,6 @@ def _bind() -> bool:
         _fastcall.bind(cupy.ndarray, cupy.cuda.runtime.getDevice, cupy.cuda.get_current_stream,
                        addr, coop, GENERATION, _options)
         _bound = True
-    return True
 
 
 def table(w):
@@ -74,50 +73,40 @@ def table(w):
     return t
 
 
-def _entry(runner, spec, w, dev, cols, b_cols, inner, tf32):
-    """An entry for ``spec``: ``(names, writes, tma, ymap, split)`` with ``writes`` as
+def _arm(w, op: str, key: int, runner, dev, cols, b_cols, inner, tf32) -> None:
+    """Make ``runner``'s entry under ``key`` in ``w``'s table, unless it is there and in
+    force; none where the runner's call does more than the compiled path (``fast_spec``
+    None). ``fast_spec`` is ``(names, writes, tma, ymap, split)``, with ``writes`` as
     ``(launch name, parameter index, source)``."""
+    t = table(w)
+    if t is None:
+        return
+    e = t.get(op, key)
+    if e is not None and e.current(runner):
+        return
+    spec = runner.fast_spec()
+    if spec is None:
+        return
     names, writes, tma, ymap, split = spec
-    launches = {n: getattr(runner, n) for n in names}
-    raw = [(*launches[n].slot(i), src) for n, i, src in writes]
+    raw = [(*getattr(runner, n).slot(i), src) for n, i, src in writes]
     dtype = w._data.dtype
-    return _fastcall.Entry(runner, tuple(names), tuple(launches[n].native() for n in names),
-                           raw, runner.outputs, dtype, w._structure, dev, cols, b_cols, inner,
-                           -1 if dtype.char != "f" else int(tf32), tma, ymap, split,
-                           getattr(runner, "width", 0), getattr(runner, "out_align", 0),
-                           w._data.nbytes)
+    t.set(op, key, _fastcall.Entry(
+        runner, tuple(names), raw, runner.outputs, dtype, w._structure, dev, cols, b_cols,
+        inner, -1 if dtype.char != "f" else int(tf32), tma, ymap, split,
+        getattr(runner, "width", 0), getattr(runner, "out_align", 0), w._data.nbytes))
 
 
 def arm_dsd(w, runner, n: int, trans: bool, tf32: bool, dev: int) -> None:
     """After ``runner`` ran ``x @ op(w)`` for ``n`` rows of X on the Python path: make its
     entry, unless the table has it already."""
-    t = table(w)
-    if t is None:
-        return
-    key = (n << 1) | trans
-    e = t.get("dsd", key)
-    if e is not None and e.current(runner):
-        return
-    spec = runner.fast_spec()
-    if spec is not None:
-        cols = w._structure.block_shape[1 if trans else 0] * w._blocksize
-        t.set("dsd", key, _entry(runner, spec, w, dev, cols, 0, 0, tf32))
+    cols = w._structure.block_shape[1 if trans else 0] * w._blocksize
+    _arm(w, "dsd", (n << 1) | trans, runner, dev, cols, 0, 0, tf32)
 
 
 def arm_sdd(like, runner, a, b, dev: int) -> None:
     """After ``runner`` ran the layer gradient ``a @ b`` on ``like``'s blocks on the Python
     path: make its entry, unless the table has it already."""
-    t = table(like)
-    if t is None:
-        return
-    inner = a.shape[1]
-    e = t.get("sdd", inner)
-    if e is not None and e.current(runner):
-        return
-    spec = runner.fast_spec()
-    if spec is not None:
-        t.set("sdd", inner, _entry(runner, spec, like, dev, a.shape[0], b.shape[1], inner,
-                                   False))
+    _arm(like, "sdd", a.shape[1], runner, dev, a.shape[0], b.shape[1], a.shape[1], False)
 
 
 def outputs(shape: tuple, dtype):
