@@ -24,7 +24,38 @@ def _f64(a):
 
 def run() -> int:
     with plans.override(dense=False):  # the sparse kernels, whatever the cost model says
-        return _run()
+        return _run() | _chained()
+
+
+def _chained() -> int:
+    """Calls that read the last call's output with no synchronization between them, each
+    repeated so that the compiled call path makes it (on Hopper it launches each kernel
+    while the one before still runs: programmatic dependent launch)."""
+    rng = np.random.default_rng(8)
+    bad = 0
+    for dtype, b, n, c in [("float16", 32, 40, 512), ("float16", 16, 32, 1024),
+                           ("float32", 16, 24, 256)]:
+        W = cs.BlockSparseMatrix.from_layout(rng.random((c // b, c // b)) < 0.4, b,
+                                             dtype=dtype, seed=2, backend="cuda")
+        W.data[...] *= 0.5  # the chain's values stay level (float16 overflows otherwise)
+        Wd = _f64(W.toarray())
+        x = cp.asarray(rng.standard_normal((n, c))).astype(dtype)
+        for _ in range(2):  # the first call plans, the second makes the compiled entry
+            x @ W, x @ W.T, cs.sampled_matmul(x.T, x, like=W)
+        h, ref = x, _f64(x)
+        for i in range(6):
+            h = h @ (W.T if i % 2 else W)
+            ref = ref @ (Wd.T if i % 2 else Wd)
+        g = cs.sampled_matmul(h.T, h, like=W).toarray()
+        gref = (ref.T @ ref) * np.kron(W.layout, np.ones((b, b)))
+        for name, out, r in [("chain", h, ref), ("chain sdd", g, gref)]:
+            err = np.linalg.norm(_f64(out) - r) / max(np.linalg.norm(r), 1e-30)
+            if not err < 10 * _dtypes.TOLERANCE[dtype]:
+                bad += 1
+                print(f"MISMATCH {dtype} b={b} {name}: rel err {err:.2e}")
+    cp.cuda.Device().synchronize()
+    print(f"chained calls done, {bad} mismatches")
+    return 1 if bad else 0
 
 
 def _run() -> int:

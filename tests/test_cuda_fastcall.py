@@ -140,6 +140,65 @@ def test_layer_gradient_takes_the_compiled_path(backend):
             assert w.__dict__["_fast"].hits >= CALLS - 2
 
 
+CHAIN_CASES = {  # (b, rows of X, C = K, dtype, forced plan decisions, Hopper only)
+    "tile kernels": (32, 40, 512, "float16", {"dense": False}, False),
+    "simt float32": (16, 24, 256, "float32", {"dense": False}, False),
+    "tma": (64, 300, 512, "float16", {"dense": False}, True),
+    "split lists": (32, 33, 1024, "float16", {"split": 2, "dense": False, "short": False},
+                    False),
+    "stream": (16, 32, 1024, "float16", {"dense": False, "stream": True, "stream_run": 1000},
+               False),
+}
+
+
+@pytest.mark.parametrize("case", list(CHAIN_CASES))
+def test_calls_that_read_the_last_ones_output(backend, case):
+    """Each call reads the output of the call before it, and writes where a call two back
+    wrote (the output cache hands a dropped result out again), with no synchronization
+    between them: on Hopper the compiled path launches each kernel before the one it
+    depends on has finished (programmatic dependent launch), so a kernel that touched
+    memory before that one completed would give wrong values here."""
+    import cupy
+
+    from cubsparse._cuda import plans
+
+    b, n, c, dtype, forced, hopper_only = CHAIN_CASES[case]
+    if hopper_only and not _hopper():
+        pytest.skip("a Hopper plan")
+    w = _matrix(b, c, c, dtype, seed=5)
+    w.data[...] *= 0.5  # a chain of N(0, 1/fan-in) values about doubles a step: keep it level
+    wd = to_numpy(w.toarray()).astype(np.float64)
+    rng = np.random.default_rng(5)
+    x = cupy.asarray(rng.standard_normal((n, c)).astype(dtype))
+    steps = 12
+    with plans.override(**forced):
+        for _ in range(2):  # arm the entries: the first call plans, the second arms
+            x @ w, x @ w.T, cs.sampled_matmul(x.T, x, like=w)
+        hits = w.__dict__["_fast"].hits
+        h = x
+        for i in range(steps):
+            h = h @ (w.T if i % 2 else w)
+        h2 = h @ w
+        g = cs.sampled_matmul(h.T, h2, like=w)
+        cupy.cuda.get_current_stream().synchronize()
+        if case != "tma":  # (X moves each step, and a TMA kernel's map is for one address)
+            assert w.__dict__["_fast"].hits - hits >= steps
+    ref = to_numpy(x).astype(np.float64)
+    for i in range(steps):
+        ref = ref @ (wd.T if i % 2 else wd)
+    scale = np.abs(ref).max()
+    tol = 5e-2 if dtype == "float16" else 1e-3
+    np.testing.assert_allclose(to_numpy(h).astype(np.float64), ref, rtol=tol,
+                               atol=tol * scale)
+    ref2 = ref @ wd
+    mask = np.kron(w.layout, np.ones((b, b)))
+    np.testing.assert_allclose(to_numpy(h2).astype(np.float64), ref2, rtol=tol,
+                               atol=tol * np.abs(ref2).max())
+    gref = (ref.T @ ref2) * mask
+    np.testing.assert_allclose(to_numpy(g.toarray()).astype(np.float64), gref, rtol=tol,
+                               atol=tol * np.abs(gref).max())
+
+
 def test_a_moved_operand_another_stream_and_new_plans_go_back_to_python(backend):
     """Alternating X buffers (a TMA kernel's map is for one address), a second stream (a
     persistent kernel's tile counter is per stream), and forced plans (a new generation):

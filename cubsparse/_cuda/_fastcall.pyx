@@ -35,11 +35,32 @@ ctypedef int (*coop_fn)(void*, unsigned int, unsigned int, unsigned int, unsigne
 
 #: The interface of this module that :mod:`.fastcall` was written for: a build of another
 #: (an in-place build older than its sources) is not used.
-API = 5
+API = 6
+
+# cuLaunchKernelEx's configuration, as cuda.h lays it out (the extension is built without
+# the CUDA headers): a launch attribute is an id, padding to 8 bytes and a 64-byte value.
+cdef struct LaunchAttribute:
+    int id
+    int pad
+    char value[64]
+
+cdef struct LaunchConfig:
+    unsigned int grid_x, grid_y, grid_z, block_x, block_y, block_z, smem
+    void* stream
+    LaunchAttribute* attrs
+    unsigned int n_attrs
+
+ctypedef int (*launch_ex_fn)(const LaunchConfig*, void*, void**, void**) noexcept nogil
+
+cdef enum:
+    PROGRAMMATIC_STREAM_SERIALIZATION = 6  # CU_LAUNCH_ATTRIBUTE_..., CUDA 11.8 and newer
 
 # What the path needs from CuPy, the driver and the package, set once by bind().
 cdef launch_fn _launch = NULL
 cdef coop_fn _coop = NULL
+cdef launch_ex_fn _launch_ex = NULL
+cdef LaunchAttribute _pdl_attr
+cdef bint _pdl = False  # launch with programmatic dependent launch where an entry may
 cdef object _ndarray = None
 cdef object _get_device = None
 cdef object _get_stream = None
@@ -47,15 +68,30 @@ cdef list _generation = None
 cdef object _options = None
 
 
-def bind(ndarray, get_device, get_stream, size_t launch, size_t coop, list generation,
-         options):
+def bind(ndarray, get_device, get_stream, size_t launch, size_t coop, size_t launch_ex,
+         list generation, options):
     """Set CuPy's array type, its current device and stream queries, the driver's
-    ``cuLaunchKernel`` and ``cuLaunchCooperativeKernel`` (addresses), the plans' generation
-    (a one-item list) and the options module (its ``KEY``)."""
-    global _launch, _coop, _ndarray, _get_device, _get_stream, _generation, _options
+    ``cuLaunchKernel``, ``cuLaunchCooperativeKernel`` and ``cuLaunchKernelEx`` (addresses;
+    0 where the driver has no ``cuLaunchKernelEx``), the plans' generation (a one-item list)
+    and the options module (its ``KEY``)."""
+    global _launch, _coop, _launch_ex, _ndarray, _get_device, _get_stream, _generation
+    global _options
     _ndarray, _get_device, _get_stream = ndarray, get_device, get_stream
-    _launch, _coop = <launch_fn>launch, <coop_fn>coop
+    _launch, _coop, _launch_ex = <launch_fn>launch, <coop_fn>coop, <launch_ex_fn>launch_ex
     _generation, _options = generation, options
+    _pdl_attr.id = PROGRAMMATIC_STREAM_SERIALIZATION
+    (<int*>_pdl_attr.value)[0] = 1
+
+
+def set_pdl(bint on):
+    """Launch the entries that allow it (Hopper and newer) with programmatic dependent
+    launch: each kernel may start before the previous one on its stream has finished, and
+    waits for it (``griddepcontrol.wait``, the first thing every kernel does) before it
+    reads or writes memory. Returns the setting before."""
+    global _pdl
+    before = _pdl
+    _pdl = on and _launch_ex != NULL
+    return before
 
 
 # -- output arrays -------------------------------------------------------------------------
@@ -235,6 +271,7 @@ cdef class Entry:
     cdef bint tma        # the X map, and the tile counter's stream, read from the runner
     cdef bint ymap       # the output's map too
     cdef bint split      # a workspace and counters of the runner's split stream
+    cdef bint pdl        # the device takes programmatic dependent launch
     cdef int nw, nl
     cdef Write writes[MAX_WRITES]
     cdef LaunchRec rec[MAX_LAUNCHES]
@@ -242,7 +279,7 @@ cdef class Entry:
     def __init__(self, runner, tuple names, list writes, outputs, dtype, structure,
                  Py_ssize_t dev, Py_ssize_t cols, Py_ssize_t b_cols, Py_ssize_t inner,
                  int tf32, bint tma, bint ymap, bint split, Py_ssize_t width=0,
-                 Py_ssize_t out_align=0, Py_ssize_t w_bytes=0):
+                 Py_ssize_t out_align=0, Py_ssize_t w_bytes=0, bint pdl=False):
         """``names``: the runner's attributes holding its launches (:class:`.launch.Launch`);
         ``writes``: ``(address, kind letter, source name)``."""
         if len(writes) > MAX_WRITES or len(names) > MAX_LAUNCHES or not names:
@@ -259,6 +296,7 @@ cdef class Entry:
         self.generation = _generation[0]
         self.options = _options.KEY
         self.tf32, self.tma, self.ymap, self.split = tf32, tma, ymap, split
+        self.pdl = pdl
         self.nw = len(writes)
         for i, (addr, kind, src) in enumerate(writes):
             self.writes[i].addr = <char*><size_t>addr
@@ -312,6 +350,8 @@ cdef class Entry:
         cdef int res = 0
         cdef int nl = self.nl
         cdef LaunchRec* recs = self.rec
+        cdef bint pdl = _pdl and self.pdl
+        cdef LaunchConfig cfg
         for i in range(self.nw):
             w = &self.writes[i]
             if w.kind == K_U64:
@@ -331,6 +371,12 @@ cdef class Entry:
                 if r.coop:
                     res = _coop(r.fn, r.grid[0], r.grid[1], r.grid[2], r.block[0],
                                 r.block[1], r.block[2], r.smem, <void*>stream, r.params)
+                elif pdl:
+                    cfg.grid_x, cfg.grid_y, cfg.grid_z = r.grid[0], r.grid[1], r.grid[2]
+                    cfg.block_x, cfg.block_y = r.block[0], r.block[1]
+                    cfg.block_z, cfg.smem = r.block[2], r.smem
+                    cfg.stream, cfg.attrs, cfg.n_attrs = <void*>stream, &_pdl_attr, 1
+                    res = _launch_ex(&cfg, r.fn, r.params, NULL)
                 else:
                     res = _launch(r.fn, r.grid[0], r.grid[1], r.grid[2], r.block[0],
                                   r.block[1], r.block[2], r.smem, <void*>stream, r.params,

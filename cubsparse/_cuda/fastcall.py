@@ -25,7 +25,7 @@ try:
     from . import _fastcall
 except ImportError:  # not built
     _fastcall = None
-if _fastcall is not None and getattr(_fastcall, "API", None) != 5:
+if _fastcall is not None and getattr(_fastcall, "API", None) != 6:
     # an in-place build older than these sources (a checkout updated without
     # `pip install -e .`): the Python path until it is rebuilt
     warnings.warn("cubsparse: the compiled call path (cubsparse/_cuda/_fastcall) was built "
@@ -34,6 +34,9 @@ if _fastcall is not None and getattr(_fastcall, "API", None) != 5:
     _fastcall = None
 
 ENABLED = _fastcall is not None and os.environ.get("CUBSPARSE_FASTCALL", "1") != "0"
+#: programmatic dependent launch of the compiled path's kernels on Hopper and newer
+#: (``CUBSPARSE_PDL=0`` turns it off)
+PDL = os.environ.get("CUBSPARSE_PDL", "1") != "0"
 _bound = False
 
 
@@ -55,8 +58,11 @@ def _bind() -> None:
         lib = device.libcuda()
         addr = ctypes.cast(lib.cuLaunchKernel, ctypes.c_void_p).value
         coop = ctypes.cast(lib.cuLaunchCooperativeKernel, ctypes.c_void_p).value
+        ex = getattr(lib, "cuLaunchKernelEx", None)
+        ex = ctypes.cast(ex, ctypes.c_void_p).value if ex is not None else 0
         _fastcall.bind(cupy.ndarray, cupy.cuda.runtime.getDevice, cupy.cuda.get_current_stream,
-                       addr, coop, GENERATION, _options)
+                       addr, coop, ex, GENERATION, _options)
+        _fastcall.set_pdl(PDL)
         _bound = True
 
 
@@ -78,6 +84,8 @@ def _arm(w, op: str, key: int, runner, dev, cols, b_cols, inner, tf32) -> None:
     force; none where the runner's call does more than the compiled path (``fast_spec``
     None). ``fast_spec`` is ``(names, writes, tma, ymap, split)``, with ``writes`` as
     ``(launch name, parameter index, source)``."""
+    from . import device
+
     t = table(w)
     if t is None:
         return
@@ -93,7 +101,8 @@ def _arm(w, op: str, key: int, runner, dev, cols, b_cols, inner, tf32) -> None:
     t.set(op, key, _fastcall.Entry(
         runner, tuple(names), raw, runner.outputs, dtype, w._structure, dev, cols, b_cols,
         inner, -1 if dtype.char != "f" else int(tf32), tma, ymap, split,
-        getattr(runner, "width", 0), getattr(runner, "out_align", 0), w._data.nbytes))
+        getattr(runner, "width", 0), getattr(runner, "out_align", 0), w._data.nbytes,
+        device.arch(dev) >= 90))
 
 
 def arm_dsd(w, runner, n: int, trans: bool, tf32: bool, dev: int) -> None:

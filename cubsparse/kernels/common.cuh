@@ -34,6 +34,20 @@ __device__ __forceinline__ u16 from_f32(BF16, float f) {
   return v;
 }
 
+// The first statement of every kernel. The compiled call path launches kernels with
+// programmatic dependent launch on Hopper and newer: the driver prepares the launch while
+// the kernel before it on the stream runs, and places this kernel's CTAs as that kernel's CTAs
+// exit, instead of starting the whole launch only after it has finished. The wait holds
+// each CTA until the kernel before has completed and its writes are visible, before it
+// reads or writes memory. A kernel does not trigger its dependents early, so a dependent
+// never holds an SM's resources while this kernel still runs: it is placed as this
+// kernel's CTAs exit. Without such a launch the wait is a no-op.
+__device__ __forceinline__ void grid_dependency() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
   return (unsigned)__cvta_generic_to_shared(p);
 }

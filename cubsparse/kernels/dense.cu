@@ -27,6 +27,7 @@ template <class T, int B>
 __global__ void __launch_bounds__(256)
     scatter_blocks(const T* __restrict__ data, const int* __restrict__ rows,
                    const int* __restrict__ cols, T* __restrict__ dense, i64 ld, i64 nvec) {
+  grid_dependency();
   constexpr int VEC = 16 / sizeof(T), PER_ROW = B / VEC, PER_BLOCK = B * PER_ROW;
   for (i64 v = (i64)blockIdx.x * 256 + threadIdx.x; v < nvec; v += (i64)gridDim.x * 256) {
     const i64 p = v / PER_BLOCK;
@@ -46,6 +47,7 @@ __global__ void __launch_bounds__(256)
                   const int* __restrict__ rows, const int* __restrict__ cols,
                   typename Tag::storage* __restrict__ data, double alpha, double beta,
                   i64 nvec) {
+  grid_dependency();
   using T = typename Tag::storage;
   constexpr int VEC = 16 / sizeof(T), PER_ROW = B / VEC, PER_BLOCK = B * PER_ROW;
   const bool copy = alpha == 1.0 && beta == 0.0;
@@ -81,6 +83,7 @@ template <class T, int B>
 __global__ void __launch_bounds__(256)
     fill_dense(const T* __restrict__ data, const int* __restrict__ map, int nbc,
                T* __restrict__ dense, i64 ld, i64 nvec) {
+  grid_dependency();
   constexpr int VEC = 16 / sizeof(T);
   const i64 row_vecs = ld / VEC;
   for (i64 v = (i64)blockIdx.x * 256 + threadIdx.x; v < nvec; v += (i64)gridDim.x * 256) {

@@ -26,6 +26,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
                  const int* __restrict__ blk, const int* __restrict__ gidx, u16* y, i64 ldy,
                  float alpha, float beta, float* ws, i64 ws_stride,
                  const int2* __restrict__ segs, int* counts) {
+  grid_dependency();
   constexpr int THREADS = WARPS_M * WARPS_N * 32;
   constexpr int WR = BM / WARPS_M, GW = G / WARPS_N;  // a warp's rows and members
   constexpr int MT = WR / 16, NT = B / 8, CH = B / 8;  // m16 tiles, n8 tiles, 16-byte chunks

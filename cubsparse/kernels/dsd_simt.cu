@@ -15,6 +15,7 @@ __global__ void __launch_bounds__((BM / TM) * (B / TN))
              const int4* __restrict__ work, const int* __restrict__ blk,
              const int* __restrict__ gidx, T* y, i64 ldy, T alpha, T beta, float* ws,
              i64 ws_stride, const int2* __restrict__ segs, int* counts) {
+  grid_dependency();
   typedef SimtTile<T, BM, B, BK, TM, TN, false, TRANS_W> Tile;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* smem = (T*)smem_raw;

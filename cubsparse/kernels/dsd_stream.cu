@@ -171,6 +171,7 @@ __global__ void __launch_bounds__(256, 2)
                const int* __restrict__ kin, const int* __restrict__ starts, int nout,
                int nchunks, int run, float* __restrict__ ws, int* __restrict__ counts,
                u16* __restrict__ y, i64 ldy, float alpha, float beta) {
+  grid_dependency();
   static_assert(STAGES >= 2, "a stage in use and one in flight at least");
   constexpr int BB = B * B, PIECES = BB / 8;  // a block's elements, its 16-byte pieces
   static_assert(B == 8 || B == 16 || B == 32, "m16n8k8, else B / 16 k16 steps");
@@ -324,6 +325,7 @@ template <class Tag>
 __global__ void __launch_bounds__(256)
     stream_finish(const float* __restrict__ ws, int nruns, int rows, int nrows, int width,
                   u16* y, i64 ldy, float alpha, float beta) {
+  grid_dependency();
   const int half = width / 2;
   const i64 npairs = (i64)nrows * half, chunk = (i64)rows * width;
   for (i64 v = (i64)blockIdx.x * 256 + threadIdx.x; v < npairs; v += (i64)gridDim.x * 256) {

@@ -12,6 +12,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
            const int* __restrict__ blk, const int* __restrict__ gidx,
            typename Tag::storage* y, i64 ldy, float alpha, float beta, float* ws,
            i64 ws_stride, const int2* __restrict__ segs, int* counts) {
+  grid_dependency();
   typedef TcTile<Tag, BM, B, BK, WARPS_M, WARPS_N, false, TRANS_W> Tile;
   typedef typename Tag::storage T;
   extern __shared__ __align__(16) unsigned char smem_raw[];

@@ -530,6 +530,7 @@ __device__ __forceinline__ void dsd_tma_body(
 template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int MINB, int INFLIGHT,
           int XN = 0, int COLS = 1, int EPI = 0>
 __global__ void __launch_bounds__(WG * 128 + 32, MINB) dsd_wgmma_tma(DSD_TMA_PARAMS) {
+  grid_dependency();
   dsd_tma_body<Tag, B, MW, WG, STAGES, KN, INFLIGHT, XN, 1, COLS, EPI>(DSD_TMA_ARGS);
 }
 
@@ -538,5 +539,6 @@ template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int MINB, int I
           int XN, int COLS = 1, int EPI = 0>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(WG * 128 + 32, MINB)
     dsd_wgmma_tma_mc(DSD_TMA_PARAMS) {
+  grid_dependency();
   dsd_tma_body<Tag, B, MW, WG, STAGES, KN, INFLIGHT, XN, 2, COLS, EPI>(DSD_TMA_ARGS);
 }

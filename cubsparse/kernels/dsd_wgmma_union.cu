@@ -36,6 +36,7 @@ __global__ void __launch_bounds__((CW + PRODUCERS) * 128, MINB)
                     const int* __restrict__ blk, const int* __restrict__ gidx, u16* y, i64 ldy,
                     float alpha, float beta, float* ws, i64 ws_stride,
                     const int2* __restrict__ segs, int* counts) {
+  grid_dependency();
   constexpr int BK = 64, BM = 64 * MW, CONSUMERS = CW * 128, GPC = G / CW;
   constexpr int EPS = BK / B, EK = B / 16;  // list entries per slice, k16 steps per entry
   constexpr int W_BYTES = B * BK * 2;       // one member's B tile, K- or N-major

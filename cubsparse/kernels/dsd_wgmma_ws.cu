@@ -22,6 +22,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, MINB)
                  const int4* __restrict__ work, int nwork, const int* __restrict__ blk,
                  const int* __restrict__ gidx, u16* y, i64 ldy, float alpha, float beta,
                  float* ws, i64 ws_stride, const int2* __restrict__ segs, int* counts) {
+  grid_dependency();
   constexpr int BM = 64 * MW * WG, CONSUMERS = WG * 128;
   constexpr int A_BYTES = BM * 128, STAGE_BYTES = (BM + B) * 128;
   extern __shared__ unsigned char smem_raw[];

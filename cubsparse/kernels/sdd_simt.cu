@@ -11,6 +11,7 @@ __global__ void __launch_bounds__((B / TM) * (G * B / TN))
     sdd_simt(const T* __restrict__ a, i64 lda, const T* __restrict__ bm, i64 ldb, int inner,
              const int* __restrict__ groups, const int* __restrict__ indices, T* out, T alpha,
              T beta) {
+  grid_dependency();
   typedef SimtTile<T, B, G * B, BK, TM, TN, A_KM, B_NK> Tile;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* smem = (T*)smem_raw;

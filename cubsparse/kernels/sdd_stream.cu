@@ -42,6 +42,7 @@ __global__ void __launch_bounds__(WARPS * 32)
                int inner, int nbr, int nbc, const int* __restrict__ indices,
                const int* __restrict__ starts, int nchunks, int cw, u16* out, float alpha,
                float beta) {
+  grid_dependency();
   static_assert(B == 8 || B == 16 || B == 32, "one or two m16 A tiles per block row");
   static_assert(KP % 16 == 0 && (B > 8 || KP == 16 || KP % 32 == 0), "whole ldmatrix");
   constexpr int KS = KP / 16, MT = (B + 15) / 16, NT = B / 8;

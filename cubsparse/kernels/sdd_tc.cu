@@ -16,6 +16,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
            const typename Tag::storage* __restrict__ bm, i64 ldb, int inner,
            const int* __restrict__ groups, const int* __restrict__ indices,
            typename Tag::storage* out, float alpha, float beta) {
+  grid_dependency();
   constexpr int BM = B < 16 ? 16 : B, BN = G * B, VEC = Tag::VEC;
   typedef TcTile<Tag, BM, BN, BK, WARPS_M, WARPS_N, A_KM, B_NK> Tile;
   typedef typename Tag::storage T;

@@ -22,6 +22,7 @@ __global__ void __launch_bounds__((TR * B / 8) * (TS * B / 8), 2)
     sdd_tile_simt(const float* __restrict__ a, i64 lda, const float* __restrict__ bm, i64 ldb,
                   int inner, int nbr, int nbc, const int4* __restrict__ tiles,
                   const int* __restrict__ map, float* out, float alpha, float beta) {
+  grid_dependency();
   constexpr int UM = TR * B / 8, UN = TS * B / 8, THREADS = UM * UN, WARPS = THREADS / 32;
   constexpr int BM = TR * B, BN = TS * B, VEC = 4;
   constexpr int A_LD = BM + BM / 32 * VEC, B_LD = BN + BN / 32 * VEC;

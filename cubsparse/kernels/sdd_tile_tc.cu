@@ -15,6 +15,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     sdd_tile_tc(const u16* __restrict__ a, i64 lda, const u16* __restrict__ bm, i64 ldb,
                 int inner, int nbr, int nbc, const int4* __restrict__ tiles,
                 const int* __restrict__ map, u16* out, float alpha, float beta) {
+  grid_dependency();
   constexpr int BM = TR * B, BN = TS * B, VEC = 8;
   typedef TcTile<Tag, BM, BN, BK, WARPS_M, WARPS_N, true, false> Tile;
   static_assert(Tile::MT * Tile::NT <= 64, "a warp's live mask is one 64-bit word");

@@ -73,6 +73,7 @@ __global__ void __launch_bounds__(WM* WN * 128)
     sdd_wgmma(const u16* __restrict__ x, i64 ldx, const u16* __restrict__ dy, i64 ldy,
               int inner, const int* __restrict__ groups, int n_groups,
               const int* __restrict__ indices, u16* out, float alpha, float beta) {
+  grid_dependency();
   constexpr int THREADS = WM * WN * 128;
   static_assert(BK % 16 == 0, "whole k16 MMA steps per slice");
   constexpr int EA = FLIP ? G * B : B, EB = FLIP ? B : G * B;  // wgmma's M and N extents

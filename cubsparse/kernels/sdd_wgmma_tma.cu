@@ -89,6 +89,7 @@ __global__ void __launch_bounds__(WM * WN * 128 + 32, 1)
     sdd_wgmma_tma(const __grid_constant__ TmaMap xmap, const __grid_constant__ TmaMap dmap,
                   int inner, int xcols, int dcols, const int* __restrict__ groups, int n_groups,
                   const int* __restrict__ indices, u16* out, float alpha, float beta) {
+  grid_dependency();
   constexpr int BK = 64, M = ROWS * B, EB = G * B, MT = M / 64 / WM, NW = EB / WN;
   constexpr int CONSUMERS = WM * WN * 128;
   typedef MnTile<M, BK> TA;

@@ -7,6 +7,7 @@
 template <int B>
 __global__ void __launch_bounds__(256)
     transpose_blocks(const u16* __restrict__ in, u16* __restrict__ out) {
+  grid_dependency();
   constexpr int T = B < 32 ? B : 32, TILES = B / T;
   __shared__ u16 tile[T][T + 2];
   const i64 p = blockIdx.x;
@@ -35,6 +36,7 @@ template <int B, bool TRANSPOSE>
 __global__ void __launch_bounds__(256)
     panel_blocks(const u16* __restrict__ in, u16* __restrict__ out, const int* __restrict__ blk,
                  int group, i64 nvec) {
+  grid_dependency();
   constexpr int EPS = 64 / B;
   const int bt = group * B;  // rows of a slice
   for (i64 v = blockIdx.x * (i64)blockDim.x + threadIdx.x; v < nvec;
