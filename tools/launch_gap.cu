@@ -20,13 +20,14 @@
 #include <cstdio>
 #include <vector>
 
-#define CHECK(...)                                                                 \
-  do {                                                                             \
-    cudaError_t e_ = (__VA_ARGS__);                                                          \
-    if (e_ != cudaSuccess) {                                                       \
-      std::printf("%s:%d %s: %s\n", __FILE__, __LINE__, #__VA_ARGS__, cudaGetErrorString(e_)); \
-      return 1;                                                                    \
-    }                                                                              \
+#define CHECK(...)                                                          \
+  do {                                                                      \
+    cudaError_t e_ = (__VA_ARGS__);                                         \
+    if (e_ != cudaSuccess) {                                                \
+      std::printf("%s:%d %s: %s\n", __FILE__, __LINE__, #__VA_ARGS__,       \
+                  cudaGetErrorString(e_));                                  \
+      return 1;                                                             \
+    }                                                                       \
   } while (0)
 
 template <int W>
