@@ -155,9 +155,9 @@ CHAIN_CASES = {  # (b, rows of X, C = K, dtype, forced plan decisions, Hopper on
 def test_calls_that_read_the_last_ones_output(backend, case):
     """Each call reads the output of the call before it, and writes where a call two back
     wrote (the output cache hands a dropped result out again), with no synchronization
-    between them: on Hopper the compiled path launches each kernel before the one it
-    depends on has finished (programmatic dependent launch), so a kernel that touched
-    memory before that one completed would give wrong values here."""
+    between them: on Hopper the compiled path launches each kernel with programmatic
+    dependent launch, its CTAs started while the kernel before still flushes its writes.
+    (Values rarely show a missing wait; tests/test_kernels.py checks the source.)"""
     import cupy
 
     from cubsparse._cuda import plans
@@ -181,8 +181,8 @@ def test_calls_that_read_the_last_ones_output(backend, case):
         h2 = h @ w
         g = cs.sampled_matmul(h.T, h2, like=w)
         cupy.cuda.get_current_stream().synchronize()
-        if case != "tma":  # (X moves each step, and a TMA kernel's map is for one address)
-            assert w.__dict__["_fast"].hits - hits >= steps
+        # (a TMA kernel's map is for one address: a step whose X is new to it is Python's)
+        assert w.__dict__["_fast"].hits - hits >= steps - (2 if case == "tma" else 0)
     ref = to_numpy(x).astype(np.float64)
     for i in range(steps):
         ref = ref @ (wd.T if i % 2 else wd)

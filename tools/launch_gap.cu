@@ -5,9 +5,10 @@
 // measures that floor without cubsparse or Python in the way: a kernel that holds every
 // CTA for T ns (on the global timer), launched K times behind a long kernel so that the
 // queue is full before the timed launches start, then the same K launches captured in one
-// graph, and the same launches with programmatic dependent launch (PDL), where a kernel's
-// CTAs may start while the previous kernel's are still running. It also times the host's
-// side of each launch form.
+// graph, and the same launches with programmatic dependent launch (PDL), where the GPU
+// takes in a launch while the previous kernel runs (and, with a trigger, may start its
+// CTAs before the previous kernel's have exited). It also times the host's side of each
+// launch form.
 //
 //   nvcc -O2 -arch=sm_90a -o launch_gap tools/launch_gap.cu && ./launch_gap
 //
@@ -146,7 +147,7 @@ int sweep(cudaStream_t s, int sms, int* sink) {
                               : measure<2, W>(s, grid, ns, sink, pad, f.attr, f.graph, k, &r);
         if (rc) return rc;
         std::printf("%-22s %6.1f %5d %7d %9.2f %9.2f %9.2f\n", f.name, ns / 1e3, grid,
-                    (int)(sizeof(Pad<W>) + 16), r.dev_us, r.dev_us - ns / 1e3, r.host_us);
+                    (int)(sizeof(Pad<W>) + 24), r.dev_us, r.dev_us - ns / 1e3, r.host_us);
       }
     }
   }

@@ -118,11 +118,13 @@ def arm_sdd(like, runner, a, b, dev: int) -> None:
     _arm(like, "sdd", a.shape[1], runner, dev, a.shape[0], b.shape[1], a.shape[1], False)
 
 
-def outputs(shape: tuple, dtype):
-    """A runner's output cache: the compiled one where the path is on."""
+def outputs(shape: tuple, dtype, keep_bytes: int | None = None):
+    """An output cache (:class:`.outputs.Outputs`): the compiled one where the path is on.
+    It keeps arrays of at most ``keep_bytes`` (default ``outputs.KEEP_BYTES``)."""
     from . import outputs as py
 
+    keep_bytes = py.KEEP_BYTES if keep_bytes is None else keep_bytes
     if ENABLED:
         _bind()
-        return _fastcall.Outputs(tuple(shape), dtype, py.KEEP, py.KEEP_BYTES, py._ndarray())
-    return py.Outputs(shape, dtype)
+        return _fastcall.Outputs(tuple(shape), dtype, py.KEEP, keep_bytes, py._ndarray())
+    return py.Outputs(shape, dtype, keep_bytes)

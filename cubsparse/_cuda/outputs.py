@@ -11,14 +11,13 @@ allocation on the stream; reusing the array object too saves the rest. Every cal
 gets an array that no one else holds, so a result is never overwritten behind its owner's
 back.
 
-Outputs up to ``KEEP_BYTES`` are kept, ``KEEP`` per runner. A dropped output would stay in
-CuPy's pool anyway (the pool returns memory to the device only on ``free_all_blocks()``),
-so keeping it costs no more memory in a loop of one shape, and it saves the 3-6 µs of
-host time that allocating and releasing a 30 MB array took on an H200 host. Past 64 MiB
-the kernel that writes the output takes 15 µs or more at an H200's copy rate, well past
-the allocation. The kept arrays live as long as their runner, that is as long as the matrix
-(a script that cycles through many batch sizes keeps at most ``KEEP`` per size, up to the
-runner limit of ``run._MAX_RUNNERS``), and ``free_all_blocks()`` does not release them.
+A runner keeps ``KEEP`` outputs of up to ``KEEP_BYTES``: for larger ones the kernel
+outlasts the allocation, and arrays held idle by every runner a script builds (one per
+batch size) would add up. The weight gradient's output has W's shape whatever the rows
+of X, so the runners of one matrix share one cache for it (per device and thread), which
+keeps outputs of up to ``SHARED_KEEP_BYTES``: at most ``KEEP`` such arrays a matrix. A
+kept array is memory that CuPy's pool cannot hand to another allocation, and
+``free_all_blocks()`` does not release it; it lives as long as its matrix.
 A weak reference to a result does not hold it: after its owner drops the result, a weak
 reference may see a later call's values.
 """
@@ -30,7 +29,8 @@ import math
 import sys
 
 KEEP = 2  #: arrays kept per runner
-KEEP_BYTES = 64 << 20  #: largest output kept
+KEEP_BYTES = 16 << 20  #: largest output a runner keeps
+SHARED_KEEP_BYTES = 64 << 20  #: largest weight-gradient output a matrix keeps
 
 _refs = sys.getrefcount
 
@@ -52,9 +52,9 @@ class Outputs:
 
     __slots__ = ("_arrays", "_dtype", "_free", "_next", "_shape", "_streams", "keep")
 
-    def __init__(self, shape: tuple, dtype) -> None:
+    def __init__(self, shape: tuple, dtype, keep_bytes: int = KEEP_BYTES) -> None:
         self._shape, self._dtype = shape, dtype
-        self.keep = 0 < math.prod(shape) * dtype.itemsize <= KEEP_BYTES
+        self.keep = 0 < math.prod(shape) * dtype.itemsize <= keep_bytes
         self._arrays: list = []
         self._streams: list = []
         self._free: list = []  # each array's reference counts while only this cache holds it

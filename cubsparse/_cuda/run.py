@@ -174,6 +174,7 @@ def _runner(w, key, build):
     if r is None:
         if len(runners) >= _MAX_RUNNERS:
             runners.clear()
+            w.__dict__.pop("_sdd_outputs", None)  # the weight gradients' shared outputs
             fast = w.__dict__.get("_fast")  # the compiled path's entries hold runners too
             if fast is not None:
                 fast.clear()

@@ -6,7 +6,7 @@ weight gradient; the general call, the eager path of a repeated one, and the den
 from __future__ import annotations
 
 from .. import _options
-from . import blas, device, fastcall, run, sdd_worklists, worklists
+from . import blas, device, fastcall, outputs, run, sdd_worklists, worklists
 from .compile import get_kernel
 from .launch import Launch
 from .plans import plan_sdd
@@ -159,6 +159,18 @@ def sdd_eager(a, b_mat, like, tf32: bool):
     return data
 
 
+def _shared_outputs(like, dtype, dev: int):
+    """The output cache of ``like``'s weight gradients on device ``dev`` in this thread:
+    one for all of its runners, since the output has W's shape whatever the rows of X."""
+    caches = like.__dict__.setdefault("_sdd_outputs", {})
+    key = (dev, run._get_ident(), like._data.shape, dtype.str)
+    o = caches.get(key)
+    if o is None:
+        o = caches[key] = fastcall.outputs(like._data.shape, dtype,
+                                           outputs.SHARED_KEEP_BYTES)
+    return o
+
+
 class _SddRunner:
     def __init__(self, like, dev, inner, a_km, b_nk, tf32, sparse_only=False):
         s, b = like._structure, like.blocksize
@@ -167,7 +179,7 @@ class _SddRunner:
                                  device.sm_count(dev),
                                  None if sparse_only else _options.dense_bytes_limit())
         self.it = dtype.itemsize
-        self.outputs = fastcall.outputs(like._data.shape, dtype)
+        self.outputs = _shared_outputs(like, dtype, dev)
         self.direct = None  # the eager call's launch, where the kernel reads pointers
         cfg = p.kernel
         # Every sdd kernel stores at least pairs of outputs (the wgmma kernels and the dense

@@ -34,14 +34,14 @@ __device__ __forceinline__ u16 from_f32(BF16, float f) {
   return v;
 }
 
-// The first statement of every kernel. The compiled call path launches kernels with
-// programmatic dependent launch on Hopper and newer: the driver prepares the launch while
-// the kernel before it on the stream runs, and places this kernel's CTAs as that kernel's CTAs
-// exit, instead of starting the whole launch only after it has finished. The wait holds
-// each CTA until the kernel before has completed and its writes are visible, before it
-// reads or writes memory. A kernel does not trigger its dependents early, so a dependent
-// never holds an SM's resources while this kernel still runs: it is placed as this
-// kernel's CTAs exit. Without such a launch the wait is a no-op.
+// The first statement of every kernel (tests/test_kernels.py checks it). The compiled call
+// path launches kernels with programmatic dependent launch on Hopper and newer: the GPU
+// takes in the launch while the kernel before it on the stream runs, and starts this
+// kernel's CTAs once that kernel has no CTA left, while its writes are still being
+// flushed, instead of after. The wait holds each CTA until the kernel before has
+// completed and its writes are visible, before it reads or writes memory. No kernel
+// triggers its dependents early, so a dependent never holds an SM's resources beside a
+// running kernel. Without such a launch the wait is a no-op.
 __device__ __forceinline__ void grid_dependency() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
