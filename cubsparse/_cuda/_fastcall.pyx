@@ -85,9 +85,10 @@ def bind(ndarray, get_device, get_stream, size_t launch, size_t coop, size_t lau
 
 def set_pdl(bint on):
     """Launch the entries that allow it (Hopper and newer) with programmatic dependent
-    launch: each kernel may start before the previous one on its stream has finished, and
-    waits for it (``griddepcontrol.wait``, the first thing every kernel does) before it
-    reads or writes memory. Returns the setting before."""
+    launch: the GPU takes in each launch while the kernel before it on the stream runs,
+    and every kernel waits for that one (``griddepcontrol.wait``, its first statement)
+    before it reads or writes memory. Takes effect after :func:`bind` (which sets it from
+    ``fastcall.PDL``). Returns the setting before."""
     global _pdl
     before = _pdl
     _pdl = on and _launch_ex != NULL
