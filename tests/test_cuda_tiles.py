@@ -909,33 +909,46 @@ PANEL_TMA_TILES = [
     (32, (1, 2, 4, 1, 1, True, 0, 2, 8)),   # clusters of two: each CTA copies half a panel
     (16, (1, 2, 4, 1, 1, True, 0, 2, 16)),
 ]
+# ... and over whole 64-column slices of X: one X box of 128-byte rows per slice, the
+# slices past the union's entries multiplied as zeros, the last slice past X's end
+PANEL_TMA_WHOLE = [
+    (8, (1, 2, 4, 1, 1, True, 0, 1, 32)),
+    (8, (1, 2, 3, 1, 1, True, 0, 2, 16)),
+    (16, (1, 2, 4, 1, 1, True, 0, 1, 16)),
+    (32, (1, 2, 4, 1, 1, True, 0, 1, 8)),
+    (32, (1, 1, 3, 1, 0, True, 0, 2, 4)),
+]
 
 
 @pytest.fixture
 def panel_tma_tile(request, monkeypatch):
-    b, cfg = request.param
-    yield from forced_tile(monkeypatch, b, [(tiles.WGMMA_DSD_PANEL_TMA, cfg)], panel=True,
-                           dense=False)
+    """(b, whole): the TMA kernel's panel tile forced, over whole slices of X or not."""
+    b, cfg, whole = request.param
+    for forced_b in forced_tile(monkeypatch, b, [(tiles.WGMMA_DSD_PANEL_TMA, cfg)],
+                                panel=True, panel_whole=whole, dense=False):
+        yield forced_b, whole
 
 
-@union_dsd_cases("panel_tma_tile", PANEL_TMA_TILES)
+@union_dsd_cases("panel_tma_tile", [(*t, False) for t in PANEL_TMA_TILES]
+                 + [(*t, True) for t in PANEL_TMA_WHOLE],
+                 lambda t: f"b{t[0]}-{t[1]}" + ("-whole" if t[2] else ""))
 def test_tma_panel_dsd_tiles_match_scipy(backend, monkeypatch, force, panel_tma_tile, dtype,
                                          grid_limit, n):
-    """X @ W and dY @ W.T on the TMA kernel's dense panels: absent blocks landing as zeros
-    over stages that held other blocks, union lists of up to 275 entries, a last slice
-    past the list's end, partial last groups (the output past them never written), an
-    empty and a full output block, a partial last row tile (and, in clusters, a second
-    CTA with no rows of X at n = 65), a grid of two or three CTAs walking many tiles;
-    alpha and beta."""
-    b = panel_tma_tile
+    """X @ W and dY @ W.T on the TMA kernel's dense panels, over the union lists' entries
+    or whole slices of X: absent blocks landing as zeros over stages that held other
+    blocks, union lists of up to 275 entries, a last slice past the list's (or X's) end,
+    partial last groups (the output past them never written), an empty and a full output
+    block, a partial last row tile (and, in clusters, a second CTA with no rows of X at
+    n = 65), a grid of two or three CTAs walking many tiles; alpha and beta."""
+    b, whole = panel_tma_tile
     force(grid_limit=grid_limit)
     rng = np.random.default_rng(n + b + 7)
     lay = union_layout(rng)
     w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, backend=backend)
     if device.arch(0) == 90:  # elsewhere the rule's fallback runs
-        panel = dsd_configs.wgmma_config(dtype, b, panel=True)
+        panel = dsd_configs.wgmma_config(dtype, b, panel=True, whole=whole)
         assert panel.kernel.startswith("dsd_wgmma_tma")
-        assert panel.group > 1
+        assert panel.group > 1 and panel.whole == whole
         for rows_in, op in ((lay.shape[0], w), (lay.shape[1], w.T)):
             x = to_backend(np.zeros((n, rows_in * b), np.float32), backend).astype(w.dtype)
             assert cs.matmul_plan(x, op).kernel == panel

@@ -14,7 +14,8 @@ stages, slices in flight, CTAs per cluster, blocks per panel; the table's b = 32
 their epilogue stored by TMA in rounds of E rows, 0 for register stores, and S stages, 0
 for the table's). A suffix ``@R`` forces bands of R row tiles in the TMA kernels' tile
 order (``plans.override(band=R)``), e.g. ``rule@4``. ``+name`` / ``-name`` force a plan
-decision on or off, e.g. ``-sdd_panel`` with ``--ops sdd``.
+decision on or off, e.g. ``-sdd_panel`` with ``--ops sdd``; ``&`` joins variants, e.g.
+``+panel&+panel_whole`` (the TMA kernel's panels over whole slices of X).
 
     PYTHONPATH=.:tools python3 tools/layout_ab.py --b 8,16,32 --d 0.05,0.25 \\
         --layouts random,ws,banded --variants nopanel,panel:16.2.2.4.1,rule
@@ -36,6 +37,13 @@ from cubsparse._cuda import configs, plans, tiles
 
 def _variant(name: str, b: int):
     """(plan decisions, tile-table entries to set) of a variant for block size ``b``."""
+    if "&" in name:  # variants combined, e.g. +panel&-panel_whole
+        decisions, entries = {}, {}
+        for part in name.split("&"):
+            d, e = _variant(part, b)
+            decisions.update(d)
+            entries.update(e)
+        return decisions, entries
     if "@" in name:
         name, band = name.split("@")
         decisions, entries = _variant(name, b)

@@ -46,6 +46,7 @@ class KernelConfig:
     cluster: int = 1  # CTAs per thread-block cluster (the grid is a multiple)
     panel: bool = False  # dense panels of several blocks (absent ones multiplied as zeros)
     epilogue: int = 0  # rows of Y per TMA-store round of the dsd's epilogue (0: registers)
+    whole: bool = False  # dsd panels: lists of whole 64-column slices of X, one box each
 
     @property
     def kernel(self) -> str:

@@ -12,7 +12,7 @@ import contextlib
 from .configs import GENERATION
 
 _FORCED: dict = {}
-DECISIONS = ("panel", "union", "group", "tall", "cluster", "dsd_pair", "short", "kn",
+DECISIONS = ("panel", "panel_whole", "union", "group", "tall", "cluster", "dsd_pair", "short", "kn",
              "sdd_tiled", "sdd_short", "sdd_wide", "sdd_tma", "sdd_pair", "sdd_panel", "split",
              "grid_limit", "band", "dense", "fill", "stream", "stream_run", "stream_share",
              "sdd_stream", "sdd_stream_grid")
@@ -29,6 +29,10 @@ def override(**decisions):
         dsd, the grouped mma.sync dsd, the tall persistent
         tiles, the short mma.sync / CUDA-core dsd tiles past SMALL_ROWS rows, the tiled
         small-block sdd, wherever one is configured.
+    ``panel_whole`` : bool
+        Where the TMA kernel's dense panels run, walk whole 64-column slices of X (one copy
+        of X per slice, blocks absent from the slices multiplied as zeros) or the union
+        lists' own entries (a copy per entry).
     ``cluster`` : bool
         Take (or not) the tall tile in clusters of two CTAs that share W's blocks by
         multicast, wherever one is configured (after the tall tile was taken).

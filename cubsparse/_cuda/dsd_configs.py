@@ -121,7 +121,7 @@ def _union_instance(tag: str, b: int, u, kn: bool, panel: bool) -> KernelConfig:
 @memoized
 def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
                  tall: bool = False, panel: bool = False, cluster: bool = False,
-                 pair: bool = False) -> KernelConfig | None:
+                 pair: bool = False, whole: bool = False) -> KernelConfig | None:
     """The Hopper wgmma dsd, or None where no wgmma kernel serves ``b``.
 
     ``kn``: X @ W with W's blocks read as stored ([k][n]). ``union=False``: the kernel
@@ -131,7 +131,9 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
     union kernel's (WGMMA_DSD_PANEL), else None.
     ``cluster``: the WGMMA_DSD_CLUSTER tile (the kernel ``dsd_wgmma_tma_mc``), or None
     where none is set. ``pair``: the WGMMA_DSD_PAIR tile (two output blocks per tile), or
-    None where none is set."""
+    None where none is set. ``whole`` (with ``panel``): the TMA kernel's panels over lists
+    of whole 64-column slices of X (:func:`.worklists.lists`), or None where the panels are
+    the union kernel's."""
     name = dtype_name(dtype)
     if name not in TC_TAGS:
         return None
@@ -139,8 +141,10 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
     if panel:
         p, u = WGMMA_DSD_PANEL_TMA.get(b), WGMMA_DSD_PANEL.get(b)
         if p is None:
-            return None if u is None else _union_instance(tag, b, u, False, True)
+            return None if u is None or whole else _union_instance(tag, b, u, False, True)
         kn = False
+    elif whole:
+        raise ValueError("whole slices of X are a form of the dense panels: pass panel=True")
     elif WGMMA_DSD.get(b) is None:
         return None
     elif union and WGMMA_DSD_UNION.get(b) is not None:
@@ -166,8 +170,9 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
         expr = (f"{tag},{b},{p.m_tiles},{p.warpgroups},{p.stages},{_b(kn)},{p.ctas_per_sm},"
                 f"{p.inflight}")
         mc = "_mc" if p.cluster > 1 else ""  # the clustered entry point of the same file
-        cols = f",{p.cols}" if p.cols > 1 or epi else ""
-        cols += f",{epi}" if epi else ""
+        cols = f",{p.cols}" if p.cols > 1 or epi or whole else ""
+        cols += f",{epi}" if epi or whole else ""
+        cols += ",true" if whole else ""
         expr = (f"dsd_wgmma_tma{mc}<{expr},{p.rows if p.tma else 0}{cols}>" if p.tma
                 else f"dsd_wgmma_ws<{expr}>")
         smem = p.stages * (rows + b * p.cols) * 128 + 1024  # + slack: tiles on 1 KiB
@@ -175,7 +180,7 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
         threads = p.warpgroups * 128 + (32 if p.tma else 128)  # a producer warp or warpgroup
         family = "dsd_wgmma_tma" if p.tma else "dsd_wgmma_ws"
         cfg = KernelConfig(family, expr, threads, smem, rows, p.cols, "sm_90a",
-                           p.ctas_per_sm, p.tma, 1, p.cluster, panel, epi)
+                           p.ctas_per_sm, p.tma, 1, p.cluster, panel, epi, whole)
         # + the lists' copies (LIST_CAP ints a block) and the barriers
         static = 2048 * (1 + p.cols) + 32 * p.stages + 128
         if p.tma and not panel and smem_ctas(cfg, 90, static) < p.ctas_per_sm:

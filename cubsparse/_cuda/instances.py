@@ -53,7 +53,8 @@ def _family_configs(fam: str, dt: str, b: int) -> list[KernelConfig]:
         pcfg = wgmma_config(dt, b, panel=True)
         if pcfg is not None:
             out += [pcfg, transpose_config(b)]
-            if pcfg.tma:
+            if pcfg.tma:  # (and over whole slices of X)
+                out += [wgmma_config(dt, b, panel=True, whole=True)]
                 out += [panel_copy_config(b, t) for t in (False, True)]
         if wgmma_config(dt, b) is not None:
             for union in (True, False):  # the union kernel and its fallback

@@ -208,6 +208,9 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
                        n_out, sms)
     cfg = wcfg or gcfg or dsd_config(name, b, trans, tf32, small)
     panel = cfg.panel
+    if panel and cfg.tma and decide("panel_whole", dsd_rules.panel_whole_pays, structure,
+                                    trans, cfg.group, b):
+        cfg = wgmma_config(name, b, panel=True, whole=True)  # whole slices of X
     w_copy = None
     if panel and cfg.tma:  # the TMA kernel reads whole panels, zeros included
         w_copy = "panel_blocks"
@@ -231,10 +234,12 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
                                          dense_model.itemsize(name))
     # (the TMA kernel's panels walk lists padded to whole 64-deep slices)
     pad = 64 // b if panel and cfg.tma else 1
-    work, _, _, _, n_slots = worklists.dsd_host(structure, trans, split, cfg.group, pad)
+    work, _, _, _, n_slots = worklists.dsd_host(structure, trans, split, cfg.group, pad,
+                                                cfg.whole)
     if split and n_slots * n * cfg.group * b * 4 > dsd_rules.MAX_WORKSPACE:
         split = 0
-        work, _, _, _, n_slots = worklists.dsd_host(structure, trans, 0, cfg.group, pad)
+        work, _, _, _, n_slots = worklists.dsd_host(structure, trans, 0, cfg.group, pad,
+                                                    cfg.whole)
     if not n_slots:  # no list longer than a segment: nothing to add up
         split = 0
     grid = (work.shape[0], row_tiles)
@@ -243,9 +248,8 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
         grid = (min(grid[0] * -(-grid[1] // c) * c, persistent_ctas(cfg, sms)),)
     # The dense model's ratios are those of the other kernels; the panel kernel's time
     # follows the share of W its panels cover.
-    rows, cols = structure.block_shape
-    panel_ratio = (worklists.panel_cover(structure, trans, cfg.group, pad)
-                   / dsd_rules.panel_speed(b, structure.nnzb / (rows * cols)) if panel else None)
+    panel_ratio = (dsd_rules.panel_time(structure, trans, cfg.group, b, pad, cfg.whole)
+                   if panel else None)
     dense, ratio = dense_model.choice("matmul_t" if trans else "matmul", structure, name, b,
                                       n, tf32, dense_bytes_limit, panel_ratio)
     if dense:

@@ -139,7 +139,8 @@ class _DsdRunner(StreamLaunches, DensePath):
         if cfg.family == "dsd_stream":
             self._init_stream(s, dev, n, trans, dtype)
             return
-        work, blk, gidx, segs = worklists.dsd_tables(s, dev, trans, p.split, cfg.group, p.pad)
+        work, blk, gidx, segs = worklists.dsd_tables(s, dev, trans, p.split, cfg.group, p.pad,
+                                                     cfg.whole)
         panel_tma = p.panel and cfg.tma
         width = cfg.group * b
         # split lists: a counter per (list, row tile), indexed by the list's first slot
@@ -153,7 +154,8 @@ class _DsdRunner(StreamLaunches, DensePath):
             vals = [None, None, n, w.shape[1] if trans else w.shape[0], None, work,
                     work.shape[0], blk, gidx, None, None, None, None, 0, n * width, segs, 0,
                     n_out, None, p.band, device.BLANK_MAP, 0]
-            self.x_box = (min(b, 64), min(cfg.rows_per_cta, 256))
+            # (whole slices of X: one box of 64 columns per slice, 128-byte rows)
+            self.x_box = (64 if cfg.whole else min(b, 64), min(cfg.rows_per_cta, 256))
         else:
             #   x ldx rows [nout] w work [nwork] blk gidx y ldy alpha beta ws ws_ld segs
             #   counts

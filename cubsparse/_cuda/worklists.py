@@ -19,15 +19,26 @@ def device_tables(structure, device: int, key, build) -> tuple:
     return structure.cached(("cuda", device, *key), upload)
 
 
-def lists(structure, trans: bool, group: int, pad: int = 1):
+def lists(structure, trans: bool, group: int, pad: int = 1, whole: bool = False):
     """(ptr, blk, gidx) per output block (``group`` 1) or per group of output blocks;
     ``pad`` > 1 pads every group's list to a multiple of ``pad`` entries with entries that
-    read X's block column -1 (out of bounds for a TMA box: zeros) and no block."""
+    read X's block column -1 (out of bounds for a TMA box: zeros) and no block.
+
+    ``whole`` (with ``pad`` > 1) lists whole slices of ``pad`` adjacent block columns of X
+    instead: every block column of each slice that the group's union list touches, in
+    order, with its members' blocks where the union has them and -1 elsewhere (also past
+    X's last block column). Entry ``q`` of a slice then reads block column
+    ``gidx[q - q % pad] + q % pad``, so a kernel copies the slice as one run of columns."""
     if group == 1:
-        if pad != 1:
-            raise ValueError(f"only the lists of groups are padded, got pad = {pad} for one "
-                             "output block per list")
+        if pad != 1 or whole:
+            raise ValueError(f"only the lists of groups are padded, got pad = {pad}, "
+                             f"whole = {whole} for one output block per list")
         return structure.work_lists(trans)
+    if whole:
+        if pad < 2:
+            raise ValueError(f"whole slices span at least two block columns, got pad = {pad}")
+        return structure.cached(("grouped_whole", trans, group, pad),
+                                lambda: _whole_slices(structure, trans, group, pad))
     if pad == 1:
         return structure.grouped_lists(trans, group)
 
@@ -48,14 +59,34 @@ def lists(structure, trans: bool, group: int, pad: int = 1):
     return structure.cached(("grouped_padded", trans, group, pad), build)
 
 
+def _whole_slices(structure, trans: bool, group: int, pad: int):
+    """:func:`lists` with ``whole``: the union lists widened to whole slices of ``pad``."""
+    ptr, blk, gidx = structure.grouped_lists(trans, group)
+    nk = structure.block_shape[1] if trans else structure.block_shape[0]
+    n_groups = ptr.shape[0] - 1
+    nslices = -(-nk // pad)
+    owner = np.repeat(np.arange(n_groups, dtype=np.int64), np.diff(ptr))
+    key = owner * nslices + gidx.astype(np.int64) // pad  # (group, slice) of each entry
+    slices = np.unique(key)  # sorted: by group, then slice
+    new_ptr = np.zeros(n_groups + 1, dtype=np.int32)
+    np.cumsum(np.bincount(slices // nslices, minlength=n_groups) * pad, out=new_ptr[1:])
+    cols = ((slices % nslices) * pad)[:, None] + np.arange(pad)
+    new_gidx = np.where(cols < nk, cols, -1).astype(np.int32).ravel()
+    new_blk = np.full((new_gidx.shape[0], group), -1, dtype=np.int32)
+    dest = np.searchsorted(slices, key) * pad + gidx % pad
+    new_blk[dest] = blk.reshape(-1, group)
+    return new_ptr, new_blk.ravel(), new_gidx
+
+
 def list_lengths(structure, trans: bool, group: int) -> np.ndarray:
     return structure.cached(("dsd_lens", trans, group),
                             lambda: np.diff(lists(structure, trans, group)[0]))
 
 
-def dsd_host(structure, trans: bool, split: int = 0, group: int = 1, pad: int = 1):
+def dsd_host(structure, trans: bool, split: int = 0, group: int = 1, pad: int = 1,
+             whole: bool = False):
     """(work, blk, gidx, segs, n_slots) on the host, built once per layout, split, group
-    and list padding (:func:`lists`).
+    and list padding (:func:`lists`, whole slices or not).
 
     ``work`` rows are (output tile, first list entry, list length, slot), longest first;
     an output tile is one block, or ``group`` adjacent ones. With ``split`` > 0, lists
@@ -66,7 +97,7 @@ def dsd_host(structure, trans: bool, split: int = 0, group: int = 1, pad: int = 
     """
 
     def build():
-        ptr, blk, gidx = lists(structure, trans, group, pad)
+        ptr, blk, gidx = lists(structure, trans, group, pad, whole)
         lens = np.diff(ptr).astype(np.int64)
         nseg = np.ones_like(lens) if split <= 0 else np.maximum(1, -(-lens // split))
         out = np.repeat(np.arange(lens.shape[0]), nseg)
@@ -84,14 +115,14 @@ def dsd_host(structure, trans: bool, split: int = 0, group: int = 1, pad: int = 
                          np.repeat(nseg[split_blocks], nseg[split_blocks])], axis=1)
         return work, blk, gidx, segs.astype(np.int32).reshape(n_slots, 2), n_slots
 
-    return structure.cached(("dsd", trans, split, group, pad), build)
+    return structure.cached(("dsd", trans, split, group, pad, whole), build)
 
 
 def dsd_tables(structure, device: int, trans: bool, split: int = 0, group: int = 1,
-               pad: int = 1):
+               pad: int = 1, whole: bool = False):
     """:func:`dsd_host`'s (work, blk, gidx, segs) on ``device``."""
-    return device_tables(structure, device, ("dsd", trans, split, group, pad),
-                         lambda: dsd_host(structure, trans, split, group, pad)[:4])
+    return device_tables(structure, device, ("dsd", trans, split, group, pad, whole),
+                         lambda: dsd_host(structure, trans, split, group, pad, whole)[:4])
 
 
 def block_coordinates(structure, device: int):
@@ -147,11 +178,12 @@ def block_map(structure, device: int):
     return device_tables(structure, device, ("block_map",), build)[0]
 
 
-def union_entries(structure, trans: bool, group: int, pad: int = 1) -> int:
+def union_entries(structure, trans: bool, group: int, pad: int = 1,
+                  whole: bool = False) -> int:
     """Entries of the union lists of ``group`` adjacent output blocks, all groups (each
-    padded to a multiple of ``pad``)."""
-    return structure.cached(("union_entries", trans, group, pad),
-                            lambda: int(lists(structure, trans, group, pad)[0][-1]))
+    padded to a multiple of ``pad``, or widened to whole slices of it)."""
+    return structure.cached(("union_entries", trans, group, pad, whole),
+                            lambda: int(lists(structure, trans, group, pad, whole)[0][-1]))
 
 
 def sharing(structure, trans: bool, group: int) -> float:
@@ -162,11 +194,11 @@ def sharing(structure, trans: bool, group: int) -> float:
     return structure.nnzb / entries if entries else float("inf")
 
 
-def panel_cover(structure, trans: bool, group: int, pad: int = 1) -> float:
+def panel_cover(structure, trans: bool, group: int, pad: int = 1, whole: bool = False) -> float:
     """Fraction of W's block grid covered by the panels of the union lists of ``group``
     adjacent output blocks (each union entry a panel row of ``group`` blocks, present or
-    not; the lists padded to a multiple of ``pad``): the panel kernel's MMAs against a
-    dense product's."""
+    not; the lists padded to a multiple of ``pad``, or widened to whole slices of it): the
+    panel kernel's MMAs against a dense product's."""
     rows, cols = structure.block_shape
-    entries = union_entries(structure, trans, group, pad)
+    entries = union_entries(structure, trans, group, pad, whole)
     return min(1.0, entries * group / (rows * cols)) if rows * cols else 0.0

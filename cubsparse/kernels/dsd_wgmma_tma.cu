@@ -247,8 +247,13 @@ __device__ __forceinline__ void consume_present(int ktiles, unsigned& it, float 
 // warpgroup owns 64 rows of the tile and all of the panel's columns. With CLUSTER = 2 the
 // two CTAs take neighbouring row tiles of one group, each copying half of every slice's
 // rows into both.
+// WHOLE (panels only): the lists walk whole 64-column slices of X (worklists.lists with
+// `whole`: every block row of a slice the group's union touches, blocks absent from W
+// multiplied as zeros), so a slice of X is one box of 128-byte rows in the 128-byte
+// swizzle, as at b >= 64, where the per-entry boxes of 16- or 32-byte rows cost the copy
+// engine about as much time per box whatever its size (bench/NOTES.md 121).
 template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int INFLIGHT, int XN,
-          int CLUSTER, int COLS, int EPI>
+          int CLUSTER, int COLS, int EPI, bool WHOLE>
 __device__ __forceinline__ void dsd_tma_body(
     const TmaMap* xmap, const TmaMap* wmap, int nrows, int xcols, int wrows,
     const int4* __restrict__ work, int nwork, const int* __restrict__ blk,
@@ -276,6 +281,7 @@ __device__ __forceinline__ void dsd_tma_body(
   static_assert(COLS == 1 || PANEL || (COLS == 2 && B == 64 && XN > 0 && CLUSTER == 1),
                 "two-block tiles: b = 64, X's rows as N, no cluster");
   static_assert(EPI == 0 || (XN > 0 && WG <= 2), "the TMA store: X's rows as N, barriers 3-4");
+  static_assert(!WHOLE || PANEL, "whole slices of X: panels only");
   static_assert(CLUSTER == 1 || (CLUSTER == 2 && (PANEL || (XN > 0 &&
                                                             (WPART * WROW_BYTES) % 1024 == 0))),
                 "clusters of two, over whole swizzle atoms of the block");
@@ -326,8 +332,9 @@ __device__ __forceinline__ void dsd_tma_body(
       const int4 item = work[w];
       const int q0 = item.y, len = item.z, row0 = (rt * CLUSTER + rank) * BM;
       if constexpr (PANEL) {
-        // Per slice, one X box per entry (lanes 0..) and one box of the slice's panels
-        // (lane EPS; with clusters, this CTA's part of its rows, copied into both CTAs);
+        // Per slice, one X box per entry (lanes 0..; WHOLE: one box, lane 0) and one box
+        // of the slice's panels (lane EPS, WHOLE: 1; with clusters, this CTA's part of its
+        // rows, copied into both CTAs);
         // lane 0 takes the stage and announces its bytes first. The padded list's
         // entries past the group's read X's block column -1: zeros.
         const int ktiles = len / EPS;
@@ -339,10 +346,10 @@ __device__ __forceinline__ void dsd_tma_body(
           }
           __syncwarp();
           const unsigned sA = base + s * STAGE_BYTES, sW = sA + A_BYTES;
-          if (lane < EPS) {
+          if (WHOLE ? lane == 0 : lane < EPS) {  // (WHOLE: the slice's first block row)
             tma_load_2d(sA + lane * A_TILE, xmap, __ldg(gidx + q0 + kt * EPS + lane) * B, row0,
                         &full[s]);
-          } else if (lane == EPS) {
+          } else if (lane == (WHOLE ? 1 : EPS)) {
             constexpr int PART = BT / CLUSTER;  // rows of the panels each CTA copies
             const int wrow = (q0 / EPS + kt) * BT + rank * PART;
             if constexpr (CLUSTER == 1)
@@ -443,7 +450,9 @@ __device__ __forceinline__ void dsd_tma_body(
             // A: X's tile of the step's entry (b = 16, 32); at b = 8 the step spans two
             // entries' tiles of 16-byte rows (no swizzle), A_TILE apart
             unsigned long long da;
-            if constexpr (B == 8)
+            if constexpr (WHOLE)  // one tile of 64 k, as the panels'
+              da = wgmma_desc_k<128>(sA + wg * 64 * 128 + ks * 32);
+            else if constexpr (B == 8)
               da = wgmma_desc_none(sA + 2 * ks * A_TILE + wg * 64 * 16, A_TILE, 128);
             else
               da = wgmma_desc_k<SW>(sA + (ks * 16 / EK) * A_TILE + wg * 64 * SW +
@@ -528,17 +537,17 @@ __device__ __forceinline__ void dsd_tma_body(
       ws_stride, segs, counts, nout, next_tile, band, &ymap, ytma
 
 template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int MINB, int INFLIGHT,
-          int XN = 0, int COLS = 1, int EPI = 0>
+          int XN = 0, int COLS = 1, int EPI = 0, bool WHOLE = false>
 __global__ void __launch_bounds__(WG * 128 + 32, MINB) dsd_wgmma_tma(DSD_TMA_PARAMS) {
   grid_dependency();
-  dsd_tma_body<Tag, B, MW, WG, STAGES, KN, INFLIGHT, XN, 1, COLS, EPI>(DSD_TMA_ARGS);
+  dsd_tma_body<Tag, B, MW, WG, STAGES, KN, INFLIGHT, XN, 1, COLS, EPI, WHOLE>(DSD_TMA_ARGS);
 }
 
 // The same in clusters of two CTAs sharing each block by multicast (grid: an even count).
 template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int MINB, int INFLIGHT,
-          int XN, int COLS = 1, int EPI = 0>
+          int XN, int COLS = 1, int EPI = 0, bool WHOLE = false>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(WG * 128 + 32, MINB)
     dsd_wgmma_tma_mc(DSD_TMA_PARAMS) {
   grid_dependency();
-  dsd_tma_body<Tag, B, MW, WG, STAGES, KN, INFLIGHT, XN, 2, COLS, EPI>(DSD_TMA_ARGS);
+  dsd_tma_body<Tag, B, MW, WG, STAGES, KN, INFLIGHT, XN, 2, COLS, EPI, WHOLE>(DSD_TMA_ARGS);
 }
