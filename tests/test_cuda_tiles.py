@@ -948,7 +948,8 @@ def test_tma_panel_dsd_tiles_match_scipy(backend, monkeypatch, force, panel_tma_
     if device.arch(0) == 90:  # elsewhere the rule's fallback runs
         panel = dsd_configs.wgmma_config(dtype, b, panel=True, whole=whole)
         assert panel.kernel.startswith("dsd_wgmma_tma")
-        assert panel.group > 1 and panel.whole == whole
+        assert panel.group > 1
+        assert panel.whole == whole
         for rows_in, op in ((lay.shape[0], w), (lay.shape[1], w.T)):
             x = to_backend(np.zeros((n, rows_in * b), np.float32), backend).astype(w.dtype)
             assert cs.matmul_plan(x, op).kernel == panel
