@@ -261,26 +261,83 @@ def test_stream_plan_fits_the_device_and_caps_its_runs():
     assert (p.split, p.grid[1]) == (dsd_configs.stream_tile(8, 64).max_run, 2)
 
 
+@pytest.mark.parametrize(("layout", "b", "whole"), [
+    ("random", 8, True),     # every slice touched: one X copy a slice instead of 8
+    ("random", 32, False),   # at d = 0.1 whole slices cover 1.4x the union's entries
+    ("ws", 8, False),        # a ring's union: whole slices would cover 3.4x the entries
+    ("banded", 8, True),     # runs of whole slices
+])
+def test_dense_panels_over_whole_slices_where_they_cover_little_more(layout, b, whole):
+    """The TMA panels walk whole 64-column slices of X where those cover less than
+    PANEL_WHOLE_GAIN times the union lists' entries (N = 8192, C = K = 1024 block rows
+    of b = 8 or 256 of b = 32, d = 0.05-0.1); forced, either form runs."""
+    nb = 8192 // b
+    lay = {"random": lambda: cs.layouts.random(nb, nb, 0.1, seed=1),
+           "ws": lambda: cs.layouts.watts_strogatz(nb, 26, 0.1, seed=1),
+           "banded": lambda: cs.layouts.banded(nb, 51)}[layout]()
+    s = cs.BlockSparseMatrix.from_layout(lay, b, backend="cpu")._structure
+    g = dsd_configs.wgmma_config("float16", b, panel=True).group
+    ratio = (worklists.panel_cover(s, False, g, 64 // b, whole=True)
+             / worklists.panel_cover(s, False, g, 64 // b))
+    assert (ratio < dsd_rules.PANEL_WHOLE_GAIN[b]) == whole
+    with plans.override(panel=True):
+        p = plans.plan_dsd(s, "float16", b, 8192, False, False, 90, SMS, None)
+        assert p.kernel.whole == whole
+        for forced in (False, True):
+            with plans.override(panel_whole=forced):
+                p = plans.plan_dsd(s, "float16", b, 8192, False, False, 90, SMS, None)
+            assert p.kernel == dsd_configs.wgmma_config("float16", b, panel=True, whole=forced)
+            assert p.pad == 64 // b
+
+
+def test_whole_slice_lists():
+    """Whole-slice lists: each group's touched slices, every block column of each in
+    order (-1 past X's last), the union's blocks where it has them and -1 elsewhere."""
+    lay = cs.layouts.random(37, 29, 0.15, seed=3)
+    s = cs.BlockSparseMatrix.from_layout(lay, 8, backend="cpu")._structure
+    for trans, nk in ((False, 37), (True, 29)):
+        ptr, blk, gidx = worklists.lists(s, trans, 4, 8, whole=True)
+        uptr, ublk, ugidx = s.grouped_lists(trans, 4)
+        blk, ublk = blk.reshape(-1, 4), ublk.reshape(-1, 4)
+        for g in range(ptr.shape[0] - 1):
+            entries = range(ptr[g], ptr[g + 1])
+            union = {int(ugidx[q]): tuple(ublk[q]) for q in range(uptr[g], uptr[g + 1])}
+            assert len(entries) == 8 * len({k // 8 for k in union})
+            for q in entries[::8]:
+                first = int(gidx[q])
+                assert first % 8 == 0
+                assert first // 8 in {k // 8 for k in union}
+                cols = np.arange(first, first + 8)
+                assert (gidx[q:q + 8] == np.where(cols < nk, cols, -1)).all()
+                for i, k in enumerate(cols):
+                    assert tuple(blk[q + i]) == union.get(int(k), (-1,) * 4)
+    with pytest.raises(ValueError, match="whole slices span at least two"):
+        worklists.lists(s, False, 4, 1, whole=True)
+
+
 def test_dsd_plan_takes_dense_panels_where_members_fill_them():
     """A banded W (neighbouring output blocks share their lists) at N = 8192: the TMA
-    kernel's dense panels, gathered per call; its dense-path ratio follows the share
-    of W its panels cover. A random W at d = 0.05 fills too little of the panels, and at
-    128 rows the panels' tiles are too few for the device."""
+    kernel's dense panels over whole slices of X (the band's lists are runs of slices),
+    gathered per call; its dense-path ratio follows the share of W its panels cover. A
+    random W at d = 0.05 fills too little of the panels, and at 128 rows the panels' tiles
+    are too few for the device."""
     band = cs.BlockSparseMatrix.from_layout(cs.layouts.banded(256, 32), 16,
                                             backend="cpu")._structure
-    panel = dsd_configs.wgmma_config("float16", 16, panel=True)
+    panel = dsd_configs.wgmma_config("float16", 16, panel=True, whole=True)
     assert panel.group == 16
     assert panel.kernel == "dsd_wgmma_tma"
+    assert panel.whole
     for trans in (False, True):
         p = plans.plan_dsd(band, "float16", 16, 8192, trans, False, 90, SMS, 1 << 30)
         assert (p.path, p.kernel, p.panel) == ("sparse", panel, True)
         assert "dense panels of 16 blocks (absent blocks multiplied as zeros" in str(p)
         assert p.w_copy == "panel_blocks"  # the panels gathered per call, zeros included
         assert "gathered into the panels per call" in str(p)
-        cover = worklists.panel_cover(band, trans, panel.group)
+        cover = worklists.panel_cover(band, trans, panel.group, 4, whole=True)
         assert 0 < cover < 0.5
         assert p.ratio == pytest.approx(
-            cover / dsd_rules.panel_speed(16, band.nnzb / np.prod(band.block_shape)))
+            cover / dsd_rules.panel_speed(16, band.nnzb / np.prod(band.block_shape))
+            / dsd_rules.PANEL_WHOLE_GAIN[16])
         assert plans.plan_dsd(band, "float16", 16, 128, trans, False, 90, SMS,
                               None).kernel != panel
     rand = structure(256, 256, 0.05)
@@ -289,9 +346,9 @@ def test_dsd_plan_takes_dense_panels_where_members_fill_them():
     assert q.kernel != panel
     assert not q.panel
     assert "panels" not in str(q)
-    with plans.override(panel=True):
+    with plans.override(panel=True):  # (the union's entries: whole slices cover 1.7x them)
         assert plans.plan_dsd(rand, "float16", 16, 8192, False, False, 90, SMS,
-                              None).kernel == panel
+                              None).kernel == dsd_configs.wgmma_config("float16", 16, panel=True)
     with plans.override(panel=False):
         assert plans.plan_dsd(band, "float16", 16, 8192, False, False, 90, SMS,
                               None).kernel != panel
@@ -498,7 +555,8 @@ def test_panel_plans_take_their_tiles_in_bands():
     other TMA plans keep one row tile per band; a band below one is refused."""
     band = cs.BlockSparseMatrix.from_layout(cs.layouts.banded(512, 15), 16,
                                             backend="cpu")._structure
-    p = plans.plan_dsd(band, "float16", 16, 8192, False, False, 90, SMS, None)
+    with plans.override(panel_whole=False):  # (the padding to count: the entries')
+        p = plans.plan_dsd(band, "float16", 16, 8192, False, False, 90, SMS, None)
     assert p.panel
     assert (p.band, p.pad) == (dsd_rules.DSD_PANEL_BAND, 4)
     assert f"tiles taken in bands of {dsd_rules.DSD_PANEL_BAND} row tiles" in str(p)

@@ -40,11 +40,14 @@ PANEL_MIN_WAVES = 2
 PANEL_SPEED = {8: ((0.05, 0.47), (0.1, 0.5), (0.25, 0.565), (0.5, 0.61)),
                16: ((0.05, 0.48), (0.1, 0.62), (0.25, 0.82), (0.5, 0.89)),
                32: ((0.05, 0.5), (0.1, 0.66), (0.25, 0.78), (0.5, 0.95))}
-#: The same panels over whole 64-column slices of X (``panel_whole``): more MMAs (every
-#: block row of a slice the union touches) at one X copy per slice, where the union's own
-#: entries take one copy each (8 a slice at b = 8). Speed per MMA by density as above;
-#: not yet measured, so taken as the entries' (the rule then never takes whole slices).
-PANEL_WHOLE_SPEED = dict(PANEL_SPEED)
+#: The same panels over whole 64-column slices of X (``panel_whole``) multiply every
+#: block row of each slice the union touches, at one copy of X per slice where the
+#: union's entries take one each (8 a slice at b = 8, 4 at b = 16, 2 at b = 32): their
+#: speed per MMA is the entries' times this gain, the median of the ratio over random,
+#: Barabási-Albert, Watts-Strogatz and banded layouts on an H200 (N = C = K = 8192, fp16,
+#: d = 0.05-0.5; 1.33-1.83 at b = 8, 1.05-1.40 at b = 16, 1.01-1.13 at b = 32; whole
+#: slices ran at 0.86-0.93 of cuBLAS per MMA wherever lists were long).
+PANEL_WHOLE_GAIN = {8: 1.42, 16: 1.13, 32: 1.05}
 #: The persistent TMA dsd kernel takes its tiles row tile by row tile, every work item of
 #: one before the next, so the CTAs running at one time share X's rows. Its dense panels
 #: instead take bands of this many row tiles, group by group within a band, so that the
@@ -245,29 +248,30 @@ def union_pays(structure, trans: bool, group: int, n: int) -> bool:
     return worklists.sharing(structure, trans, group) >= need
 
 
-def panel_speed(b: int, density: float, table=None) -> float:
+def panel_speed(b: int, density: float) -> float:
     """The dense panels' speed per MMA against cuBLAS at block size ``b`` and W's
-    ``density`` (``table``, :data:`PANEL_SPEED` by default, interpolated in log density,
-    held at its ends)."""
-    points = np.array((PANEL_SPEED if table is None else table).get(b, ((1.0, 0.5),)))
+    ``density`` (:data:`PANEL_SPEED`, interpolated in log density, held at its ends)."""
+    points = np.array(PANEL_SPEED.get(b, ((1.0, 0.5),)))
     return float(np.interp(np.log(max(density, 1e-9)), np.log(points[:, 0]), points[:, 1]))
 
 
 def panel_time(structure, trans: bool, group: int, b: int, pad: int, whole: bool) -> float:
     """The dense panels' predicted time against dense cuBLAS's: the share of W's block
     grid they cover (the lists padded to ``pad`` entries, or widened to whole slices of
-    it) over their speed per MMA (:data:`PANEL_SPEED`, or :data:`PANEL_WHOLE_SPEED` over
+    it) over their speed per MMA (:func:`panel_speed`, times :data:`PANEL_WHOLE_GAIN` over
     whole slices of X)."""
     rows, cols = structure.block_shape
-    density = structure.nnzb / (rows * cols) if rows * cols else 0.0
-    speed = (panel_speed(b, density, PANEL_WHOLE_SPEED) if whole else
-             panel_speed(b, density))
+    speed = panel_speed(b, structure.nnzb / (rows * cols) if rows * cols else 0.0)
+    if whole:
+        speed *= PANEL_WHOLE_GAIN.get(b, 1.0)
     return worklists.panel_cover(structure, trans, group, pad, whole) / speed
 
 
 def panel_whole_pays(structure, trans: bool, group: int, b: int) -> bool:
     """The panels over whole slices of X are predicted faster than over the union lists'
-    entries (:func:`panel_time`)."""
+    entries (:func:`panel_time`): whole slices cover less than PANEL_WHOLE_GAIN times the
+    entries' share of W. On the H200 sweep behind the gain this took the faster form in
+    45 of the 48 cases (the other three within 7 %)."""
     pad = 64 // b
     return (panel_time(structure, trans, group, b, pad, True)
             < panel_time(structure, trans, group, b, pad, False))
