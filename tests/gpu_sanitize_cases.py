@@ -190,19 +190,23 @@ def _run() -> int:
                     finally:
                         configs.set_tiles(wgmma_pair=saved_pair)
                 # the dense panels (Hopper, b <= 32) whatever the layout, two CTAs: the TMA
-                # kernel's (tiles in bands of two row tiles; and in clusters of two CTAs),
-                # then the union kernel's, split lists too
+                # kernel's over the union's entries and over whole slices of X (tiles in
+                # bands of two row tiles; and in clusters of two CTAs), then the union
+                # kernel's, split lists too
                 if tiles.WGMMA_DSD_PANEL.get(b) is not None:
                     tma = dict(tiles.WGMMA_DSD_PANEL_TMA)
-                    forms = [("tma", {}, 2), ("union", {b: None}, None)]
+                    forms = [("tma", {}, 2, False), ("tma whole", {}, 2, True),
+                             ("union", {b: None}, None, None)]
                     if tma.get(b) is not None:
-                        forms.append(("tma cluster", {b: tma[b]._replace(cluster=2)}, 1))
+                        forms += [(f"tma cluster{' whole' * whole}",
+                                   {b: tma[b]._replace(cluster=2)}, 1, whole)
+                                  for whole in (False, True)]
                     try:
-                        for label, entry, band in forms:
+                        for label, entry, band, whole in forms:
                             configs.set_tiles(wgmma_panel_tma=entry)
                             for split in (None, 1) if label == "union" else (None,):
                                 with plans.override(grid_limit=2, panel=True, split=split,
-                                                    band=band):
+                                                    band=band, panel_whole=whole):
                                     results[f"x@W panel {label} split={split}"] = (
                                         cs.matmul(xl, W), xlh @ Wd)
                                     results[f"dy@W.T panel {label} split={split}"] = (
