@@ -483,11 +483,10 @@ def test_dense_panels_multiply_absent_blocks_as_zeros(backend, b):
     """The panel kernel (Hopper, b <= 32) multiplies a group's absent blocks as zeros, so
     an infinite input reaches the other output blocks of its group: it runs only where the
     ``dense_panels`` option allows it, which the rule and forced decisions obey."""
-    from cubsparse._cuda import device, dsd_configs, plans
+    from cubsparse._cuda import device, plans
 
     if backend != "cuda" or device.arch(0) != 90:
         pytest.skip("the panel kernel runs on Hopper only")
-    panel = dsd_configs.wgmma_config("float16", b, panel=True)
     lay = np.eye(4, dtype=bool)
     lay[1, 0] = True
     w = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", seed=3, backend=backend)
@@ -496,10 +495,11 @@ def test_dense_panels_multiply_absent_blocks_as_zeros(backend, b):
     xg = to_backend(x, backend)
     with plans.override(panel=True):
         with cs.options(dense_panels=True):
-            assert cs.matmul_plan(xg, w).kernel == panel
+            # (over the union's entries or whole slices of X, as the rule takes)
+            assert cs.matmul_plan(xg, w).kernel.panel
             y = to_numpy(cs.matmul(xg, w)).astype(np.float64)
         assert not np.isfinite(y[100, 2 * b:]).all(), "the panel multiplied inf by zeros"
-        assert cs.matmul_plan(xg, w).kernel != panel  # the fixture's option
+        assert not cs.matmul_plan(xg, w).kernel.panel  # the fixture's option
         y = to_numpy(cs.matmul(xg, w)).astype(np.float64)
     assert np.isfinite(y[:, 2 * b:]).all()
     assert np.isfinite(np.delete(y, 100, axis=0)).all()
