@@ -908,6 +908,11 @@ PANEL_TMA_TILES = [
     (16, (1, 2, 3, 1, 1, True, 0, 1, 8)),
     (32, (1, 2, 4, 1, 1, True, 0, 2, 8)),   # clusters of two: each CTA copies half a panel
     (16, (1, 2, 4, 1, 1, True, 0, 2, 16)),
+    # Y stored by TMA in boxes of 64 rows x 64 columns (partial last groups and row tiles
+    # clipped by the map; beta != 0 and misaligned outputs through register stores)
+    (8, (1, 2, 4, 1, 1, True, 0, 1, 32, 64)),
+    (16, (1, 2, 4, 1, 1, True, 0, 2, 16, 64)),
+    (32, (1, 1, 3, 1, 0, True, 0, 1, 4, 64)),   # one warpgroup, N = 128: two boxes a tile
 ]
 # ... and over whole 64-column slices of X: one X box of 128-byte rows per slice, the
 # slices past the union's entries multiplied as zeros, the last slice past X's end
@@ -917,6 +922,8 @@ PANEL_TMA_WHOLE = [
     (16, (1, 2, 4, 1, 1, True, 0, 1, 16)),
     (32, (1, 2, 4, 1, 1, True, 0, 1, 8)),
     (32, (1, 1, 3, 1, 0, True, 0, 2, 4)),
+    (8, (1, 2, 4, 1, 1, True, 0, 1, 32, 64)),   # Y stored by TMA
+    (32, (1, 2, 4, 1, 1, True, 0, 2, 8, 64)),
 ]
 
 

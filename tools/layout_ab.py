@@ -12,7 +12,7 @@ left out), ``union`` (the union kernel's panels with the table's tile) or
 stages, slices in flight, CTAs per cluster, blocks per panel; the table's b = 32 tile is
 ``tma:2.4.1.1.8``), or ``epi:E.S`` (the tall, clustered and two-block tiles of b = 64 and 128 with
 their epilogue stored by TMA in rounds of E rows, 0 for register stores, and S stages, 0
-for the table's). A suffix ``@R`` forces bands of R row tiles in the TMA kernels' tile
+for the table's; E = 0 or 64 also sets the TMA panels' epilogue, 64 storing by TMA). A suffix ``@R`` forces bands of R row tiles in the TMA kernels' tile
 order (``plans.override(band=R)``), e.g. ``rule@4``. ``+name`` / ``-name`` force a plan
 decision on or off, e.g. ``-sdd_panel`` with ``--ops sdd``; ``&`` joins variants, e.g.
 ``+panel&+panel_whole`` (the TMA kernel's panels over whole slices of X).
@@ -64,8 +64,9 @@ def _variant(name: str, b: int):
         return {}, {key: {b: table[b]._replace(epilogue=epi, stages=st or table[b].stages)}
                     for key, table in (("wgmma_tall", tiles.WGMMA_DSD_TALL),
                                        ("wgmma_cluster", tiles.WGMMA_DSD_CLUSTER),
-                                       ("wgmma_pair", tiles.WGMMA_DSD_PAIR))
-                    if table.get(b) is not None and table[b].rows > 0}
+                                       ("wgmma_pair", tiles.WGMMA_DSD_PAIR),
+                                       ("wgmma_panel_tma", tiles.WGMMA_DSD_PANEL_TMA))
+                    if table.get(b) is not None and (table[b].rows > 0 or epi in (0, 64))}
     if name.startswith("tma:"):
         wg, st, inflight, cluster, g = (int(v) for v in name[4:].split("."))
         tile = tiles.PersistentTile(1, wg, st, 1, inflight, True, 0, cluster, g)

@@ -84,6 +84,53 @@ __device__ __forceinline__ void rows_n_store_tma(const float (&acc)[XN / 2], int
   }
 }
 
+// The panels' epilogue through shared memory and the TMA engine (alpha applied, beta 0):
+// warpgroup wg's 64 rows of the tile (row0 + 64 wg..) over the panel's BT columns of Y
+// (col0..) go out 64 columns at a time, each staged in `buf` (64 rows of 128 bytes, the
+// 128-byte swizzle of `ymap`'s 64 x 64 box) and stored by one TMA copy the warpgroup does
+// not wait for; the leader waits for the buffer's previous copy to have read it before
+// anyone writes it again. Register pair (4q + 2h, + 1) holds row 16 w + lane / 4 + 8 h,
+// columns 8 q + 2 (lane % 4) + {0, 1} (the m64nBT accumulator): a 4-byte store per pair, a
+// warp's eight rows each in their own 16-byte chunk of the swizzle (no bank conflicts).
+// The map's bounds clip rows past Y and columns past the last group's blocks. The
+// register stores it replaces wrote 16 bytes of a row per block and warp instruction,
+// (b = 8) half of each sector. Warpgroup wg (0 or 1) synchronizes on barrier 3 + wg.
+template <class Tag, int BT>
+__device__ __forceinline__ void panel_store_tma(const float (&acc)[BT / 2], int wg, int tid,
+                                                int row0, int col0, unsigned buf,
+                                                const TmaMap* ymap, float alpha) {
+  static_assert(BT % 64 == 0, "whole 64-column boxes");
+  const int lane = tid & 31, wiw = (tid % 128) / 32;
+  const bool leader = tid % 128 == 0;
+  auto sync = [wg] {
+    if (wg == 0)
+      named_barrier_sync<3>(128);
+    else
+      named_barrier_sync<4>(128);
+  };
+  const int r = wiw * 16 + (lane >> 2);  // the lane's first row (+ 8 h), phase r % 8
+#pragma unroll
+  for (int c = 0; c < BT / 64; ++c) {
+    if (leader) bulk_wait_read<0>();
+    sync();  // the buffer is free
+#pragma unroll
+    for (int qq = 0; qq < 8; ++qq)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int q = 8 * c + qq, rr = r + 8 * h;
+        st_shared_u32(buf + rr * 128 + ((qq ^ (rr & 7)) << 4) + (lane & 3) * 4,
+                      pair_value(Tag(), nullptr, acc[4 * q + 2 * h], acc[4 * q + 2 * h + 1],
+                                 alpha, 0.f));
+      }
+    fence_proxy_async();  // this thread's writes, to the copy engine
+    sync();
+    if (leader) {
+      tma_store_2d(ymap, buf, col0 + 64 * c, row0 + 64 * wg);
+      bulk_commit();
+    }
+  }
+}
+
 // Tiles handed out at run time: a persistent CTA takes its first tile by blockIdx.x and
 // each next one from a global counter (`next_tile`, zero at launch), so CTAs that
 // drew short lists take more tiles instead of the kernel waiting on the unluckiest one: at
@@ -280,7 +327,8 @@ __device__ __forceinline__ void dsd_tma_body(
                 "XN: one m64 warpgroup per 64 columns of the tile, up to 256 rows");
   static_assert(COLS == 1 || PANEL || (COLS == 2 && B == 64 && XN > 0 && CLUSTER == 1),
                 "two-block tiles: b = 64, X's rows as N, no cluster");
-  static_assert(EPI == 0 || (XN > 0 && WG <= 2), "the TMA store: X's rows as N, barriers 3-4");
+  static_assert(EPI == 0 || ((XN > 0 || (PANEL && EPI == 64)) && WG <= 2),
+                "the TMA store: X's rows as N, or panels in boxes of 64 rows; barriers 3-4");
   static_assert(!WHOLE || PANEL, "whole slices of X: panels only");
   static_assert(CLUSTER == 1 || (CLUSTER == 2 && (PANEL || (XN > 0 &&
                                                             (WPART * WROW_BYTES) % 1024 == 0))),
@@ -481,15 +529,20 @@ __device__ __forceinline__ void dsd_tma_body(
       else
         consume_tile<STAGES, INFLIGHT, false, CLUSTER>(ktiles, it, acc, full, empty, tid, mma);
       const int row0 = (rt * CLUSTER + rank) * BM;
-      if constexpr (PANEL) {  // member h: the panel's columns h * B.. (a last group may be partial)
+      if constexpr (PANEL) {
+        if (EPI > 0 && ytma) {  // (panels are never split)
+          panel_store_tma<Tag, BT>(acc[0], wg, tid, row0, j * BT,
+                                   base + STAGES * STAGE_BYTES + wg * 64 * 128, ymap, alpha);
+        } else {  // member h: the panel's columns h * B.. (a last group may be partial)
 #pragma unroll
-        for (int h = 0; h < COLS; ++h) {
-          float part[1][B / 2];
+          for (int h = 0; h < COLS; ++h) {
+            float part[1][B / 2];
 #pragma unroll
-          for (int q = 0; q < B / 2; ++q) part[0][q] = acc[0][h * (B / 2) + q];
-          if (j * COLS + h < nout)
-            single_store<Tag, B, 1>(part, wg, tid, row0, nrows, j * COLS + h, -1, y, ldy, alpha,
-                                    beta, ws, ws_stride);
+            for (int q = 0; q < B / 2; ++q) part[0][q] = acc[0][h * (B / 2) + q];
+            if (j * COLS + h < nout)
+              single_store<Tag, B, 1>(part, wg, tid, row0, nrows, j * COLS + h, -1, y, ldy,
+                                      alpha, beta, ws, ws_stride);
+          }
         }
       } else if constexpr (COLS > 1) {  // warpgroup wg's block, if the layout has it
         if (j * COLS + wg < nout) {
