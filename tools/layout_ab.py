@@ -12,7 +12,8 @@ left out), ``union`` (the union kernel's panels with the table's tile) or
 stages, slices in flight, CTAs per cluster, blocks per panel; the table's b = 32 tile is
 ``tma:2.4.1.1.8``), or ``epi:E.S`` (the tall, clustered and two-block tiles of b = 64 and 128 with
 their epilogue stored by TMA in rounds of E rows, 0 for register stores, and S stages, 0
-for the table's; E = 0 or 64 also sets the TMA panels' epilogue, 64 storing by TMA). A suffix ``@R`` forces bands of R row tiles in the TMA kernels' tile
+for the table's; E = 0 or 64 also sets the TMA panels' epilogue, 64 storing by TMA). A
+suffix ``@R`` forces bands of R row tiles in the TMA kernels' tile
 order (``plans.override(band=R)``), e.g. ``rule@4``. ``+name`` / ``-name`` force a plan
 decision on or off, e.g. ``-sdd_panel`` with ``--ops sdd``; ``&`` joins variants, e.g.
 ``+panel&+panel_whole`` (the TMA kernel's panels over whole slices of X).
