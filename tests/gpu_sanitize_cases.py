@@ -201,6 +201,9 @@ def _run() -> int:
                         forms += [(f"tma cluster{' whole' * whole}",
                                    {b: tma[b]._replace(cluster=2)}, 1, whole)
                                   for whole in (False, True)]
+                        # (the table's stores Y by TMA; this one from registers)
+                        forms.append(("tma registers", {b: tma[b]._replace(epilogue=0)}, 2,
+                                      False))
                     try:
                         for label, entry, band, whole in forms:
                             configs.set_tiles(wgmma_panel_tma=entry)

@@ -211,9 +211,13 @@ WGMMA_DSD_PANEL = {8: UnionTile(32, 2, 2, 3, 1), 16: UnionTile(16, 2, 2, 4, 1, 2
 #: ran banded layouts at 0.60 of dense at b = 32, 0.41 at b = 16 and 0.26 at b = 8, where
 #: the union kernel ran 0.39, 0.30 and 0.18; clusters of two CTAs sharing the panels by
 #: multicast were no faster once the tiles came in bands, and 3 stages were slower.
-WGMMA_DSD_PANEL_TMA = {8: PersistentTile(1, 2, 4, 1, 1, True, 0, 1, 32),
-                       16: PersistentTile(1, 2, 4, 1, 1, True, 0, 1, 16),
-                       32: PersistentTile(1, 2, 4, 1, 1, True, 0, 1, 8)}
+#: Y goes out by the TMA engine in boxes of 64 x 64 (``epilogue`` 64): on an H100 (same
+#: shapes, random / Watts-Strogatz / banded, both products) 1.08-1.39x the register
+#: stores wherever lists are short (banded, Watts-Strogatz at b >= 16; the most at
+#: d = 0.05), 0.99-1.01x on random layouts (bench/NOTES.md).
+WGMMA_DSD_PANEL_TMA = {8: PersistentTile(1, 2, 4, 1, 1, True, 0, 1, 32, 64),
+                       16: PersistentTile(1, 2, 4, 1, 1, True, 0, 1, 16, 64),
+                       32: PersistentTile(1, 2, 4, 1, 1, True, 0, 1, 8, 64)}
 #: b = 16 and 32 take shallow stages (more CTAs per SM): at C = K >= 8192 their X and dY
 #: slices come from memory, not L2, and want more copies in flight.
 WGMMA_SDD = {8: None, 16: SddWgmmaTile(8, 2, 1, 3, True, 32), 32: SddWgmmaTile(4, 1, 1, 4, True),
