@@ -290,6 +290,63 @@ def test_dense_panels_over_whole_slices_where_they_cover_little_more(layout, b, 
             assert p.pad == 64 // b
 
 
+@pytest.mark.parametrize(("layout", "b", "two_parts"), [
+    ("ws", 16, True),       # the band's tiles to the panels, the rewired blocks alone
+    ("ws", 32, True),
+    ("random", 32, False),  # no tile the blocks fill: one kernel
+    ("banded", 32, False),  # d = 0.25: the band's edge tiles are filled enough
+])
+def test_weight_gradient_in_two_parts_where_some_tiles_are_filled(layout, b, two_parts):
+    """The weight gradient at N = C = K = 8192, d = 0.25, runs in two parts where the
+    panels over the tiles W's blocks fill plus the single-block kernel over the rest are
+    predicted SDD_HYBRID_MIN_GAIN faster than either alone; forced off (or the panels
+    forced off), one kernel; forced on, two parts."""
+    nb = 8192 // b
+    lay = {"random": lambda: cs.layouts.random(nb, nb, 0.25, seed=1),
+           "ws": lambda: cs.layouts.watts_strogatz(nb, int(0.25 * nb) // 2 * 2, 0.1, seed=1),
+           "banded": lambda: cs.layouts.banded(nb, int(0.25 * nb) // 2)}[layout]()
+    s = cs.BlockSparseMatrix.from_layout(lay, b, backend="cpu")._structure
+
+    def plan(**forced):
+        with plans.override(**forced):
+            return plans.plan_sdd(s, "float16", b, 8192, True, False, False, 90, SMS, None)
+
+    p = plan()
+    assert (p.rest is not None) == two_parts
+    if two_parts:
+        assert p.kernel.panel
+        assert p.rest == sdd_configs.sdd_wgmma_config("float16", b)
+        assert "then the other blocks on sdd_wgmma<" in str(p)
+        panels, singles, both = sdd_rules.sdd_hybrid_times(
+            s, p.kernel, p.rest.group, b)
+        assert both * sdd_rules.SDD_HYBRID_MIN_GAIN <= min(panels, singles)
+    assert plan(sdd_hybrid=False).rest is None
+    assert plan(sdd_panel=False).rest is None
+    forced = plan(sdd_hybrid=True)
+    assert forced.rest is not None
+    assert forced.kernel.panel
+
+
+def test_sdd_two_part_tables_cover_every_block_once():
+    """The two-part weight gradient's tables: the panel tiles the blocks fill at least
+    ``min_fill`` of, and runs of at most ``rest_group`` adjacent blocks of one block row
+    over the others; together every block once."""
+    lay = cs.layouts.watts_strogatz(200, 20, 0.1, seed=1)
+    s = cs.BlockSparseMatrix.from_layout(lay, 16, backend="cpu")._structure
+    panels, rest = sdd_worklists.sdd_hybrid_host(s, 8, 16, 8, 0.2)
+    assert panels.shape[0]
+    assert rest.shape[0]
+    assert ((panels[:, 2:] >= 0).sum(axis=1) >= 0.2 * 8 * 16).all()
+    seen = np.zeros(s.nnzb, int)
+    ids = panels[:, 2:]
+    np.add.at(seen, ids[ids >= 0], 1)
+    for row, first, count in rest.tolist():
+        assert 1 <= count <= 8
+        assert (s.rows[first:first + count] == row).all()
+        seen[first:first + count] += 1
+    assert (seen == 1).all()
+
+
 def test_whole_slice_lists():
     """Whole-slice lists: each group's touched slices, every block column of each in
     order (-1 past X's last), the union's blocks where it has them and -1 elsewhere."""

@@ -20,6 +20,7 @@ from cubsparse._cuda import (
     dsd_rules,
     plans,
     sdd_configs,
+    sdd_rules,
     sdd_worklists,
     tiles,
 )
@@ -270,6 +271,39 @@ def test_tma_sdd_panel_tiles_match_scipy(backend, force, sdd_panel_tile, dtype, 
                     backend).astype(w.dtype)
     plan = str(cs.sampled_matmul_plan(x.T, dy, like=w))
     assert "dense panels of" in plan, plan
+    first = to_numpy(cs.sampled_matmul(x.T, dy, like=w).data)
+    again = to_numpy(cs.sampled_matmul(x.T, dy, like=w).data)
+    assert np.array_equal(first.view(np.uint16), again.view(np.uint16))
+
+
+@pytest.mark.parametrize("b", [16, 32])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize(("n", "ctas"), [(77, 0), (300, 2)])
+def test_sdd_in_two_parts_matches_scipy(backend, force, b, dtype, n, ctas):
+    """The weight gradient in two parts (Hopper): the dense panels over the tiles near the
+    diagonal that W's blocks fill, then the single-block kernel over the scattered blocks
+    they leave (runs of a block row split by the panels' tiles, a block row with none
+    left); the device's grid or two CTAs for each; alpha and beta; results repeat bit for
+    bit."""
+    force(sdd_hybrid=True, sdd_short=False, dense=False, grid_limit=ctas or None)
+    rng = np.random.default_rng(n + b)
+    nb = 4 * 128 // b + 3  # a partial last row and column of panel tiles
+    lay = np.abs(np.subtract.outer(np.arange(nb), np.arange(nb))) <= 128 // b
+    lay |= rng.random((nb, nb)) < 0.05  # scattered blocks away from the band
+    lay[3, :] = True  # a block row crossing every tile
+    check_sampled_matmul(backend, lay, b, dtype, n, rng)
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=3, backend=backend)
+    x = to_backend(rng.standard_normal((n, nb * b)).astype(np.float32), backend).astype(w.dtype)
+    dy = to_backend(rng.standard_normal((n, nb * b)).astype(np.float32), backend).astype(w.dtype)
+    if device.arch(0) == 90:  # elsewhere another kernel runs
+        plan = cs.sampled_matmul_plan(x.T, dy, like=w)
+        assert plan.rest is not None, plan
+        assert plan.kernel.panel
+        filled, rest = sdd_worklists.sdd_hybrid_host(w._structure, plan.kernel.block_rows,
+                                                     plan.kernel.group, plan.rest.group,
+                                                     sdd_rules.sdd_hybrid_fill(b))
+        assert filled.shape[0]
+        assert rest.shape[0]
     first = to_numpy(cs.sampled_matmul(x.T, dy, like=w).data)
     again = to_numpy(cs.sampled_matmul(x.T, dy, like=w).data)
     assert np.array_equal(first.view(np.uint16), again.view(np.uint16))

@@ -13,7 +13,8 @@ from .configs import GENERATION
 
 _FORCED: dict = {}
 DECISIONS = ("panel", "panel_whole", "union", "group", "tall", "cluster", "dsd_pair", "short", "kn",
-             "sdd_tiled", "sdd_short", "sdd_wide", "sdd_tma", "sdd_pair", "sdd_panel", "split",
+             "sdd_tiled", "sdd_short", "sdd_wide", "sdd_tma", "sdd_pair", "sdd_panel",
+             "sdd_hybrid", "split",
              "grid_limit", "band", "dense", "fill", "stream", "stream_run", "stream_share",
              "sdd_stream", "sdd_stream_grid")
 
@@ -56,6 +57,11 @@ def override(**decisions):
         Take (or not) the TMA wgmma sdd's dense panels for small blocks, wherever one is
         configured. Where left to the rule, another sdd decision forced on (``sdd_short``,
         ``sdd_tiled``, ``sdd_tma``, ``sdd_wide``, ``sdd_pair``) keeps the panels off.
+    ``sdd_hybrid`` : bool
+        Run a long weight gradient in two parts (the TMA sdd's dense panels over the tiles
+        W's blocks fill, the single-block wgmma sdd over the other blocks), or not, wherever
+        both are configured; off where ``sdd_panel`` is forced off. Where left to the rule,
+        another sdd decision forced on keeps it off.
     ``kn`` : bool
         X @ W on a wgmma kernel reads W's blocks as stored (else a transposed copy).
     ``split`` : int

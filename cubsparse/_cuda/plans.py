@@ -129,6 +129,10 @@ class SddPlan:
     grid: int = 0  # CTAs of a persistent grid (0: one per tile or group); sdd_stream: per chunk
     chunks: int = 0  # sdd_stream: chunks of dY's block columns (the grid's other dimension)
     chunk: int = 0  # sdd_stream: block columns per chunk (at most its tile's)
+    # the weight gradient in two parts: the single-block kernel over the blocks the dense
+    # panels (``kernel``) leave, in a second launch of ``rest_grid`` CTAs (0: one a group)
+    rest: KernelConfig | None = None
+    rest_grid: int = 0
 
     def __str__(self) -> str:
         head = f"sampled A @ B, {self.dtype}, b = {self.blocksize}: "
@@ -146,6 +150,10 @@ class SddPlan:
                if k.block_rows == 2 else
                f"{k.group} block(s) of a block row per " + ("group" if self.grid else "CTA"))
         per += f", grid ({self.grid},) ({k.persistent}/SM, persistent)" if self.grid else ""
+        if self.rest is not None:
+            per += (f"; the tiles the blocks fill, then the other blocks on {self.rest.name}, "
+                    f"{self.rest.group} block(s) of a block row per "
+                    + ("group" if self.rest_grid else "CTA"))
         return head + (f"{self.kernel.name}, " + ("tiles of the block grid" if self.tiled
                        else per)
                        + f", A as {'[k][m]' if self.a_km else '[m][k]'}"
@@ -322,7 +330,7 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
         return SddPlan(name, b, "sparse", scfg, False, a_km, b_nk, False, None, per_chunk,
                        chunks, chunk)
     hopper = name in TC_TAGS and a_km and not b_nk and arch == 90
-    pcfg = sdd_wgmma_config(name, b, panel=True) if hopper and not tf32 else None
+    pcfg = panels = sdd_wgmma_config(name, b, panel=True) if hopper and not tf32 else None
     if tf32:  # TF32 reads A[m][k] and B[n][k]
         cfg, a_km, b_nk = sdd_config(name, b, tf32=True), False, True
     elif pcfg is not None and decide_ahead("sdd_panel", _SDD_LATER, sdd_rules.sdd_panel_pays,
@@ -352,17 +360,36 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
                 if alt is not None and decide(decision, sdd_rules.sdd_wide_pays, structure, b):
                     cfg = alt
                     break
-    # a persistent grid: every CTA walks groups (or panel tiles)
-    count = sdd_worklists.sdd_work_host(structure, cfg.group, cfg.block_rows, cfg.panel).shape[0]
-    grid = min(count, persistent_ctas(cfg, sms)) if cfg.persistent else 0
+    # In two parts where W's blocks fill some panel tiles and leave the rest nearly empty
+    # (a small-world layout): the panels over the filled tiles, the single-block kernel
+    # over the other blocks. Not where the panels are forbidden or another kernel forced.
+    rest = sdd_wgmma_config(name, b) if panels is not None and not tiled else None
+    if rest is not None and not (
+            not sdd_rules.sdd_short_pays(inner) and forced("sdd_panel") is not False
+            and decide_ahead("sdd_hybrid", _SDD_LATER, sdd_rules.sdd_hybrid_pays, structure,
+                             panels, rest.group, b)):
+        rest = None
     rows, cols = structure.block_shape
-    panel_ratio = (count * cfg.block_rows * cfg.group / (rows * cols) / sdd_rules.SDD_PANEL_SPEED
-                   if cfg.panel else None)
+    if rest is not None:
+        cfg = panels
+        filled, rest_groups = sdd_worklists.sdd_hybrid_host(
+            structure, cfg.block_rows, cfg.group, rest.group, sdd_rules.sdd_hybrid_fill(b))
+        count = filled.shape[0]
+        panel_ratio = sdd_rules.sdd_hybrid_times(structure, cfg, rest.group, b)[2]
+    else:  # a persistent grid: every CTA walks groups (or panel tiles)
+        count = sdd_worklists.sdd_work_host(structure, cfg.group, cfg.block_rows,
+                                            cfg.panel).shape[0]
+        panel_ratio = (count * cfg.block_rows * cfg.group / (rows * cols)
+                       / sdd_rules.SDD_PANEL_SPEED if cfg.panel else None)
+    grid = min(count, persistent_ctas(cfg, sms)) if cfg.persistent else 0
     dense, ratio = dense_model.choice("sampled", structure, name, b, inner, tf32,
                                       dense_bytes_limit, panel_ratio)
     if dense:
         return SddPlan(name, b, "dense", gather_config(name, b), False, a_km, b_nk, tf32, ratio)
-    return SddPlan(name, b, "sparse", cfg, tiled, a_km, b_nk, tf32, ratio, grid)
+    rest_grid = (min(rest_groups.shape[0], persistent_ctas(rest, sms))
+                 if rest is not None and rest.persistent else 0)
+    return SddPlan(name, b, "sparse", cfg, tiled, a_km, b_nk, tf32, ratio, grid,
+                   rest=rest, rest_grid=rest_grid)
 
 
 #: The sdd kernels a plan weighs after the short-reduction kernel and the dense panels:

@@ -6,7 +6,7 @@ weight gradient; the general call, the eager path of a repeated one, and the den
 from __future__ import annotations
 
 from .. import _options
-from . import blas, device, fastcall, outputs, run, sdd_worklists, worklists
+from . import blas, device, fastcall, outputs, run, sdd_rules, sdd_worklists, worklists
 from .compile import get_kernel
 from .launch import Launch
 from .plans import plan_sdd
@@ -181,6 +181,7 @@ class _SddRunner:
         self.it = dtype.itemsize
         self.outputs = _shared_outputs(like, dtype, dev)
         self.direct = None  # the eager call's launch, where the kernel reads pointers
+        self.rest = None  # the second launch of a weight gradient in two parts
         cfg = p.kernel
         # Every sdd kernel stores at least pairs of outputs (the wgmma kernels and the dense
         # path's gather 16-byte vectors): a result whose values are a view one element into a
@@ -208,7 +209,13 @@ class _SddRunner:
                                "plpliiipppff", [None, None, None, None, inner, nbr, nbc, tiles,
                                                 bmap, None, None, None])
         elif cfg.tma:  # persistent: p.grid CTAs, each a run of groups; maps set per call
-            groups = sdd_worklists.sdd_work(s, dev, cfg.group, cfg.block_rows, cfg.panel)
+            if p.rest is not None:  # the panels' tiles, then a launch over the other blocks
+                groups, rest = sdd_worklists.sdd_hybrid(s, dev, cfg.block_rows, cfg.group,
+                                                        p.rest.group,
+                                                        sdd_rules.sdd_hybrid_fill(b))
+                self.rest = self._wgmma_launch(p.rest, p.rest_grid, rest, s, inner, f)
+            else:
+                groups = sdd_worklists.sdd_work(s, dev, cfg.group, cfg.block_rows, cfg.panel)
             self.dcols = s.block_shape[1] * b
             self.xcols = s.block_shape[0] * b
             self.main = Launch(get_kernel(cfg), (p.grid,), (cfg.threads,), cfg.smem,
@@ -218,11 +225,8 @@ class _SddRunner:
             self._maps = (None, None)  # the (address, row stride) of X and dY last mapped
         else:
             groups = sdd_worklists.sdd_work(s, dev, cfg.group)
-            if cfg.kernel == "sdd_wgmma":  # a grid of p.grid CTAs, each a run of groups
-                self.main = Launch(get_kernel(cfg), (p.grid or groups.shape[0],),
-                                   (cfg.threads,), cfg.smem, "plplipipp" + f + f,
-                                   [None, None, None, None, inner, groups, groups.shape[0],
-                                    s.indices, None, None, None])
+            if cfg.kernel == "sdd_wgmma":
+                self.main = self._wgmma_launch(cfg, p.grid, groups, s, inner, f)
             else:
                 self.main = Launch(get_kernel(cfg), (groups.shape[0],), (cfg.threads,),
                                    cfg.smem, "plplippp" + f + f,
@@ -230,6 +234,14 @@ class _SddRunner:
                                     None, None])
         if p.path == "sparse" and not cfg.tma:
             self.direct = self._direct
+
+    @staticmethod
+    def _wgmma_launch(cfg, grid: int, groups, s, inner: int, f: str) -> Launch:
+        """The wgmma sdd over ``groups`` (block row, first block, count): a grid of
+        ``grid`` CTAs each walking a run of them, or (0) one CTA a group."""
+        return Launch(get_kernel(cfg), (grid or groups.shape[0],), (cfg.threads,), cfg.smem,
+                      "plplipipp" + f + f, [None, None, None, None, inner, groups,
+                                            groups.shape[0], s.indices, None, None, None])
 
     def fast_spec(self):
         """What :meth:`_direct` writes, for the compiled path (:mod:`.fastcall`), or None
@@ -288,10 +300,16 @@ class _SddRunner:
                 self.main.set_map(1, device.tensor_map(dptr, self.dcols, inner, drow, 64, 64))
             self._maps = (xkey, dkey)
             v[-3].value, v[-2].value, v[-1].value = target.data.ptr, alpha, beta
+            if self.rest is not None:  # the blocks the panels leave, read by pointer
+                rv = self.rest.v
+                rv[0].value, rv[1].value, rv[2].value, rv[3].value = ops[:4]
+                rv[-3].value, rv[-2].value, rv[-1].value = target.data.ptr, alpha, beta
         else:
             v[0].value, v[1].value, v[2].value, v[3].value = ops[:4]
             v[-3].value, v[-2].value, v[-1].value = target.data.ptr, alpha, beta
         self.main(stream)
+        if self.rest is not None:
+            self.rest(stream)
         if target is not data:
             data[...] = target
 

@@ -68,6 +68,15 @@ SDD_PANEL_MIN_WAVES = 1
 #: H100 (N = C = K = 8192, fp16, 9c78958) 0.82-1.03 where the tiles cover all of W (random,
 #: Barabási-Albert and Watts-Strogatz layouts), 0.67-0.89 on banded ones.
 SDD_PANEL_SPEED = 0.92
+#: The single-block wgmma sdd's speed per stored block against cuBLAS per MMA at a long
+#: reduction, per block size (the kernels the panels replace, above: 0.06-0.09 at b = 16,
+#: 0.17-0.24 at b = 32). With SDD_PANEL_SPEED it sets which tiles of a layout the panels
+#: take in the weight gradient in two parts (:func:`sdd_hybrid_pays`): those whose blocks
+#: fill at least SDD_SINGLE_SPEED / SDD_PANEL_SPEED of them (0.08 at b = 16, 0.22 at
+#: b = 32); the single-block kernel takes the other blocks, in a second launch.
+SDD_SINGLE_SPEED = {16: 0.075, 32: 0.2}
+#: The two parts are taken where they are predicted this much faster than either alone.
+SDD_HYBRID_MIN_GAIN = 1.1
 #: The paired tile's store of a group costs about this many 64-deep slices of its main loop
 #: (one CTA per SM: nothing else runs meanwhile), which the one-row tile's two CTAs per SM
 #: hide. Fitted to N = 256-1024 on the same H100 (banded d = 0.1: 1.26x at N = 256, 1.73x
@@ -126,6 +135,43 @@ def sdd_panel_pays(structure, cfg: KernelConfig, b: int, inner: int, sms: int) -
             and sdd_worklists.panel_fill(structure, rows, group) >= SDD_PANEL_MIN_FILL.get(b, 1.0)
             and sdd_worklists.sdd_work_host(structure, group, rows, True).shape[0]
             >= SDD_PANEL_MIN_WAVES * sms)
+
+
+def sdd_hybrid_fill(b: int) -> float:
+    """The least share of a panel tile's positions its stored blocks fill for the panels to
+    take it in the two-part weight gradient (:data:`SDD_SINGLE_SPEED`)."""
+    return SDD_SINGLE_SPEED[b] / SDD_PANEL_SPEED
+
+
+def sdd_hybrid_times(structure, panel: KernelConfig, rest_group: int, b: int):
+    """Predicted times against dense cuBLAS's of the weight gradient on the panels alone,
+    on the single-block kernel alone and in two parts (the panels over the tiles their
+    blocks fill, :func:`sdd_hybrid_fill`, the single-block kernel over the other blocks)."""
+    rows, cols = structure.block_shape
+    grid = rows * cols
+    per_tile = panel.block_rows * panel.group
+    tiles = sdd_worklists.sdd_work_host(structure, panel.group, panel.block_rows, True).shape[0]
+    dense, _ = sdd_worklists.sdd_hybrid_host(structure, panel.block_rows, panel.group,
+                                             rest_group, sdd_hybrid_fill(b))
+    in_panels = int((dense[:, 2:] >= 0).sum())
+    single = SDD_SINGLE_SPEED[b]
+    return (tiles * per_tile / grid / SDD_PANEL_SPEED, structure.nnzb / grid / single,
+            dense.shape[0] * per_tile / grid / SDD_PANEL_SPEED
+            + (structure.nnzb - in_panels) / grid / single)
+
+
+def sdd_hybrid_pays(structure, panel: KernelConfig, rest_group: int, b: int) -> bool:
+    """The weight gradient in two parts is predicted SDD_HYBRID_MIN_GAIN faster than the
+    panels alone and than the single-block kernel alone (:func:`sdd_hybrid_times`), and
+    each part has work: on a small-world layout the panels take the band of W's blocks
+    near the diagonal, and the single-block kernel the blocks rewired away from it."""
+    if b not in SDD_SINGLE_SPEED or not structure.nnzb:
+        return False
+    panels, singles, hybrid = sdd_hybrid_times(structure, panel, rest_group, b)
+    dense, rest = sdd_worklists.sdd_hybrid_host(structure, panel.block_rows, panel.group,
+                                                rest_group, sdd_hybrid_fill(b))
+    return (dense.shape[0] > 0 and rest.shape[0] > 0
+            and hybrid * SDD_HYBRID_MIN_GAIN <= min(panels, singles))
 
 
 def sdd_stream_grid(structure, chunk: int, slots: int, warps: int) -> tuple[int, int, int]:

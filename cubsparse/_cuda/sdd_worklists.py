@@ -186,6 +186,43 @@ def sdd_panel_tiles_host(structure, rows: int, group: int) -> np.ndarray:
     return structure.cached(("sdd_panels", rows, group), build)
 
 
+def sdd_hybrid_host(structure, rows: int, group: int, rest_group: int, min_fill: float):
+    """(panels, rest) on the host for the weight gradient in two parts: ``panels`` the rows
+    of :func:`sdd_panel_tiles_host` whose stored blocks fill at least ``min_fill`` of their
+    positions, ``rest`` (block row, first block, count) rows (:func:`sdd_groups_host`'s
+    form) over the other blocks, runs of at most ``rest_group`` blocks that are adjacent in
+    W's order and share a block row. Every block is in exactly one of the two."""
+
+    def build():
+        table = sdd_panel_tiles_host(structure, rows, group)
+        ids = table[:, 2:]
+        dense = (ids >= 0).sum(axis=1) >= min_fill * rows * group
+        panels = table[dense]
+        taken = np.zeros(structure.nnzb, bool)
+        taken[panels[:, 2:][panels[:, 2:] >= 0]] = True
+        rest = np.flatnonzero(~taken)
+        brow = structure.rows[rest].astype(np.int64)
+        new_run = np.ones(rest.shape[0], bool)
+        new_run[1:] = (brow[1:] != brow[:-1]) | (rest[1:] != rest[:-1] + 1)
+        run_start = np.flatnonzero(new_run)
+        pos = np.arange(rest.shape[0]) - np.repeat(run_start, np.diff(
+            np.append(run_start, rest.shape[0])))
+        # each group's first block: every run's, then every rest_group-th of a run
+        first = np.flatnonzero(pos % rest_group == 0)
+        count = np.diff(np.append(first, rest.shape[0]))
+        groups = np.stack([brow[first], rest[first], count], axis=1).astype(np.int32)
+        return panels, groups.reshape(-1, 3)
+
+    return structure.cached(("sdd_hybrid", rows, group, rest_group, min_fill), build)
+
+
+def sdd_hybrid(structure, device: int, rows: int, group: int, rest_group: int,
+               min_fill: float):
+    """:func:`sdd_hybrid_host`'s two tables on ``device``."""
+    return device_tables(structure, device, ("sdd_hybrid", rows, group, rest_group, min_fill),
+                         lambda: sdd_hybrid_host(structure, rows, group, rest_group, min_fill))
+
+
 def panel_fill(structure, rows: int, group: int) -> float:
     """Stored blocks over the positions of :func:`sdd_panel_tiles_host`'s tiles."""
     tiles = sdd_panel_tiles_host(structure, rows, group).shape[0]
