@@ -217,6 +217,20 @@ def _run() -> int:
                             configs.set_tiles(wgmma_panel_tma=tma)
                     finally:
                         configs.set_tiles(wgmma_panel_tma=tma)
+                # the weight gradient in two parts (b = 16, 32; W's blocks fill some tiles
+                # of a band and few elsewhere), two CTAs walking each part
+                if b in (16, 32) and sdd_configs.sdd_wgmma_config(dtype, b, panel=True):
+                    nbk = 2 * 128 // b + 3
+                    band = np.abs(np.subtract.outer(np.arange(nbk), np.arange(nbk))) <= 128 // b
+                    lay2 = band | (rng.random((nbk, nbk)) < 0.05)
+                    W2 = cs.BlockSparseMatrix.from_layout(lay2, b, dtype=dtype, seed=5,
+                                                          backend="cuda")
+                    x2 = cp.asarray(rng.standard_normal((n, nbk * b))).astype(dtype)
+                    d2 = cp.asarray(rng.standard_normal((n, nbk * b))).astype(dtype)
+                    with plans.override(sdd_hybrid=True, sdd_short=False, grid_limit=2):
+                        results["sdd two parts"] = (
+                            cs.sampled_matmul(x2.T, d2, like=W2).toarray(),
+                            (_f64(x2).T @ _f64(d2)) * np.kron(lay2, np.ones((b, b))))
                 # the TMA sdd's dense panels (b <= 32), two CTAs walking the tiles
                 if sdd_configs.sdd_wgmma_config(dtype, b, panel=True) is not None:
                     with plans.override(sdd_panel=True, sdd_short=False, grid_limit=2):

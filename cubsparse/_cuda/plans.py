@@ -369,11 +369,14 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
             and decide_ahead("sdd_hybrid", _SDD_LATER, sdd_rules.sdd_hybrid_pays, structure,
                              panels, rest.group, b)):
         rest = None
+    if rest is not None:  # (forced, a part may be empty: then one kernel runs)
+        filled, rest_groups = sdd_worklists.sdd_hybrid_host(
+            structure, panels.block_rows, panels.group, rest.group, sdd_rules.sdd_hybrid_fill(b))
+        if not (filled.shape[0] and rest_groups.shape[0]):
+            rest = None
     rows, cols = structure.block_shape
     if rest is not None:
         cfg = panels
-        filled, rest_groups = sdd_worklists.sdd_hybrid_host(
-            structure, cfg.block_rows, cfg.group, rest.group, sdd_rules.sdd_hybrid_fill(b))
         count = filled.shape[0]
         panel_ratio = sdd_rules.sdd_hybrid_times(structure, cfg, rest.group, b)[2]
     else:  # a persistent grid: every CTA walks groups (or panel tiles)
