@@ -300,7 +300,7 @@ def test_weight_gradient_in_two_parts_where_some_tiles_are_filled(layout, b, two
     """The weight gradient at N = C = K = 8192, d = 0.25, runs in two parts where the
     panels over the tiles W's blocks fill plus the single-block kernel over the rest are
     predicted SDD_HYBRID_MIN_GAIN faster than either alone; forced off (or the panels
-    forced off), one kernel; forced on, two parts."""
+    forced off), one kernel; forced on, two parts wherever both have blocks."""
     nb = 8192 // b
     lay = {"random": lambda: cs.layouts.random(nb, nb, 0.25, seed=1),
            "ws": lambda: cs.layouts.watts_strogatz(nb, int(0.25 * nb) // 2 * 2, 0.1, seed=1),
@@ -317,14 +317,14 @@ def test_weight_gradient_in_two_parts_where_some_tiles_are_filled(layout, b, two
         assert p.kernel.panel
         assert p.rest == sdd_configs.sdd_wgmma_config("float16", b)
         assert "then the other blocks on sdd_wgmma<" in str(p)
-        panels, singles, both = sdd_rules.sdd_hybrid_times(
-            s, p.kernel, p.rest.group, b)
+        panels, singles, both = sdd_rules.sdd_hybrid_times(s, p.kernel, p.rest, b, SMS)
         assert both * sdd_rules.SDD_HYBRID_MIN_GAIN <= min(panels, singles)
     assert plan(sdd_hybrid=False).rest is None
     assert plan(sdd_panel=False).rest is None
     forced = plan(sdd_hybrid=True)
-    assert forced.rest is not None
     assert forced.kernel.panel
+    # (the band fills every tile it touches: nothing left for a second part)
+    assert (forced.rest is None) == (layout == "banded")
 
 
 def test_sdd_two_part_tables_cover_every_block_once():

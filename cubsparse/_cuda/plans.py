@@ -365,9 +365,10 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
     # over the other blocks. Not where the panels are forbidden or another kernel forced.
     rest = sdd_wgmma_config(name, b) if panels is not None and not tiled else None
     if rest is not None and not (
-            not sdd_rules.sdd_short_pays(inner) and forced("sdd_panel") is not False
+            not decide("sdd_short", sdd_rules.sdd_short_pays, inner)
+            and forced("sdd_panel") is not False
             and decide_ahead("sdd_hybrid", _SDD_LATER, sdd_rules.sdd_hybrid_pays, structure,
-                             panels, rest.group, b)):
+                             panels, rest, b, sms)):
         rest = None
     if rest is not None:  # (forced, a part may be empty: then one kernel runs)
         filled, rest_groups = sdd_worklists.sdd_hybrid_host(
@@ -378,7 +379,7 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
     if rest is not None:
         cfg = panels
         count = filled.shape[0]
-        panel_ratio = sdd_rules.sdd_hybrid_times(structure, cfg, rest.group, b)[2]
+        panel_ratio = sdd_rules.sdd_hybrid_times(structure, cfg, rest, b, sms)[2]
     else:  # a persistent grid: every CTA walks groups (or panel tiles)
         count = sdd_worklists.sdd_work_host(structure, cfg.group, cfg.block_rows,
                                             cfg.panel).shape[0]

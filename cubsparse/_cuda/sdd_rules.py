@@ -75,8 +75,20 @@ SDD_PANEL_SPEED = 0.92
 #: fill at least SDD_SINGLE_SPEED / SDD_PANEL_SPEED of them (0.08 at b = 16, 0.22 at
 #: b = 32); the single-block kernel takes the other blocks, in a second launch.
 SDD_SINGLE_SPEED = {16: 0.075, 32: 0.2}
+#: That second launch is a CTA per group of a block row's blocks, each reducing over all
+#: of N, so it costs a CTA's reduction per wave of CTAs whatever the blocks a group holds:
+#: on an H200 (N = C = K = 8192, fp16; Watts-Strogatz, banded and Barabási-Albert layouts)
+#: 0.44-0.62 ms a wave at b = 16 and 0.09-0.12 at b = 32. In dense products of W's block
+#: grid (which, like a wave, take time in proportion to N): a wave costs as much as this
+#: many block positions.
+SDD_REST_WAVE = {16: 95_000, 32: 5_600}
 #: The two parts are taken where they are predicted this much faster than either alone.
-SDD_HYBRID_MIN_GAIN = 1.1
+#: No margin: on the H200 the panels alone ran at 0.76-0.81 of cuBLAS per MMA on these
+#: layouts, below SDD_PANEL_SPEED, so the prediction already leans to them. On the sweep
+#: behind SDD_REST_WAVE (b = 16, 32; four layouts, d = 0.05-0.5) the rule took the two
+#: parts in the 8 cases where they ran 1.13-1.79x faster and left out every case where
+#: they ran slower (down to 0.65x); it misses 1.06x and 1.09x at b = 32, banded, d <= 0.1.
+SDD_HYBRID_MIN_GAIN = 1.0
 #: The paired tile's store of a group costs about this many 64-deep slices of its main loop
 #: (one CTA per SM: nothing else runs meanwhile), which the one-row tile's two CTAs per SM
 #: hide. Fitted to N = 256-1024 on the same H100 (banded d = 0.1: 1.26x at N = 256, 1.73x
@@ -143,34 +155,36 @@ def sdd_hybrid_fill(b: int) -> float:
     return SDD_SINGLE_SPEED[b] / SDD_PANEL_SPEED
 
 
-def sdd_hybrid_times(structure, panel: KernelConfig, rest_group: int, b: int):
+def sdd_hybrid_times(structure, panel: KernelConfig, rest: KernelConfig, b: int, sms: int):
     """Predicted times against dense cuBLAS's of the weight gradient on the panels alone,
-    on the single-block kernel alone and in two parts (the panels over the tiles their
-    blocks fill, :func:`sdd_hybrid_fill`, the single-block kernel over the other blocks)."""
+    on the single-block kernel alone and in two parts: the panels over the tiles their
+    blocks fill (:func:`sdd_hybrid_fill`), then ``rest``, the single-block kernel, over the
+    other blocks in waves of ``sms`` times its CTAs per SM (:data:`SDD_REST_WAVE`)."""
     rows, cols = structure.block_shape
     grid = rows * cols
     per_tile = panel.block_rows * panel.group
     tiles = sdd_worklists.sdd_work_host(structure, panel.group, panel.block_rows, True).shape[0]
-    dense, _ = sdd_worklists.sdd_hybrid_host(structure, panel.block_rows, panel.group,
-                                             rest_group, sdd_hybrid_fill(b))
-    in_panels = int((dense[:, 2:] >= 0).sum())
-    single = SDD_SINGLE_SPEED[b]
-    return (tiles * per_tile / grid / SDD_PANEL_SPEED, structure.nnzb / grid / single,
+    dense, groups = sdd_worklists.sdd_hybrid_host(structure, panel.block_rows, panel.group,
+                                                  rest.group, sdd_hybrid_fill(b))
+    waves = -(-groups.shape[0] // (sms * max(1, ctas_per_sm(rest.smem))))
+    return (tiles * per_tile / grid / SDD_PANEL_SPEED,
+            structure.nnzb / grid / SDD_SINGLE_SPEED[b],
             dense.shape[0] * per_tile / grid / SDD_PANEL_SPEED
-            + (structure.nnzb - in_panels) / grid / single)
+            + waves * SDD_REST_WAVE[b] / grid)
 
 
-def sdd_hybrid_pays(structure, panel: KernelConfig, rest_group: int, b: int) -> bool:
+def sdd_hybrid_pays(structure, panel: KernelConfig, rest: KernelConfig, b: int,
+                    sms: int) -> bool:
     """The weight gradient in two parts is predicted SDD_HYBRID_MIN_GAIN faster than the
     panels alone and than the single-block kernel alone (:func:`sdd_hybrid_times`), and
     each part has work: on a small-world layout the panels take the band of W's blocks
     near the diagonal, and the single-block kernel the blocks rewired away from it."""
     if b not in SDD_SINGLE_SPEED or not structure.nnzb:
         return False
-    panels, singles, hybrid = sdd_hybrid_times(structure, panel, rest_group, b)
-    dense, rest = sdd_worklists.sdd_hybrid_host(structure, panel.block_rows, panel.group,
-                                                rest_group, sdd_hybrid_fill(b))
-    return (dense.shape[0] > 0 and rest.shape[0] > 0
+    panels, singles, hybrid = sdd_hybrid_times(structure, panel, rest, b, sms)
+    dense, groups = sdd_worklists.sdd_hybrid_host(structure, panel.block_rows, panel.group,
+                                                  rest.group, sdd_hybrid_fill(b))
+    return (dense.shape[0] > 0 and groups.shape[0] > 0
             and hybrid * SDD_HYBRID_MIN_GAIN <= min(panels, singles))
 
 
