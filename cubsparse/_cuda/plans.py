@@ -322,7 +322,7 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
             else None)
     per_sm = smem_ctas(scfg, arch) if scfg is not None else 0
     if per_sm and structure.nnzb and decide_ahead(
-            "sdd_stream", (*_SDD_LATER, "sdd_panel", "dense"), sdd_rules.sdd_stream_pays,
+            "sdd_stream", (*_SDD_LATER, "sdd_panel", "sdd_hybrid", "dense"), sdd_rules.sdd_stream_pays,
             structure, sdd_stream_tile(b, inner)):
         chunk, chunks, per_chunk = sdd_rules.sdd_stream_grid(
             structure, scfg.group, per_sm * sms, scfg.threads // 32)
