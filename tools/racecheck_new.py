@@ -1,0 +1,36 @@
+"""The kernels of the whole-slice panels, the panels' TMA store and the two-part weight
+gradient on small shapes, for compute-sanitizer runs of their own (racecheck over every
+case of tests/gpu_sanitize_cases.py outlasts a device call)."""
+import cupy as cp
+import numpy as np
+
+import cubsparse as cs
+from cubsparse._cuda import plans
+
+rng = np.random.default_rng(3)
+bad = 0
+for b in (8, 16, 32):
+    nb = 2 * 128 // b + 3
+    band = np.abs(np.subtract.outer(np.arange(nb), np.arange(nb))) <= 128 // b
+    lay = band | (rng.random((nb, nb)) < 0.05)
+    W = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", seed=5, backend="cuda")
+    Wd = cp.asnumpy(W.toarray()).astype(np.float64)
+    x = cp.asarray(rng.standard_normal((300, nb * b))).astype("float16")
+    xh = cp.asnumpy(x).astype(np.float64)
+    cases = [("whole", {"panel": True, "panel_whole": True}),
+             ("entries", {"panel": True, "panel_whole": False})]
+    for name, forced in cases:
+        with plans.override(grid_limit=2, band=2, dense=False, **forced):
+            got = cp.asnumpy(cs.matmul(x, W)).astype(np.float64)
+        err = np.linalg.norm(got - xh @ Wd) / np.linalg.norm(xh @ Wd)
+        bad += not err < 1e-2
+        print(b, name, f"{err:.1e}")
+    if b in (16, 32):
+        with plans.override(sdd_hybrid=True, sdd_short=False, grid_limit=2, dense=False):
+            g = cp.asnumpy(cs.sampled_matmul(x.T, x, like=W).toarray()).astype(np.float64)
+        ref = (xh.T @ xh) * np.kron(lay, np.ones((b, b)))
+        err = np.linalg.norm(g - ref) / np.linalg.norm(ref)
+        bad += not err < 1e-2
+        print(b, "sdd two parts", f"{err:.1e}")
+cp.cuda.Device().synchronize()
+print("mismatches", bad)
