@@ -218,7 +218,8 @@ def _run() -> int:
                     finally:
                         configs.set_tiles(wgmma_panel_tma=tma)
                 # the weight gradient in two parts (b = 16, 32; W's blocks fill some tiles
-                # of a band and few elsewhere), two CTAs walking each part
+                # of a band and few elsewhere): two CTAs walking the panels, then a CTA per
+                # group of the other blocks
                 if b in (16, 32) and sdd_configs.sdd_wgmma_config(dtype, b, panel=True):
                     nbk = 2 * 128 // b + 3
                     band = np.abs(np.subtract.outer(np.arange(nbk), np.arange(nbk))) <= 128 // b

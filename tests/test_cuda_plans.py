@@ -321,10 +321,43 @@ def test_weight_gradient_in_two_parts_where_some_tiles_are_filled(layout, b, two
         assert both * sdd_rules.SDD_HYBRID_MIN_GAIN <= min(panels, singles)
     assert plan(sdd_hybrid=False).rest is None
     assert plan(sdd_panel=False).rest is None
+    assert plan(sdd_panel=True).rest is None  # the panels alone, as forced
     forced = plan(sdd_hybrid=True)
     assert forced.kernel.panel
     # (the band fills every tile it touches: nothing left for a second part)
     assert (forced.rest is None) == (layout == "banded")
+
+
+def test_forced_two_part_weight_gradient_at_a_short_reduction():
+    """Forced on, the two parts run at 128 rows too, where the rule leaves them off (the
+    short-reduction tile's range); forcing that tile on keeps them off."""
+    lay = cs.layouts.watts_strogatz(256, 64, 0.1, seed=1)
+    s = cs.BlockSparseMatrix.from_layout(lay, 32, backend="cpu")._structure
+    assert sdd_rules.sdd_short_pays(128)
+    assert plans.plan_sdd(s, "float16", 32, 128, True, False, False, 90, SMS, None).rest is None
+    with plans.override(sdd_hybrid=True):
+        assert plans.plan_sdd(s, "float16", 32, 128, True, False, False, 90, SMS,
+                              None).rest is not None
+    with plans.override(sdd_hybrid=True, sdd_short=True):
+        assert plans.plan_sdd(s, "float16", 32, 128, True, False, False, 90, SMS,
+                              None).rest is None
+
+
+def test_panel_store_by_tma_needs_whole_64_column_boxes(monkeypatch):
+    """A panel tile of 32 columns (b = 16, two blocks) stores Y from registers only: with
+    the TMA store it is refused on the host, not left to the compiler."""
+    tile = tiles.PersistentTile(1, 2, 4, 1, 1, True, 0, 1, 2, 64)
+    monkeypatch.setitem(tiles.WGMMA_DSD_PANEL_TMA, 16, tile)
+    configs.set_tiles()
+    try:
+        with pytest.raises(ValueError, match="whole 64-column"):
+            dsd_configs.wgmma_config("float16", 16, panel=True)
+        monkeypatch.setitem(tiles.WGMMA_DSD_PANEL_TMA, 16, tile._replace(epilogue=0))
+        configs.set_tiles()
+        assert dsd_configs.wgmma_config("float16", 16, panel=True).epilogue == 0
+    finally:
+        monkeypatch.undo()
+        configs.set_tiles()
 
 
 def test_sdd_two_part_tables_cover_every_block_once():

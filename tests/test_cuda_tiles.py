@@ -283,8 +283,8 @@ def test_sdd_in_two_parts_matches_scipy(backend, force, b, dtype, n, ctas):
     """The weight gradient in two parts (Hopper): the dense panels over the tiles near the
     diagonal that W's blocks fill, then the single-block kernel over the scattered blocks
     they leave (runs of a block row split by the panels' tiles, a block row with none
-    left); the device's grid or two CTAs for each; alpha and beta; results repeat bit for
-    bit."""
+    left); the panels on the device's grid or two CTAs, the second launch a CTA per group;
+    alpha and beta; results repeat bit for bit."""
     force(sdd_hybrid=True, sdd_short=False, dense=False, grid_limit=ctas or None)
     rng = np.random.default_rng(n + b)
     nb = 4 * 128 // b + 3  # a partial last row and column of panel tiles

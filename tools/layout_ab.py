@@ -67,7 +67,8 @@ def _variant(name: str, b: int):
                                        ("wgmma_cluster", tiles.WGMMA_DSD_CLUSTER),
                                        ("wgmma_pair", tiles.WGMMA_DSD_PAIR),
                                        ("wgmma_panel_tma", tiles.WGMMA_DSD_PANEL_TMA))
-                    if table.get(b) is not None and (table[b].rows > 0 or epi in (0, 64))}
+                    if table.get(b) is not None and (
+                        table[b].rows > 0 or (key == "wgmma_panel_tma" and epi in (0, 64)))}
     if name.startswith("tma:"):
         wg, st, inflight, cluster, g = (int(v) for v in name[4:].split("."))
         tile = tiles.PersistentTile(1, wg, st, 1, inflight, True, 0, cluster, g)

@@ -45,7 +45,7 @@ class KernelConfig:
     block_rows: int = 1  # sdd: block rows per group (2: the paired TMA tile; panels 128 / b)
     cluster: int = 1  # CTAs per thread-block cluster (the grid is a multiple)
     panel: bool = False  # dense panels of several blocks (absent ones multiplied as zeros)
-    epilogue: int = 0  # rows of Y per TMA-store round of the dsd's epilogue (0: registers)
+    epilogue: int = 0  # the dsd TMA store: rows of Y a round (panels: 64 x 64 boxes); 0: none
     whole: bool = False  # dsd panels: lists of whole 64-column slices of X, one box each
 
     @property

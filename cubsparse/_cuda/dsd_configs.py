@@ -164,10 +164,11 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
                              f"as N (tma=True, rows > 0), got {p}")
         epi = p.epilogue
         if epi and not ((p.tma and p.rows > 0 and epi % 8 == 0 and p.rows % epi == 0)
-                        or (panel and epi == 64 and p.warpgroups <= 2)):
+                        or (panel and epi == 64 and p.warpgroups <= 2 and b * p.cols % 64 == 0)):
             raise ValueError(f"the epilogue's TMA store needs TMA copies and X's rows as N, in "
-                             f"rounds of 8k rows dividing them, or the panels in boxes of 64 "
-                             f"rows (epilogue = 64, at most two consumer warpgroups), got {p}")
+                             f"rounds of 8k rows dividing them, or panels in boxes of 64 x 64 "
+                             f"(epilogue = 64, at most two consumer warpgroups, whole 64-column "
+                             f"boxes), got {p} at b = {b}")
         rows = (p.tma and p.rows) or 64 * p.m_tiles * p.warpgroups
         expr = (f"{tag},{b},{p.m_tiles},{p.warpgroups},{p.stages},{_b(kn)},{p.ctas_per_sm},"
                 f"{p.inflight}")

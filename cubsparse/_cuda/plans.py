@@ -322,8 +322,8 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
             else None)
     per_sm = smem_ctas(scfg, arch) if scfg is not None else 0
     if per_sm and structure.nnzb and decide_ahead(
-            "sdd_stream", (*_SDD_LATER, "sdd_panel", "sdd_hybrid", "dense"), sdd_rules.sdd_stream_pays,
-            structure, sdd_stream_tile(b, inner)):
+            "sdd_stream", (*_SDD_LATER, "sdd_panel", "sdd_hybrid", "dense"),
+            sdd_rules.sdd_stream_pays, structure, sdd_stream_tile(b, inner)):
         chunk, chunks, per_chunk = sdd_rules.sdd_stream_grid(
             structure, scfg.group, per_sm * sms, scfg.threads // 32)
         per_chunk = int(forced("sdd_stream_grid") or per_chunk)
@@ -364,11 +364,13 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
     # (a small-world layout): the panels over the filled tiles, the single-block kernel
     # over the other blocks. Not where the panels are forbidden or another kernel forced.
     rest = sdd_wgmma_config(name, b) if panels is not None and not tiled else None
+    # (a forced sdd_hybrid runs at any reduction; the rule, at long ones only)
+    long = (forced("sdd_short") is not True if forced("sdd_hybrid")
+            else not decide("sdd_short", sdd_rules.sdd_short_pays, inner))
     if rest is not None and not (
-            not decide("sdd_short", sdd_rules.sdd_short_pays, inner)
-            and forced("sdd_panel") is not False
-            and decide_ahead("sdd_hybrid", _SDD_LATER, sdd_rules.sdd_hybrid_pays, structure,
-                             panels, rest, b, sms)):
+            long and forced("sdd_panel") is not False
+            and decide_ahead("sdd_hybrid", (*_SDD_LATER, "sdd_panel"),
+                             sdd_rules.sdd_hybrid_pays, structure, panels, rest, b, sms)):
         rest = None
     if rest is not None:  # (forced, a part may be empty: then one kernel runs)
         filled, rest_groups = sdd_worklists.sdd_hybrid_host(

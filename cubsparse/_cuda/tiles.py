@@ -69,9 +69,10 @@ class PersistentTile(NamedTuple):
     # > 1 (TMA): output blocks per tile, at b = 64 (rows > 0) one warpgroup each, at b <= 32
     # (rows = 0, the WGMMA_DSD_PANEL_TMA table) multiplied as one dense panel
     cols: int = 1
-    # > 0 (TMA, rows > 0): rows of Y per round of the epilogue's TMA store, staged in
-    # shared memory (64 columns x 2 bytes a row per consumer warpgroup); 0: each thread
-    # stores its results from registers
+    # > 0: Y stored by TMA through shared memory: with rows > 0, rows of Y per round of
+    # the store (64 columns x 2 bytes a row per consumer warpgroup); for the panels
+    # (rows = 0) 64, boxes of 64 x 64 per warpgroup; 0: each thread stores its results
+    # from registers
     epilogue: int = 0
 
 

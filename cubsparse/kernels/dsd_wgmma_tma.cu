@@ -530,10 +530,15 @@ __device__ __forceinline__ void dsd_tma_body(
         consume_tile<STAGES, INFLIGHT, false, CLUSTER>(ktiles, it, acc, full, empty, tid, mma);
       const int row0 = (rt * CLUSTER + rank) * BM;
       if constexpr (PANEL) {
-        if (EPI > 0 && ytma) {  // (panels are never split)
-          panel_store_tma<Tag, BT>(acc[0], wg, tid, row0, j * BT,
-                                   base + STAGES * STAGE_BYTES + wg * 64 * 128, ymap, alpha);
-        } else {  // member h: the panel's columns h * B.. (a last group may be partial)
+        bool stored = false;
+        if constexpr (EPI > 0) {  // (panels are never split)
+          if (ytma) {
+            panel_store_tma<Tag, BT>(acc[0], wg, tid, row0, j * BT,
+                                     base + STAGES * STAGE_BYTES + wg * 64 * 128, ymap, alpha);
+            stored = true;
+          }
+        }
+        if (!stored) {  // member h: the panel's columns h * B.. (a last group may be partial)
 #pragma unroll
           for (int h = 0; h < COLS; ++h) {
             float part[1][B / 2];
