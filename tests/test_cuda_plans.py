@@ -68,27 +68,34 @@ def test_dsd_plan_picks_the_kernel(dtype, b, n, ck, trans, arch, d, kernel):
 
 
 def test_dense_path_where_the_model_says_so():
-    s = structure(512, 512, 0.5)  # b = 8 at d = 0.5: the sparse kernels lose to cuBLAS
+    s = structure(512, 512, 0.5)  # b = 8 at d = 0.5: the sparse kernels lose to cuBLAS ...
     assert dense_model.ratio("matmul", "float16", 8, 4096, 0.5) > 2
+    # ... but for the dense panels over whole slices of X, which tie it (ratio 1: the
+    # sparse path, which moves no dense copy of W)
     p = plans.plan_dsd(s, "float16", 8, 4096, False, False, 90, SMS, dense_bytes_limit=1 << 30)
-    assert p.path == "dense"
-    # b = 8 in 16 bits at half density: W written whole (its 16-byte block rows scattered
-    # alone would half-fill each sector they write)
-    assert p.kernel.kernel == "fill_dense"
-    assert "dense (W written whole" in str(p)
-    with plans.override(fill=False):
+    assert (p.path, p.panel, p.kernel.whole) == ("sparse", True, True)
+    assert p.ratio == pytest.approx(1.0)
+    with plans.override(panel=False):  # the other kernels: the dense path wins
         p = plans.plan_dsd(s, "float16", 8, 4096, False, False, 90, SMS, 1 << 30)
-    assert p.kernel.kernel == "scatter_blocks"
-    assert "dense (W's blocks scattered" in str(p)
-    sparse = structure(512, 512, 0.1)  # below FILL_MIN_DENSITY: the scatter moves less
-    with plans.override(dense=True):
-        p = plans.plan_dsd(sparse, "float16", 8, 4096, False, False, 90, SMS, 1 << 30)
-        assert (p.path, p.kernel.kernel) == ("dense", "scatter_blocks")
-        p = plans.plan_dsd(s, "float32", 8, 4096, False, False, 90, SMS, 1 << 30)
-        assert (p.path, p.kernel.kernel) == ("dense", "scatter_blocks")  # 32-byte rows
-    # forbidden, or over the memory bound: sparse
-    assert plans.plan_dsd(s, "float16", 8, 4096, False, False, 90, SMS, None).path == "sparse"
-    assert plans.plan_dsd(s, "float16", 8, 4096, False, False, 90, SMS, 1 << 20).path == "sparse"
+        assert p.path == "dense"
+        # b = 8 in 16 bits at half density: W written whole (its 16-byte block rows scattered
+        # alone would half-fill each sector they write)
+        assert p.kernel.kernel == "fill_dense"
+        assert "dense (W written whole" in str(p)
+        with plans.override(fill=False):
+            p = plans.plan_dsd(s, "float16", 8, 4096, False, False, 90, SMS, 1 << 30)
+        assert p.kernel.kernel == "scatter_blocks"
+        assert "dense (W's blocks scattered" in str(p)
+        sparse = structure(512, 512, 0.1)  # below FILL_MIN_DENSITY: the scatter moves less
+        with plans.override(dense=True):
+            p = plans.plan_dsd(sparse, "float16", 8, 4096, False, False, 90, SMS, 1 << 30)
+            assert (p.path, p.kernel.kernel) == ("dense", "scatter_blocks")
+            p = plans.plan_dsd(s, "float32", 8, 4096, False, False, 90, SMS, 1 << 30)
+            assert (p.path, p.kernel.kernel) == ("dense", "scatter_blocks")  # 32-byte rows
+        # forbidden, or over the memory bound: sparse
+        for limit in (None, 1 << 20):
+            assert plans.plan_dsd(s, "float16", 8, 4096, False, False, 90, SMS,
+                                  limit).path == "sparse"
     # b = 64 at d = 0.25: sparse wins
     s64 = structure(64, 64, 0.25)
     assert plans.plan_dsd(s64, "float16", 64, 4096, False, False, 90, SMS, 1 << 30).path == "sparse"
@@ -425,9 +432,9 @@ def test_dsd_plan_takes_dense_panels_where_members_fill_them():
         assert "gathered into the panels per call" in str(p)
         cover = worklists.panel_cover(band, trans, panel.group, 4, whole=True)
         assert 0 < cover < 0.5
+        speeds = np.array(dsd_rules.PANEL_WHOLE_SPEED)  # by cover, over whole slices
         assert p.ratio == pytest.approx(
-            cover / dsd_rules.panel_speed(16, band.nnzb / np.prod(band.block_shape))
-            / dsd_rules.PANEL_WHOLE_GAIN[16])
+            cover / np.interp(np.log(cover), np.log(speeds[:, 0]), speeds[:, 1]))
         assert plans.plan_dsd(band, "float16", 16, 128, trans, False, 90, SMS,
                               None).kernel != panel
     rand = structure(256, 256, 0.05)

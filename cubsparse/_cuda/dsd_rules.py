@@ -48,6 +48,14 @@ PANEL_SPEED = {8: ((0.05, 0.47), (0.1, 0.5), (0.25, 0.565), (0.5, 0.61)),
 #: d = 0.05-0.5; 1.33-1.83 at b = 8, 1.05-1.40 at b = 16, 1.01-1.13 at b = 32; whole
 #: slices ran at 0.86-0.93 of cuBLAS per MMA wherever lists were long).
 PANEL_WHOLE_GAIN = {8: 1.42, 16: 1.13, 32: 1.05}
+#: Over whole slices the panels' speed per MMA (for the dense path's choice) follows how
+#: long their lists are, the share of W's block grid they cover, more than W's density:
+#: (cover, speed) points, interpolated in log cover and held at the ends. From the H200
+#: sweep at 5d0ea25 (N = C = K = 8192, both products, float16 and bfloat16, eager; the
+#: panels storing Y by TMA): 0.65-0.73 at a cover of 0.08-0.09 (banded, d = 0.05),
+#: 0.79-0.86 at 0.14, 0.93-0.99 at 0.28, 0.99-1.06 at 0.52 and 0.94-1.13 where the panels
+#: cover all of W; held at 1.0 above.
+PANEL_WHOLE_SPEED = ((0.08, 0.68), (0.136, 0.8), (0.28, 0.94), (0.5, 1.0))
 #: The persistent TMA dsd kernel takes its tiles row tile by row tile, every work item of
 #: one before the next, so the CTAs running at one time share X's rows. Its dense panels
 #: instead take bands of this many row tiles, group by group within a band, so that the
@@ -258,23 +266,26 @@ def panel_speed(b: int, density: float) -> float:
 def panel_time(structure, trans: bool, group: int, b: int, pad: int, whole: bool) -> float:
     """The dense panels' predicted time against dense cuBLAS's: the share of W's block
     grid they cover (the lists padded to ``pad`` entries, or widened to whole slices of
-    it) over their speed per MMA (:func:`panel_speed`, times :data:`PANEL_WHOLE_GAIN` over
-    whole slices of X)."""
+    it) over their speed per MMA (:func:`panel_speed`; over whole slices of X,
+    :data:`PANEL_WHOLE_SPEED` at their cover)."""
     rows, cols = structure.block_shape
-    speed = panel_speed(b, structure.nnzb / (rows * cols) if rows * cols else 0.0)
+    cover = worklists.panel_cover(structure, trans, group, pad, whole)
     if whole:
-        speed *= PANEL_WHOLE_GAIN.get(b, 1.0)
-    return worklists.panel_cover(structure, trans, group, pad, whole) / speed
+        points = np.array(PANEL_WHOLE_SPEED)
+        speed = float(np.interp(np.log(max(cover, 1e-9)), np.log(points[:, 0]), points[:, 1]))
+    else:
+        speed = panel_speed(b, structure.nnzb / (rows * cols) if rows * cols else 0.0)
+    return cover / speed
 
 
 def panel_whole_pays(structure, trans: bool, group: int, b: int) -> bool:
     """The panels over whole slices of X are predicted faster than over the union lists'
-    entries (:func:`panel_time`): whole slices cover less than PANEL_WHOLE_GAIN times the
-    entries' share of W. On the H200 sweep behind the gain this took the faster form in
-    45 of the 48 cases (the other three within 7 %)."""
+    entries: whole slices cover less than PANEL_WHOLE_GAIN times the entries' share of W.
+    On the H200 sweep behind the gain this took the faster form in 45 of the 48 cases (the
+    other three within 7 %)."""
     pad = 64 // b
-    return (panel_time(structure, trans, group, b, pad, True)
-            < panel_time(structure, trans, group, b, pad, False))
+    return (worklists.panel_cover(structure, trans, group, pad, True)
+            < PANEL_WHOLE_GAIN.get(b, 1.0) * worklists.panel_cover(structure, trans, group, pad))
 
 
 def panel_pays(structure, trans: bool, cfg: KernelConfig, b: int, n: int, ctas: int) -> bool:
