@@ -259,8 +259,13 @@ def union_pays(structure, trans: bool, group: int, n: int) -> bool:
 def panel_speed(b: int, density: float) -> float:
     """The dense panels' speed per MMA against cuBLAS at block size ``b`` and W's
     ``density`` (:data:`PANEL_SPEED`, interpolated in log density, held at its ends)."""
-    points = np.array(PANEL_SPEED.get(b, ((1.0, 0.5),)))
-    return float(np.interp(np.log(max(density, 1e-9)), np.log(points[:, 0]), points[:, 1]))
+    return _log_interp(PANEL_SPEED.get(b, ((1.0, 0.5),)), density)
+
+
+def _log_interp(points, x: float) -> float:
+    """(x, y) ``points`` interpolated at ``x`` in log x, held at the ends."""
+    p = np.array(points)
+    return float(np.interp(np.log(max(x, 1e-9)), np.log(p[:, 0]), p[:, 1]))
 
 
 def panel_time(structure, trans: bool, group: int, b: int, pad: int, whole: bool) -> float:
@@ -270,11 +275,8 @@ def panel_time(structure, trans: bool, group: int, b: int, pad: int, whole: bool
     :data:`PANEL_WHOLE_SPEED` at their cover)."""
     rows, cols = structure.block_shape
     cover = worklists.panel_cover(structure, trans, group, pad, whole)
-    if whole:
-        points = np.array(PANEL_WHOLE_SPEED)
-        speed = float(np.interp(np.log(max(cover, 1e-9)), np.log(points[:, 0]), points[:, 1]))
-    else:
-        speed = panel_speed(b, structure.nnzb / (rows * cols) if rows * cols else 0.0)
+    speed = (_log_interp(PANEL_WHOLE_SPEED, cover) if whole else
+             panel_speed(b, structure.nnzb / (rows * cols) if rows * cols else 0.0))
     return cover / speed
 
 

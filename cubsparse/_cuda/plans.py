@@ -130,9 +130,8 @@ class SddPlan:
     chunks: int = 0  # sdd_stream: chunks of dY's block columns (the grid's other dimension)
     chunk: int = 0  # sdd_stream: block columns per chunk (at most its tile's)
     # the weight gradient in two parts: the single-block kernel over the blocks the dense
-    # panels (``kernel``) leave, in a second launch of ``rest_grid`` CTAs (0: one a group)
+    # panels (``kernel``) leave, in a second launch of a CTA per group of them
     rest: KernelConfig | None = None
-    rest_grid: int = 0
 
     def __str__(self) -> str:
         head = f"sampled A @ B, {self.dtype}, b = {self.blocksize}: "
@@ -152,8 +151,7 @@ class SddPlan:
         per += f", grid ({self.grid},) ({k.persistent}/SM, persistent)" if self.grid else ""
         if self.rest is not None:
             per += (f"; the tiles the blocks fill, then the other blocks on {self.rest.name}, "
-                    f"{self.rest.group} block(s) of a block row per "
-                    + ("group" if self.rest_grid else "CTA"))
+                    f"{self.rest.group} block(s) of a block row per CTA")
         return head + (f"{self.kernel.name}, " + ("tiles of the block grid" if self.tiled
                        else per)
                        + f", A as {'[k][m]' if self.a_km else '[m][k]'}"
@@ -330,7 +328,7 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
         return SddPlan(name, b, "sparse", scfg, False, a_km, b_nk, False, None, per_chunk,
                        chunks, chunk)
     hopper = name in TC_TAGS and a_km and not b_nk and arch == 90
-    pcfg = panels = sdd_wgmma_config(name, b, panel=True) if hopper and not tf32 else None
+    pcfg = sdd_wgmma_config(name, b, panel=True) if hopper and not tf32 else None
     if tf32:  # TF32 reads A[m][k] and B[n][k]
         cfg, a_km, b_nk = sdd_config(name, b, tf32=True), False, True
     elif pcfg is not None and decide_ahead("sdd_panel", _SDD_LATER, sdd_rules.sdd_panel_pays,
@@ -350,10 +348,10 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
         # a longer reduction: the paired tile where pairs of block rows share their
         # columns; over a wide W the TMA kernel, else the wide tile (the same rule, each
         # its own decision)
-        pcfg = sdd_wgmma_config(name, b, pair=True)
-        if pcfg is not None and decide("sdd_pair", sdd_rules.sdd_pair_pays, structure, pcfg,
+        pair = sdd_wgmma_config(name, b, pair=True)
+        if pair is not None and decide("sdd_pair", sdd_rules.sdd_pair_pays, structure, pair,
                                        cfg, sms, inner):
-            cfg = pcfg
+            cfg = pair
         else:
             for decision, kw in (("sdd_tma", {"tma": True}), ("sdd_wide", {"wide": True})):
                 alt = sdd_wgmma_config(name, b, **kw)
@@ -363,23 +361,23 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
     # In two parts where W's blocks fill some panel tiles and leave the rest nearly empty
     # (a small-world layout): the panels over the filled tiles, the single-block kernel
     # over the other blocks. Not where the panels are forbidden or another kernel forced.
-    rest = sdd_wgmma_config(name, b) if panels is not None and not tiled else None
+    rest = sdd_wgmma_config(name, b) if pcfg is not None and not tiled else None
     # (a forced sdd_hybrid runs at any reduction; the rule, at long ones only)
     long = (forced("sdd_short") is not True if forced("sdd_hybrid")
             else not decide("sdd_short", sdd_rules.sdd_short_pays, inner))
     if rest is not None and not (
             long and forced("sdd_panel") is not False
             and decide_ahead("sdd_hybrid", (*_SDD_LATER, "sdd_panel"),
-                             sdd_rules.sdd_hybrid_pays, structure, panels, rest, b, sms)):
+                             sdd_rules.sdd_hybrid_pays, structure, pcfg, rest, b, sms)):
         rest = None
     if rest is not None:  # (forced, a part may be empty: then one kernel runs)
         filled, rest_groups = sdd_worklists.sdd_hybrid_host(
-            structure, panels.block_rows, panels.group, rest.group, sdd_rules.sdd_hybrid_fill(b))
+            structure, pcfg.block_rows, pcfg.group, rest.group, sdd_rules.sdd_hybrid_fill(b))
         if not (filled.shape[0] and rest_groups.shape[0]):
             rest = None
     rows, cols = structure.block_shape
     if rest is not None:
-        cfg = panels
+        cfg = pcfg
         count = filled.shape[0]
         panel_ratio = sdd_rules.sdd_hybrid_times(structure, cfg, rest, b, sms)[2]
     else:  # a persistent grid: every CTA walks groups (or panel tiles)
@@ -392,10 +390,7 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
                                       dense_bytes_limit, panel_ratio)
     if dense:
         return SddPlan(name, b, "dense", gather_config(name, b), False, a_km, b_nk, tf32, ratio)
-    rest_grid = (min(rest_groups.shape[0], persistent_ctas(rest, sms))
-                 if rest is not None and rest.persistent else 0)
-    return SddPlan(name, b, "sparse", cfg, tiled, a_km, b_nk, tf32, ratio, grid,
-                   rest=rest, rest_grid=rest_grid)
+    return SddPlan(name, b, "sparse", cfg, tiled, a_km, b_nk, tf32, ratio, grid, rest=rest)
 
 
 #: The sdd kernels a plan weighs after the short-reduction kernel and the dense panels:

@@ -213,7 +213,7 @@ class _SddRunner:
                 groups, rest = sdd_worklists.sdd_hybrid(s, dev, cfg.block_rows, cfg.group,
                                                         p.rest.group,
                                                         sdd_rules.sdd_hybrid_fill(b))
-                self.rest = self._wgmma_launch(p.rest, p.rest_grid, rest, s, inner, f)
+                self.rest = self._wgmma_launch(p.rest, 0, rest, s, inner, f)
             else:
                 groups = sdd_worklists.sdd_work(s, dev, cfg.group, cfg.block_rows, cfg.panel)
             self.dcols = s.block_shape[1] * b

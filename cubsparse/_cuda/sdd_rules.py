@@ -176,16 +176,14 @@ def sdd_hybrid_times(structure, panel: KernelConfig, rest: KernelConfig, b: int,
 def sdd_hybrid_pays(structure, panel: KernelConfig, rest: KernelConfig, b: int,
                     sms: int) -> bool:
     """The weight gradient in two parts is predicted SDD_HYBRID_MIN_GAIN faster than the
-    panels alone and than the single-block kernel alone (:func:`sdd_hybrid_times`), and
-    each part has work: on a small-world layout the panels take the band of W's blocks
-    near the diagonal, and the single-block kernel the blocks rewired away from it."""
+    panels alone and than the single-block kernel alone (:func:`sdd_hybrid_times`): on a
+    small-world layout the panels take the band of W's blocks near the diagonal, and the
+    single-block kernel the blocks rewired away from it. (The plan runs one kernel where
+    a part is left empty.)"""
     if b not in SDD_SINGLE_SPEED or not structure.nnzb:
         return False
     panels, singles, hybrid = sdd_hybrid_times(structure, panel, rest, b, sms)
-    dense, groups = sdd_worklists.sdd_hybrid_host(structure, panel.block_rows, panel.group,
-                                                  rest.group, sdd_hybrid_fill(b))
-    return (dense.shape[0] > 0 and groups.shape[0] > 0
-            and hybrid * SDD_HYBRID_MIN_GAIN <= min(panels, singles))
+    return hybrid * SDD_HYBRID_MIN_GAIN <= min(panels, singles)
 
 
 def sdd_stream_grid(structure, chunk: int, slots: int, warps: int) -> tuple[int, int, int]:

@@ -30,6 +30,16 @@ __device__ __forceinline__ void rows_n_store(const float (&acc)[XN / 2], int wg,
     }
 }
 
+// The barrier of consumer warpgroup wg (0 or 1) alone in the TMA-store epilogues: hardware
+// barrier 3 + wg, each an immediate (ptxas reserves every barrier for an id it cannot
+// tell at compile time).
+__device__ __forceinline__ void epilogue_sync(int wg) {
+  if (wg == 0)
+    named_barrier_sync<3>(128);
+  else
+    named_barrier_sync<4>(128);
+}
+
 // rows_n_store through shared memory and the TMA engine (alpha applied, beta 0): warpgroup
 // wg's 64 columns of Y (col0..) over the tile's XN rows go out in rounds of EPI rows, each
 // staged in `buf` (EPI rows of 128 bytes, the 128-byte swizzle of `ymap`'s 64 x EPI box)
@@ -48,12 +58,6 @@ __device__ __forceinline__ void rows_n_store_tma(const float (&acc)[XN / 2], int
   static_assert(EPI % 8 == 0 && XN % EPI == 0 && EPI <= 256, "rounds of whole 8-row groups");
   const int lane = tid & 31, wiw = (tid % 128) / 32;
   const bool leader = tid % 128 == 0;
-  auto sync = [wg] {
-    if (wg == 0)
-      named_barrier_sync<3>(128);
-    else
-      named_barrier_sync<4>(128);
-  };
   // After transpose_pair, a lane holds row 8 q + rl of the round at columns c, c + 1, with
   // c = 16 wiw + 8 h + cl: the same 16-byte chunk (2 wiw + h) of every 8-row group, so
   // its two addresses are fixed and the groups 1024 bytes apart.
@@ -65,7 +69,7 @@ __device__ __forceinline__ void rows_n_store_tma(const float (&acc)[XN / 2], int
   for (int part = 0; part < XN / EPI; ++part) {
     if (row0 + part * EPI >= nrows) break;  // (the same for the whole warpgroup)
     if (leader) bulk_wait_read<0>();
-    sync();  // the buffer is free
+    epilogue_sync(wg);  // the buffer is free
 #pragma unroll
     for (int qq = 0; qq < EPI / 8; ++qq)
 #pragma unroll
@@ -76,7 +80,7 @@ __device__ __forceinline__ void rows_n_store_tma(const float (&acc)[XN / 2], int
         st_shared_u32(at[h] + qq * 1024, pair_value(Tag(), nullptr, s0, s1, alpha, 0.f));
       }
     fence_proxy_async();  // this thread's writes, to the copy engine
-    sync();
+    epilogue_sync(wg);
     if (leader) {
       tma_store_2d(ymap, buf, col0, row0 + part * EPI);
       bulk_commit();
@@ -102,17 +106,11 @@ __device__ __forceinline__ void panel_store_tma(const float (&acc)[BT / 2], int 
   static_assert(BT % 64 == 0, "whole 64-column boxes");
   const int lane = tid & 31, wiw = (tid % 128) / 32;
   const bool leader = tid % 128 == 0;
-  auto sync = [wg] {
-    if (wg == 0)
-      named_barrier_sync<3>(128);
-    else
-      named_barrier_sync<4>(128);
-  };
   const int r = wiw * 16 + (lane >> 2);  // the lane's first row (+ 8 h), phase r % 8
 #pragma unroll
   for (int c = 0; c < BT / 64; ++c) {
     if (leader) bulk_wait_read<0>();
-    sync();  // the buffer is free
+    epilogue_sync(wg);  // the buffer is free
 #pragma unroll
     for (int qq = 0; qq < 8; ++qq)
 #pragma unroll
@@ -123,7 +121,7 @@ __device__ __forceinline__ void panel_store_tma(const float (&acc)[BT / 2], int 
                                  alpha, 0.f));
       }
     fence_proxy_async();  // this thread's writes, to the copy engine
-    sync();
+    epilogue_sync(wg);
     if (leader) {
       tma_store_2d(ymap, buf, col0 + 64 * c, row0 + 64 * wg);
       bulk_commit();
