@@ -218,8 +218,8 @@ def _run() -> int:
                     finally:
                         configs.set_tiles(wgmma_panel_tma=tma)
                 # the weight gradient in two parts (b = 16, 32; W's blocks fill some tiles
-                # of a band and few elsewhere): two CTAs walking the panels, then a CTA per
-                # group of the other blocks
+                # of a band and few elsewhere): two CTAs walking the panels, then the other
+                # blocks' groups
                 if b in (16, 32) and sdd_configs.sdd_wgmma_config(dtype, b, panel=True):
                     nbk = 2 * 128 // b + 3
                     band = np.abs(np.subtract.outer(np.arange(nbk), np.arange(nbk))) <= 128 // b
@@ -228,10 +228,12 @@ def _run() -> int:
                                                           backend="cuda")
                     x2 = cp.asarray(rng.standard_normal((n, nbk * b))).astype(dtype)
                     d2 = cp.asarray(rng.standard_normal((n, nbk * b))).astype(dtype)
-                    with plans.override(sdd_hybrid=True, sdd_short=False, grid_limit=2):
-                        results["sdd two parts"] = (
-                            cs.sampled_matmul(x2.T, d2, like=W2).toarray(),
-                            (_f64(x2).T @ _f64(d2)) * np.kron(lay2, np.ones((b, b))))
+                    for splits in (1, 3):  # the second part's reduction whole, or split
+                        with plans.override(sdd_hybrid=True, sdd_short=False, grid_limit=2,
+                                            sdd_rest_splits=splits):
+                            results[f"sdd two parts, {splits} split(s)"] = (
+                                cs.sampled_matmul(x2.T, d2, like=W2).toarray(),
+                                (_f64(x2).T @ _f64(d2)) * np.kron(lay2, np.ones((b, b))))
                 # the TMA sdd's dense panels (b <= 32), two CTAs walking the tiles
                 if sdd_configs.sdd_wgmma_config(dtype, b, panel=True) is not None:
                     with plans.override(sdd_panel=True, sdd_short=False, grid_limit=2):

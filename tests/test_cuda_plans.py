@@ -322,9 +322,10 @@ def test_weight_gradient_in_two_parts_where_some_tiles_are_filled(layout, b, two
     assert (p.rest is not None) == two_parts
     if two_parts:
         assert p.kernel.panel
-        assert p.rest == sdd_configs.sdd_wgmma_config("float16", b)
-        assert "then the other blocks on sdd_wgmma<" in str(p)
-        panels, singles, both = sdd_rules.sdd_hybrid_times(s, p.kernel, p.rest, b, SMS)
+        assert p.rest == sdd_configs.sdd_wgmma_config("float16", b, rest=True)
+        assert "then the other blocks on sdd_wgmma_rest<" in str(p)
+        assert p.rest_splits >= 1
+        panels, singles, both = sdd_rules.sdd_hybrid_times(s, p.kernel, p.rest, b)
         assert both * sdd_rules.SDD_HYBRID_MIN_GAIN <= min(panels, singles)
     assert plan(sdd_hybrid=False).rest is None
     assert plan(sdd_panel=False).rest is None
@@ -369,22 +370,65 @@ def test_panel_store_by_tma_needs_whole_64_column_boxes(monkeypatch):
 
 def test_sdd_two_part_tables_cover_every_block_once():
     """The two-part weight gradient's tables: the panel tiles the blocks fill at least
-    ``min_fill`` of, and runs of at most ``rest_group`` adjacent blocks of one block row
-    over the others; together every block once."""
+    ``min_fill`` of, and groups of up to ``rest_group`` of one block row's other blocks
+    (listed by ``order``, wherever they lie in the row: a row's groups are full but its
+    last); together every block once."""
     lay = cs.layouts.watts_strogatz(200, 20, 0.1, seed=1)
     s = cs.BlockSparseMatrix.from_layout(lay, 16, backend="cpu")._structure
-    panels, rest = sdd_worklists.sdd_hybrid_host(s, 8, 16, 8, 0.2)
+    panels, rest, order = sdd_worklists.sdd_hybrid_host(s, 8, 16, 8, 0.2)
     assert panels.shape[0]
     assert rest.shape[0]
     assert ((panels[:, 2:] >= 0).sum(axis=1) >= 0.2 * 8 * 16).all()
     seen = np.zeros(s.nnzb, int)
     ids = panels[:, 2:]
     np.add.at(seen, ids[ids >= 0], 1)
-    for row, first, count in rest.tolist():
+    assert rest[0, 1] == 0
+    assert (rest[1:, 1] == np.cumsum(rest[:-1, 2])).all()
+    for i, (row, first, count) in enumerate(rest.tolist()):
         assert 1 <= count <= 8
-        assert (s.rows[first:first + count] == row).all()
-        seen[first:first + count] += 1
+        blocks = order[first:first + count]
+        assert (s.rows[blocks] == row).all()
+        if i + 1 < rest.shape[0] and rest[i + 1, 0] == row:
+            assert count == 8  # only a row's last group is short
+        seen[blocks] += 1
     assert (seen == 1).all()
+    # the rewired blocks of a row are few and apart: fewer groups than runs of neighbours
+    runs = 1 + np.count_nonzero((np.diff(order) != 1) | (np.diff(s.rows[order]) != 0))
+    assert rest.shape[0] < runs
+
+
+@pytest.mark.parametrize(("b", "groups", "inner", "splits"), [
+    (16, 400, 8192, 4),     # b = 16: at least SDD_REST_LEAST_SPLITS
+    (32, 400, 8192, 1),     # b = 32: a CTA a group where the groups fill the wave
+    (32, 100, 8192, 5),     # as many as fill the wave
+    (32, 600, 8192, 4),     # more groups than a wave holds: SDD_REST_SPLITS
+    (16, 10, 8192, 8),      # at most SDD_REST_MAX_SPLITS
+    (16, 10, 1024, 4),      # 32 slices of 32: at least SDD_REST_MIN_SLICES each
+    (16, 10, 100, 1),       # 4 slices
+])
+def test_rest_splits(b, groups, inner, splits):
+    """The second part's reduction is shared by as many CTAs as fill the device once (528
+    slots), within the least and most splits and SDD_REST_MIN_SLICES slices each."""
+    assert sdd_rules.SDD_REST_LEAST_SPLITS == {16: 4, 32: 1}
+    assert sdd_rules.SDD_REST_SPLITS == 4
+    assert sdd_rules.SDD_REST_MAX_SPLITS == 8
+    assert sdd_rules.SDD_REST_MIN_SLICES == 8
+    assert sdd_rules.sdd_rest_splits(b, groups, inner, 32, 528) == splits
+
+
+def test_forced_rest_splits_reach_the_plan():
+    """``sdd_rest_splits`` forces the second part's split; by the rule, 128 block rows'
+    groups leave most of the device's slots to split their reductions."""
+    lay = cs.layouts.watts_strogatz(128, 16, 0.1, seed=1)
+    s = cs.BlockSparseMatrix.from_layout(lay, 16, backend="cpu")._structure
+    with plans.override(sdd_hybrid=True):
+        p = plans.plan_sdd(s, "float16", 16, 8192, True, False, False, 90, SMS, None)
+    assert p.rest is not None, p
+    assert p.rest_splits > 1, p
+    assert f"{p.rest_splits} CTA(s) per group" in str(p)
+    with plans.override(sdd_hybrid=True, sdd_rest_splits=3):
+        p = plans.plan_sdd(s, "float16", 16, 8192, True, False, False, 90, SMS, None)
+    assert p.rest_splits == 3
 
 
 def test_whole_slice_lists():

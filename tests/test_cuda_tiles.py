@@ -278,14 +278,18 @@ def test_tma_sdd_panel_tiles_match_scipy(backend, force, sdd_panel_tile, dtype, 
 
 @pytest.mark.parametrize("b", [16, 32])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize(("n", "ctas"), [(77, 0), (300, 2)])
-def test_sdd_in_two_parts_matches_scipy(backend, force, b, dtype, n, ctas):
+@pytest.mark.parametrize(("n", "ctas", "splits"),
+                         [(77, 0, 1), (77, 0, 3), (300, 2, 3), (1000, 0, 0)])
+def test_sdd_in_two_parts_matches_scipy(backend, force, b, dtype, n, ctas, splits):
     """The weight gradient in two parts (Hopper): the dense panels over the tiles near the
     diagonal that W's blocks fill, then the single-block kernel over the scattered blocks
-    they leave (runs of a block row split by the panels' tiles, a block row with none
-    left); the panels on the device's grid or two CTAs, the second launch a CTA per group;
-    alpha and beta; results repeat bit for bit."""
-    force(sdd_hybrid=True, sdd_short=False, dense=False, grid_limit=ctas or None)
+    they leave (a block row's blocks on both sides of the panels' tiles in one group, a
+    block row with none left); the panels on the device's grid or two CTAs; the second
+    part's reduction whole in one CTA, split three ways (at b = 32 and 77 rows, two
+    64-deep slices: a CTA with none) or as the rule splits it; alpha and beta; results
+    repeat bit for bit."""
+    force(sdd_hybrid=True, sdd_short=False, dense=False, grid_limit=ctas or None,
+          sdd_rest_splits=splits or None)
     rng = np.random.default_rng(n + b)
     nb = 4 * 128 // b + 3  # a partial last row and column of panel tiles
     lay = np.abs(np.subtract.outer(np.arange(nb), np.arange(nb))) <= 128 // b
@@ -299,11 +303,14 @@ def test_sdd_in_two_parts_matches_scipy(backend, force, b, dtype, n, ctas):
         plan = cs.sampled_matmul_plan(x.T, dy, like=w)
         assert plan.rest is not None, plan
         assert plan.kernel.panel
-        filled, rest = sdd_worklists.sdd_hybrid_host(w._structure, plan.kernel.block_rows,
-                                                     plan.kernel.group, plan.rest.group,
-                                                     sdd_rules.sdd_hybrid_fill(b))
+        filled, rest, _ = sdd_worklists.sdd_hybrid_host(w._structure, plan.kernel.block_rows,
+                                                        plan.kernel.group, plan.rest.group,
+                                                        sdd_rules.sdd_hybrid_fill(b))
         assert filled.shape[0]
         assert rest.shape[0]
+        assert plan.rest_splits == (splits or sdd_rules.sdd_rest_splits(
+            b, rest.shape[0], n, tiles.WGMMA_SDD_REST[b].k,
+            device.sm_count(0) * configs.smem_ctas(plan.rest, 90)))
     first = to_numpy(cs.sampled_matmul(x.T, dy, like=w).data)
     again = to_numpy(cs.sampled_matmul(x.T, dy, like=w).data)
     assert np.array_equal(first.view(np.uint16), again.view(np.uint16))

@@ -15,7 +15,8 @@ their epilogue stored by TMA in rounds of E rows, 0 for register stores, and S s
 for the table's; E = 0 or 64 also sets the TMA panels' epilogue, 64 storing by TMA). A
 suffix ``@R`` forces bands of R row tiles in the TMA kernels' tile
 order (``plans.override(band=R)``), e.g. ``rule@4``. ``+name`` / ``-name`` force a plan
-decision on or off, e.g. ``-sdd_panel`` with ``--ops sdd``; ``&`` joins variants, e.g.
+decision on or off, e.g. ``-sdd_panel`` with ``--ops sdd``, and ``name=V`` sets an integer
+one, e.g. ``sdd_rest_splits=1``; ``&`` joins variants, e.g.
 ``+panel&+panel_whole`` (the TMA kernel's panels over whole slices of X).
 
     PYTHONPATH=.:tools python3 tools/layout_ab.py --b 8,16,32 --d 0.05,0.25 \\
@@ -53,6 +54,9 @@ def _variant(name: str, b: int):
         return {}, {}
     if name[:1] in "+-":
         return {name[1:]: name[0] == "+"}, {}
+    if "=" in name:  # an integer decision, e.g. sdd_rest_splits=1
+        key, value = name.split("=")
+        return {key: int(value)}, {}
     if name == "nopanel":
         return {"panel": False}, {}
     if name == "union":

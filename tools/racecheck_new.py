@@ -25,12 +25,13 @@ for b in (8, 16, 32):
         err = np.linalg.norm(got - xh @ Wd) / np.linalg.norm(xh @ Wd)
         bad += not err < 1e-2
         print(b, name, f"{err:.1e}")
-    if b in (16, 32):
-        with plans.override(sdd_hybrid=True, sdd_short=False, grid_limit=2, dense=False):
+    for splits in (1, 3) if b in (16, 32) else ():
+        with plans.override(sdd_hybrid=True, sdd_short=False, grid_limit=2, dense=False,
+                            sdd_rest_splits=splits):
             g = cp.asnumpy(cs.sampled_matmul(x.T, x, like=W).toarray()).astype(np.float64)
         ref = (xh.T @ xh) * np.kron(lay, np.ones((b, b)))
         err = np.linalg.norm(g - ref) / np.linalg.norm(ref)
         bad += not err < 1e-2
-        print(b, "sdd two parts", f"{err:.1e}")
+        print(b, f"sdd two parts, {splits} split(s)", f"{err:.1e}")
 cp.cuda.Device().synchronize()
 print("mismatches", bad)

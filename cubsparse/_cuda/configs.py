@@ -21,7 +21,7 @@ SIMT_TYPES = {"float32": "float", "float64": "double"}
 FAMILIES = ("dsd_tc", "dsd_group_tc", "dsd_stream", "dsd_simt", "sdd_tc", "sdd_tile_tc",
             "sdd_stream", "sdd_simt", "sdd_tile_simt", "dsd_wgmma_single", "dsd_wgmma_ws",
             "dsd_wgmma_tma", "dsd_wgmma_union", "transpose_blocks", "sdd_wgmma",
-            "sdd_wgmma_tma", "dense")
+            "sdd_wgmma_rest", "sdd_wgmma_tma", "dense")
 
 #: Bumped by every :func:`set_tiles`; the plan caches key on it.
 GENERATION = [0]

@@ -14,7 +14,7 @@ from .configs import GENERATION
 _FORCED: dict = {}
 DECISIONS = ("panel", "panel_whole", "union", "group", "tall", "cluster", "dsd_pair", "short", "kn",
              "sdd_tiled", "sdd_short", "sdd_wide", "sdd_tma", "sdd_pair", "sdd_panel",
-             "sdd_hybrid", "split",
+             "sdd_hybrid", "sdd_rest_splits", "split",
              "grid_limit", "band", "dense", "fill", "stream", "stream_run", "stream_share",
              "sdd_stream", "sdd_stream_grid")
 
@@ -64,6 +64,9 @@ def override(**decisions):
         where ``sdd_short`` is forced on; off where ``sdd_panel`` is forced off. Where left
         to the rule (long reductions only), another sdd decision forced on, ``sdd_panel``
         included, keeps it off.
+    ``sdd_rest_splits`` : int
+        CTAs sharing each group's reduction in the second part of the weight gradient in
+        two parts (the rule: :func:`.sdd_rules.sdd_rest_splits`).
     ``kn`` : bool
         X @ W on a wgmma kernel reads W's blocks as stored (else a transposed copy).
     ``split`` : int

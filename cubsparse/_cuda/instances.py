@@ -70,6 +70,8 @@ def _family_configs(fam: str, dt: str, b: int) -> list[KernelConfig]:
             out.append(sdd_wgmma_config(dt, b, panel=True))
         if sdd_wgmma_config(dt, b) is not None:
             out.append(sdd_wgmma_config(dt, b))
+            if sdd_wgmma_config(dt, b, rest=True) is not None:
+                out.append(sdd_wgmma_config(dt, b, rest=True))
             for kw in ({"wide": True}, {"tma": True}, {"pair": True}):
                 if sdd_wgmma_config(dt, b, **kw) is not None:
                     out.append(sdd_wgmma_config(dt, b, **kw))

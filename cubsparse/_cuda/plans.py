@@ -42,7 +42,7 @@ from .sdd_configs import (
     sdd_tile_config,
     sdd_wgmma_config,
 )
-from .tiles import SMALL_ROWS, WGMMA_DSD_KN, WGMMA_DSD_KN_ROWS, WGMMA_DSD_TALL
+from .tiles import SMALL_ROWS, WGMMA_DSD_KN, WGMMA_DSD_KN_ROWS, WGMMA_DSD_TALL, WGMMA_SDD_REST
 
 #: The plan-override API (:mod:`.decisions`), kept here beside the plans it forces.
 __all__ = ["DECISIONS", "DsdPlan", "SddPlan", "forced", "override", "persistent_ctas",
@@ -132,6 +132,7 @@ class SddPlan:
     # the weight gradient in two parts: the single-block kernel over the blocks the dense
     # panels (``kernel``) leave, in a second launch of a CTA per group of them
     rest: KernelConfig | None = None
+    rest_splits: int = 1  # CTAs sharing each of its groups' reduction
 
     def __str__(self) -> str:
         head = f"sampled A @ B, {self.dtype}, b = {self.blocksize}: "
@@ -151,7 +152,8 @@ class SddPlan:
         per += f", grid ({self.grid},) ({k.persistent}/SM, persistent)" if self.grid else ""
         if self.rest is not None:
             per += (f"; the tiles the blocks fill, then the other blocks on {self.rest.name}, "
-                    f"{self.rest.group} block(s) of a block row per CTA")
+                    f"up to {self.rest.group} of a block row per group, "
+                    f"{self.rest_splits} CTA(s) per group")
         return head + (f"{self.kernel.name}, " + ("tiles of the block grid" if self.tiled
                        else per)
                        + f", A as {'[k][m]' if self.a_km else '[m][k]'}"
@@ -361,25 +363,29 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
     # In two parts where W's blocks fill some panel tiles and leave the rest nearly empty
     # (a small-world layout): the panels over the filled tiles, the single-block kernel
     # over the other blocks. Not where the panels are forbidden or another kernel forced.
-    rest = sdd_wgmma_config(name, b) if pcfg is not None and not tiled else None
+    rest = sdd_wgmma_config(name, b, rest=True) if pcfg is not None and not tiled else None
     # (a forced sdd_hybrid runs at any reduction; the rule, at long ones only)
     long = (forced("sdd_short") is not True if forced("sdd_hybrid")
             else not decide("sdd_short", sdd_rules.sdd_short_pays, inner))
     if rest is not None and not (
             long and forced("sdd_panel") is not False
             and decide_ahead("sdd_hybrid", (*_SDD_LATER, "sdd_panel"),
-                             sdd_rules.sdd_hybrid_pays, structure, pcfg, rest, b, sms)):
+                             sdd_rules.sdd_hybrid_pays, structure, pcfg, rest, b)):
         rest = None
     if rest is not None:  # (forced, a part may be empty: then one kernel runs)
-        filled, rest_groups = sdd_worklists.sdd_hybrid_host(
+        filled, rest_groups, _ = sdd_worklists.sdd_hybrid_host(
             structure, pcfg.block_rows, pcfg.group, rest.group, sdd_rules.sdd_hybrid_fill(b))
         if not (filled.shape[0] and rest_groups.shape[0]):
             rest = None
     rows, cols = structure.block_shape
+    rest_splits = 1
     if rest is not None:
         cfg = pcfg
         count = filled.shape[0]
-        panel_ratio = sdd_rules.sdd_hybrid_times(structure, cfg, rest, b, sms)[2]
+        panel_ratio = sdd_rules.sdd_hybrid_times(structure, cfg, rest, b)[2]
+        rest_splits = int(forced("sdd_rest_splits") or sdd_rules.sdd_rest_splits(
+            b, rest_groups.shape[0], inner, WGMMA_SDD_REST[b].k,
+            sms * max(1, smem_ctas(rest, arch))))
     else:  # a persistent grid: every CTA walks groups (or panel tiles)
         count = sdd_worklists.sdd_work_host(structure, cfg.group, cfg.block_rows,
                                             cfg.panel).shape[0]
@@ -390,7 +396,8 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
                                       dense_bytes_limit, panel_ratio)
     if dense:
         return SddPlan(name, b, "dense", gather_config(name, b), False, a_km, b_nk, tf32, ratio)
-    return SddPlan(name, b, "sparse", cfg, tiled, a_km, b_nk, tf32, ratio, grid, rest=rest)
+    return SddPlan(name, b, "sparse", cfg, tiled, a_km, b_nk, tf32, ratio, grid, rest=rest,
+                   rest_splits=rest_splits)
 
 
 #: The sdd kernels a plan weighs after the short-reduction kernel and the dense panels:

@@ -18,6 +18,7 @@ from .run import (
     _key,
     _map_rows,
     _runner,
+    _SplitScratch,
     _stream,
     _stride_grid,
 )
@@ -182,6 +183,7 @@ class _SddRunner:
         self.outputs = _shared_outputs(like, dtype, dev)
         self.direct = None  # the eager call's launch, where the kernel reads pointers
         self.rest = None  # the second launch of a weight gradient in two parts
+        self.rest_scratch = None  # its split reduction's workspace and counters
         cfg = p.kernel
         # Every sdd kernel stores at least pairs of outputs (the wgmma kernels and the dense
         # path's gather 16-byte vectors): a result whose values are a view one element into a
@@ -210,10 +212,14 @@ class _SddRunner:
                                                 bmap, None, None, None])
         elif cfg.tma:  # persistent: p.grid CTAs, each a run of groups; maps set per call
             if p.rest is not None:  # the panels' tiles, then a launch over the other blocks
-                groups, rest = sdd_worklists.sdd_hybrid(s, dev, cfg.block_rows, cfg.group,
-                                                        p.rest.group,
-                                                        sdd_rules.sdd_hybrid_fill(b))
-                self.rest = self._wgmma_launch(p.rest, 0, rest, s, inner, f)
+                groups, rest, order = sdd_worklists.sdd_hybrid(
+                    s, dev, cfg.block_rows, cfg.group, p.rest.group,
+                    sdd_rules.sdd_hybrid_fill(b))
+                self.rest = self._rest_launch(p.rest, p.rest_splits, rest, order, s, inner, f)
+                # the partials of a group's split reduction: each CTA's D (G b x b floats)
+                self.rest_scratch = (None if p.rest_splits == 1 else _SplitScratch(
+                    s, dev, (rest.shape[0] * p.rest_splits * p.rest.group * b * b,),
+                    rest.shape[0]))
             else:
                 groups = sdd_worklists.sdd_work(s, dev, cfg.group, cfg.block_rows, cfg.panel)
             self.dcols = s.block_shape[1] * b
@@ -242,6 +248,16 @@ class _SddRunner:
         return Launch(get_kernel(cfg), (grid or groups.shape[0],), (cfg.threads,), cfg.smem,
                       "plplipipp" + f + f, [None, None, None, None, inner, groups,
                                             groups.shape[0], s.indices, None, None, None])
+
+    @staticmethod
+    def _rest_launch(cfg, splits: int, groups, order, s, inner: int, f: str) -> Launch:
+        """The second part of the weight gradient in two parts (``sdd_wgmma_rest``): the
+        blocks ``order`` lists, in ``groups`` (block row, first entry, count), each group's
+        reduction shared by ``splits`` CTAs (the workspace and counters set per call)."""
+        return Launch(get_kernel(cfg), (groups.shape[0] * splits,), (cfg.threads,), cfg.smem,
+                      "plplipippipp" + "p" + f + f,
+                      [None, None, None, None, inner, groups, groups.shape[0], order,
+                       s.indices, splits, 0, 0, None, None, None])
 
     def fast_spec(self):
         """What :meth:`_direct` writes, for the compiled path (:mod:`.fastcall`), or None
@@ -304,6 +320,9 @@ class _SddRunner:
                 rv = self.rest.v
                 rv[0].value, rv[1].value, rv[2].value, rv[3].value = ops[:4]
                 rv[-3].value, rv[-2].value, rv[-1].value = target.data.ptr, alpha, beta
+                if self.rest_scratch is not None:
+                    ws, counts = self.rest_scratch(stream)
+                    rv[10].value, rv[11].value = ws.data.ptr, counts.data.ptr
         else:
             v[0].value, v[1].value, v[2].value, v[3].value = ops[:4]
             v[-3].value, v[-2].value, v[-1].value = target.data.ptr, alpha, beta

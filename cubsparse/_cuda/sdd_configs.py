@@ -29,6 +29,7 @@ from .tiles import (
     WGMMA_SDD,
     WGMMA_SDD_PAIR,
     WGMMA_SDD_PANEL,
+    WGMMA_SDD_REST,
     WGMMA_SDD_SHORT,
     WGMMA_SDD_TMA,
     WGMMA_SDD_WIDE,
@@ -123,14 +124,17 @@ def sdd_tile_shape(dtype, b: int) -> tuple[int, int]:
 @memoized
 def sdd_wgmma_config(dtype, b: int, short: bool = False, k: int | None = None,
                      wide: bool = False, tma: bool = False,
-                     pair: bool = False, panel: bool = False) -> KernelConfig | None:
+                     pair: bool = False, panel: bool = False,
+                     rest: bool = False) -> KernelConfig | None:
     """The Hopper wgmma sdd (X.T @ dY with both read as rows), or None where unused;
     ``short``: the tile for short reductions, with the CTAs per SM of a persistent grid;
     ``k``: slices of that depth instead of the tile's; ``wide``: the tile for a wide W;
     ``tma``: the persistent kernel with TMA copies (as many CTAs per SM as shared memory
     holds; its tiles are unflipped, 64 deep); ``pair``: that kernel's paired tile, two
     block rows per group; ``panel``: that kernel's dense panels for small blocks (128 / b
-    block rows by ``group`` block columns per tile)."""
+    block rows by ``group`` block columns per tile); ``rest``: the tile of the
+    second part of the weight gradient in two parts (``sdd_wgmma_rest``, its own tile:
+    groups listed, the reduction split)."""
     name = dtype_name(dtype)
     if tma or pair or panel:
         t = (WGMMA_SDD_PANEL if panel else WGMMA_SDD_PAIR if pair else WGMMA_SDD_TMA).get(b)
@@ -144,11 +148,13 @@ def sdd_wgmma_config(dtype, b: int, short: bool = False, k: int | None = None,
         smem = t.stages * (rows * b + t.group * b) * 64 * 2 + 1024
         return _instance(expr, t.wg_m * t.wg_n * 128 + 32, smem, 0, t.group, "sm_90a",
                          ctas_per_sm(smem), True, rows, 1, panel)
-    t = (WGMMA_SDD_SHORT if short else WGMMA_SDD_WIDE if wide else WGMMA_SDD).get(b)
+    t = (WGMMA_SDD_REST if rest else WGMMA_SDD_SHORT if short else WGMMA_SDD_WIDE if wide
+         else WGMMA_SDD).get(b)
     if name not in TC_TAGS or t is None:
         return None
     k = k or t.k
-    expr = (f"sdd_wgmma<{TC_TAGS[name]},{b},{t.group},{t.wg_m},{t.wg_n},{t.stages},"
+    kernel = "sdd_wgmma_rest" if rest else "sdd_wgmma"
+    expr = (f"{kernel}<{TC_TAGS[name]},{b},{t.group},{t.wg_m},{t.wg_n},{t.stages},"
             f"{_b(t.flip)},{k}>")
     smem = t.stages * (b + t.group * b) * k * 2 + 1024
     return _instance(expr, t.wg_m * t.wg_n * 128, smem, 0, t.group, "sm_90a",

@@ -75,20 +75,36 @@ SDD_PANEL_SPEED = 0.92
 #: fill at least SDD_SINGLE_SPEED / SDD_PANEL_SPEED of them (0.08 at b = 16, 0.22 at
 #: b = 32); the single-block kernel takes the other blocks, in a second launch.
 SDD_SINGLE_SPEED = {16: 0.075, 32: 0.2}
-#: That second launch is a CTA per group of a block row's blocks, each reducing over all
-#: of N, so it costs a CTA's reduction per wave of CTAs whatever the blocks a group holds:
-#: on an H200 (N = C = K = 8192, fp16; Watts-Strogatz, banded and Barabási-Albert layouts)
-#: 0.44-0.62 ms a wave at b = 16 and 0.09-0.12 at b = 32. In dense products of W's block
-#: grid (which, like a wave, take time in proportion to N): a wave costs as much as this
-#: many block positions.
-SDD_REST_WAVE = {16: 95_000, 32: 5_600}
+#: That second launch (``sdd_wgmma_rest``) reads, per group of a block row's blocks, X's
+#: slice once and each block's slice of dY, N rows each. Its time is about SDD_REST_COST
+#: block positions of the dense product (which, like a slice, takes time in proportion to
+#: N) per slice read, plus SDD_REST_FLOOR slices' worth for the launch (a CTA's pipeline
+#: over its share of N). Fitted on an H200 (N = C = K = 8192, fp16; Watts-Strogatz,
+#: Barabási-Albert, random and banded layouts, d = 0.05-0.5, 120-13,600 slices): about
+#: 68 ns a slice at b = 16 and 71 ns at b = 32, plus 27 and 22 µs, each case within 10 %
+#: but one (b = 32, Watts-Strogatz d = 0.05: 0.090 ms against 0.071 predicted).
+SDD_REST_COST = {16: 14.3, 32: 3.8}
+SDD_REST_FLOOR = {16: 400, 32: 300}
+#: CTAs per group of that launch (:func:`sdd_rest_splits`): at least SDD_REST_SPLITS where
+#: the groups need more than one wave of CTAs; where they fit one, at least
+#: SDD_REST_LEAST_SPLITS and as many as fill the wave. On the same H200 four CTAs a group
+#: ran 1.1-1.9x faster than one at b = 16 (whatever the groups), and at b = 32 where the
+#: groups outnumber the CTAs the device holds; one a group was 1.04-1.2x faster at b = 32
+#: where the groups fill a wave alone.
+SDD_REST_SPLITS = 4
+SDD_REST_LEAST_SPLITS = {16: 4, 32: 1}
+#: At most this many CTAs share a group's reduction, each over at least
+#: SDD_REST_MIN_SLICES of its slices: more spend the time saved on the partials (16 a group
+#: ran 1.1-1.5x slower than 4).
+SDD_REST_MAX_SPLITS = 8
+SDD_REST_MIN_SLICES = 8
 #: The two parts are taken where they are predicted this much faster than either alone.
-#: No margin: on the H200 the panels alone ran at 0.76-0.81 of cuBLAS per MMA on these
-#: layouts, below SDD_PANEL_SPEED, so the prediction already leans to them. On the sweep
-#: behind SDD_REST_WAVE (b = 16, 32; four layouts, d = 0.05-0.5) the rule took the two
-#: parts in the 8 cases where they ran 1.13-1.79x faster and left out every case where
-#: they ran slower (down to 0.65x); it misses 1.06x and 1.09x at b = 32, banded, d <= 0.1.
-SDD_HYBRID_MIN_GAIN = 1.0
+#: On the H200 sweep behind SDD_REST_COST (b = 16, 32; four layouts, d = 0.05-0.1, and
+#: Watts-Strogatz to 0.5) the rule then takes them in the 9 cases where they ran
+#: 1.25-2.78x faster than one kernel, and in none that ran slower (a case predicted 1.004x
+#: faster ran at 0.93x: hence the margin); it leaves out four that ran 1.03-1.13x faster
+#: (banded at both block sizes, random at b = 16, d = 0.05).
+SDD_HYBRID_MIN_GAIN = 1.05
 #: The paired tile's store of a group costs about this many 64-deep slices of its main loop
 #: (one CTA per SM: nothing else runs meanwhile), which the one-row tile's two CTAs per SM
 #: hide. Fitted to N = 256-1024 on the same H100 (banded d = 0.1: 1.26x at N = 256, 1.73x
@@ -155,26 +171,37 @@ def sdd_hybrid_fill(b: int) -> float:
     return SDD_SINGLE_SPEED[b] / SDD_PANEL_SPEED
 
 
-def sdd_hybrid_times(structure, panel: KernelConfig, rest: KernelConfig, b: int, sms: int):
+def sdd_hybrid_times(structure, panel: KernelConfig, rest: KernelConfig, b: int):
     """Predicted times against dense cuBLAS's of the weight gradient on the panels alone,
     on the single-block kernel alone and in two parts: the panels over the tiles their
-    blocks fill (:func:`sdd_hybrid_fill`), then ``rest``, the single-block kernel, over the
-    other blocks in waves of ``sms`` times its CTAs per SM (:data:`SDD_REST_WAVE`)."""
+    blocks fill (:func:`sdd_hybrid_fill`), then ``rest`` over the other blocks, a slice of
+    X per group and one of dY per block (:data:`SDD_REST_COST`, :data:`SDD_REST_FLOOR`)."""
     rows, cols = structure.block_shape
     grid = rows * cols
     per_tile = panel.block_rows * panel.group
     tiles = sdd_worklists.sdd_work_host(structure, panel.group, panel.block_rows, True).shape[0]
-    dense, groups = sdd_worklists.sdd_hybrid_host(structure, panel.block_rows, panel.group,
-                                                  rest.group, sdd_hybrid_fill(b))
-    waves = -(-groups.shape[0] // (sms * max(1, ctas_per_sm(rest.smem))))
+    dense, groups, order = sdd_worklists.sdd_hybrid_host(
+        structure, panel.block_rows, panel.group, rest.group, sdd_hybrid_fill(b))
     return (tiles * per_tile / grid / SDD_PANEL_SPEED,
             structure.nnzb / grid / SDD_SINGLE_SPEED[b],
             dense.shape[0] * per_tile / grid / SDD_PANEL_SPEED
-            + waves * SDD_REST_WAVE[b] / grid)
+            + (groups.shape[0] + order.shape[0] + SDD_REST_FLOOR[b]) * SDD_REST_COST[b]
+            / grid)
 
 
-def sdd_hybrid_pays(structure, panel: KernelConfig, rest: KernelConfig, b: int,
-                    sms: int) -> bool:
+def sdd_rest_splits(b: int, groups: int, inner: int, k: int, slots: int) -> int:
+    """How many CTAs share each of ``groups`` groups' reduction of ``inner`` rows in the
+    second part (slices ``k`` deep) on a device that holds ``slots`` of its CTAs at once:
+    as many as fill that wave, at least SDD_REST_LEAST_SPLITS (SDD_REST_SPLITS where the
+    groups need more than a wave), at most SDD_REST_MAX_SPLITS, each over at least
+    SDD_REST_MIN_SLICES slices."""
+    groups = max(1, groups)
+    least = SDD_REST_LEAST_SPLITS.get(b, 1) if groups <= slots else SDD_REST_SPLITS
+    return max(1, min(max(least, slots // groups), SDD_REST_MAX_SPLITS,
+                      -(-inner // k) // SDD_REST_MIN_SLICES))
+
+
+def sdd_hybrid_pays(structure, panel: KernelConfig, rest: KernelConfig, b: int) -> bool:
     """The weight gradient in two parts is predicted SDD_HYBRID_MIN_GAIN faster than the
     panels alone and than the single-block kernel alone (:func:`sdd_hybrid_times`): on a
     small-world layout the panels take the band of W's blocks near the diagonal, and the
@@ -182,7 +209,7 @@ def sdd_hybrid_pays(structure, panel: KernelConfig, rest: KernelConfig, b: int,
     a part is left empty.)"""
     if b not in SDD_SINGLE_SPEED or not structure.nnzb:
         return False
-    panels, singles, hybrid = sdd_hybrid_times(structure, panel, rest, b, sms)
+    panels, singles, hybrid = sdd_hybrid_times(structure, panel, rest, b)
     return hybrid * SDD_HYBRID_MIN_GAIN <= min(panels, singles)
 
 

@@ -187,11 +187,12 @@ def sdd_panel_tiles_host(structure, rows: int, group: int) -> np.ndarray:
 
 
 def sdd_hybrid_host(structure, rows: int, group: int, rest_group: int, min_fill: float):
-    """(panels, rest) on the host for the weight gradient in two parts: ``panels`` the rows
-    of :func:`sdd_panel_tiles_host` whose stored blocks fill at least ``min_fill`` of their
-    positions, ``rest`` (block row, first block, count) rows (:func:`sdd_groups_host`'s
-    form) over the other blocks, runs of at most ``rest_group`` blocks that are adjacent in
-    W's order and share a block row. Every block is in exactly one of the two."""
+    """(panels, groups, order) on the host for the weight gradient in two parts: ``panels``
+    the rows of :func:`sdd_panel_tiles_host` whose stored blocks fill at least ``min_fill``
+    of their positions; ``order`` the other blocks (int32, in W's order, so row by row);
+    ``groups`` (block row, first entry of ``order``, count) rows over them, up to
+    ``rest_group`` of one block row's blocks each, wherever they lie in the row. Every
+    block is in exactly one of the two parts."""
 
     def build():
         table = sdd_panel_tiles_host(structure, rows, group)
@@ -200,25 +201,25 @@ def sdd_hybrid_host(structure, rows: int, group: int, rest_group: int, min_fill:
         panels = table[dense]
         taken = np.zeros(structure.nnzb, bool)
         taken[panels[:, 2:][panels[:, 2:] >= 0]] = True
-        rest = np.flatnonzero(~taken)
-        brow = structure.rows[rest].astype(np.int64)
-        new_run = np.ones(rest.shape[0], bool)
-        new_run[1:] = (brow[1:] != brow[:-1]) | (rest[1:] != rest[:-1] + 1)
-        run_start = np.flatnonzero(new_run)
-        pos = np.arange(rest.shape[0]) - np.repeat(run_start, np.diff(
-            np.append(run_start, rest.shape[0])))
-        # each group's first block: every run's, then every rest_group-th of a run
+        order = np.flatnonzero(~taken)
+        brow = structure.rows[order].astype(np.int64)
+        new_row = np.ones(order.shape[0], bool)
+        new_row[1:] = brow[1:] != brow[:-1]
+        row_start = np.flatnonzero(new_row)
+        pos = np.arange(order.shape[0]) - np.repeat(row_start, np.diff(
+            np.append(row_start, order.shape[0])))
+        # each group's first entry: every row's, then every rest_group-th of a row
         first = np.flatnonzero(pos % rest_group == 0)
-        count = np.diff(np.append(first, rest.shape[0]))
-        groups = np.stack([brow[first], rest[first], count], axis=1).astype(np.int32)
-        return panels, groups.reshape(-1, 3)
+        count = np.diff(np.append(first, order.shape[0]))
+        groups = np.stack([brow[first], first, count], axis=1).astype(np.int32)
+        return panels, groups.reshape(-1, 3), order.astype(np.int32)
 
     return structure.cached(("sdd_hybrid", rows, group, rest_group, min_fill), build)
 
 
 def sdd_hybrid(structure, device: int, rows: int, group: int, rest_group: int,
                min_fill: float):
-    """:func:`sdd_hybrid_host`'s two tables on ``device``."""
+    """:func:`sdd_hybrid_host`'s three tables on ``device``."""
     return device_tables(structure, device, ("sdd_hybrid", rows, group, rest_group, min_fill),
                          lambda: sdd_hybrid_host(structure, rows, group, rest_group, min_fill))
 

@@ -230,6 +230,16 @@ WGMMA_SDD = {8: None, 16: SddWgmmaTile(8, 2, 1, 3, True, 32), 32: SddWgmmaTile(4
 WGMMA_SDD_SHORT = {8: None, 16: SddWgmmaTile(16, 2, 1, 3, True, 32),
                    32: SddWgmmaTile(4, 2, 1, 3, True), 64: SddWgmmaTile(2, 1, 1, 3, False),
                    128: SddWgmmaTile(1, 2, 1, 3, False)}
+#: The second part of the weight gradient in two parts (sdd_wgmma_rest: a block row's blocks
+#: that the dense panels leave, a few per row, the reduction split across CTAs), per block
+#: size; the same record as WGMMA_SDD. Its copies are 32- or 64-byte pieces of rows spread
+#: over X and dY, so a CTA keeps many slices in flight: one warpgroup, 6 or 8 stages of
+#: 32-deep slices. On an H200 (N = C = K = 8192, fp16, Watts-Strogatz, Barabási-Albert,
+#: random and banded layouts) these ran 1.0-1.9x faster than WGMMA_SDD's tiles (b = 16:
+#: 8 blocks, two warpgroups, 3 stages; b = 32: 4 blocks, 4 stages of 64), 4 blocks per
+#: group at b = 16 and 64-deep slices were no faster (bench/NOTES.md).
+WGMMA_SDD_REST = {8: None, 16: SddWgmmaTile(8, 1, 1, 6, True, 32),
+                  32: SddWgmmaTile(2, 1, 1, 8, True, 32), 64: None, 128: None}
 #: The wide tile for W of at least sdd_rules.SDD_WIDE_MIN_COLS columns and rows: a pair of
 #: blocks of a block row per CTA (wgmma N = 256), so each X slice feeds two blocks.
 WGMMA_SDD_WIDE = {8: None, 16: None, 32: None, 64: None,
@@ -303,6 +313,7 @@ TABLES = {
     "wgmma_panel_tma": (WGMMA_DSD_PANEL_TMA, PersistentTile),
     "wgmma_sdd": (WGMMA_SDD, SddWgmmaTile),
     "wgmma_sdd_short": (WGMMA_SDD_SHORT, SddWgmmaTile),
+    "wgmma_sdd_rest": (WGMMA_SDD_REST, SddWgmmaTile),
     "wgmma_sdd_wide": (WGMMA_SDD_WIDE, SddWgmmaTile),
     "wgmma_sdd_tma": (WGMMA_SDD_TMA, SddWgmmaTile),
     "wgmma_sdd_pair": (WGMMA_SDD_PAIR, SddWgmmaTile),

@@ -28,37 +28,6 @@
 #include "wgmma.cuh"
 #include "sdd_wgmma.cuh"
 
-// This thread's share of one operand's copies: a fixed chunk column and rows row0 + j*RS
-// of each slice. The shared-memory offsets are fixed; the source column moves with the
-// work item.
-template <int E, int BK, int THREADS>
-struct CopyPlan {
-  typedef MnTile<E, BK> Tile;
-  static constexpr int RS = THREADS / Tile::CH;  // rows between a thread's copies
-  static constexpr int IT = (BK + RS - 1) / RS;  // RS > BK: threads past the slice idle
-  static_assert(THREADS % Tile::CH == 0 && (BK % RS == 0 || RS % BK == 0), "copies must tile the slice");
-  int row0;
-  unsigned dst[IT];
-  __device__ __forceinline__ explicit CopyPlan(int tid) {
-    row0 = tid / Tile::CH;
-#pragma unroll
-    for (int j = 0; j < IT; ++j) dst[j] = Tile::offset(row0 + j * RS, tid % Tile::CH);
-  }
-  // Copies slice kt (rows kt*BK ..) of the chunk column starting at `col` into the tile at
-  // `tile`; rows past `inner` read zeros.
-  __device__ __forceinline__ void load(unsigned char* tile, const u16* col, int kt, i64 ld,
-                                       int inner, const u16* any) const {
-    if (RS > BK && row0 >= BK) return;
-    const int k0 = kt * BK + row0;
-    const u16* p = col + (i64)k0 * ld;
-#pragma unroll
-    for (int j = 0; j < IT; ++j) {
-      const bool ok = k0 + j * RS < inner;
-      cp_async16(tile + dst[j], ok ? p + (i64)j * RS * ld : any, ok ? 16 : 0);
-    }
-  }
-};
-
 // WM x WN warpgroups: warpgroup (wm, wn) owns m64 tiles wm*MT .. of D and its NW columns
 // starting at wn*NW.
 //
