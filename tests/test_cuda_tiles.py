@@ -278,18 +278,22 @@ def test_tma_sdd_panel_tiles_match_scipy(backend, force, sdd_panel_tile, dtype, 
 
 @pytest.mark.parametrize("b", [16, 32])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize(("n", "ctas", "splits"),
-                         [(77, 0, 1), (77, 0, 3), (300, 2, 3), (1000, 0, 0)])
-def test_sdd_in_two_parts_matches_scipy(backend, force, b, dtype, n, ctas, splits):
+@pytest.mark.parametrize(("n", "ctas", "splits", "beside"),
+                         [(77, 0, 1, True), (77, 0, 3, False), (300, 2, 3, True),
+                          (1000, 0, 0, True)])
+def test_sdd_in_two_parts_matches_scipy(backend, force, b, dtype, n, ctas, splits, beside):
     """The weight gradient in two parts (Hopper): the dense panels over the tiles near the
     diagonal that W's blocks fill, then the single-block kernel over the scattered blocks
     they leave (a block row's blocks on both sides of the panels' tiles in one group, a
     block row with none left); the panels on the device's grid or two CTAs; the second
     part's reduction whole in one CTA, split three ways (at b = 32 and 77 rows, two
-    64-deep slices: a CTA with none) or as the rule splits it; alpha and beta; results
-    repeat bit for bit."""
+    64-deep slices: a CTA with none) or as the rule splits it; beside the panels on a
+    side stream or after them; alpha and beta; results repeat bit for bit, and a CUDA
+    graph captured from a stream replays them."""
+    import cupy
+
     force(sdd_hybrid=True, sdd_short=False, dense=False, grid_limit=ctas or None,
-          sdd_rest_splits=splits or None)
+          sdd_rest_splits=splits or None, sdd_rest_beside=beside)
     rng = np.random.default_rng(n + b)
     nb = 4 * 128 // b + 3  # a partial last row and column of panel tiles
     lay = np.abs(np.subtract.outer(np.arange(nb), np.arange(nb))) <= 128 // b
@@ -314,6 +318,17 @@ def test_sdd_in_two_parts_matches_scipy(backend, force, b, dtype, n, ctas, split
     first = to_numpy(cs.sampled_matmul(x.T, dy, like=w).data)
     again = to_numpy(cs.sampled_matmul(x.T, dy, like=w).data)
     assert np.array_equal(first.view(np.uint16), again.view(np.uint16))
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        out = cs.sampled_matmul(x.T, dy, like=w)  # the runner, before the capture
+        out.data.fill(np.nan)
+        stream.begin_capture()
+        cs.sampled_matmul(x.T, dy, like=w, out=out)
+        graph = stream.end_capture()
+        assert np.isnan(to_numpy(out.data).astype(np.float32)).all()  # captured, not run
+        graph.launch(stream)
+        stream.synchronize()
+    assert np.array_equal(to_numpy(out.data).view(np.uint16), first.view(np.uint16))
 
 
 SDD_PAIR_TILES = [

@@ -14,7 +14,8 @@ from .configs import GENERATION
 _FORCED: dict = {}
 DECISIONS = ("panel", "panel_whole", "union", "group", "tall", "cluster", "dsd_pair", "short", "kn",
              "sdd_tiled", "sdd_short", "sdd_wide", "sdd_tma", "sdd_pair", "sdd_panel",
-             "sdd_hybrid", "sdd_rest_splits", "split",
+             "sdd_hybrid", "sdd_rest_splits", "sdd_rest_beside",
+             "split",
              "grid_limit", "band", "dense", "fill", "stream", "stream_run", "stream_share",
              "sdd_stream", "sdd_stream_grid")
 
@@ -67,6 +68,9 @@ def override(**decisions):
     ``sdd_rest_splits`` : int
         CTAs sharing each group's reduction in the second part of the weight gradient in
         two parts (the rule: :func:`.sdd_rules.sdd_rest_splits`).
+    ``sdd_rest_beside`` : bool
+        Run that second part on a side stream beside the panels (sharing the SMs the
+        panels' CTAs leave), or after them on the caller's stream.
     ``kn`` : bool
         X @ W on a wgmma kernel reads W's blocks as stored (else a transposed copy).
     ``split`` : int

@@ -133,6 +133,7 @@ class SddPlan:
     # panels (``kernel``) leave, in a second launch of a CTA per group of them
     rest: KernelConfig | None = None
     rest_splits: int = 1  # CTAs sharing each of its groups' reduction
+    rest_beside: bool = False  # run on a side stream beside the panels
 
     def __str__(self) -> str:
         head = f"sampled A @ B, {self.dtype}, b = {self.blocksize}: "
@@ -153,7 +154,8 @@ class SddPlan:
         if self.rest is not None:
             per += (f"; the tiles the blocks fill, then the other blocks on {self.rest.name}, "
                     f"up to {self.rest.group} of a block row per group, "
-                    f"{self.rest_splits} CTA(s) per group")
+                    f"{self.rest_splits} CTA(s) per group"
+                    + (", beside the panels" if self.rest_beside else ""))
         return head + (f"{self.kernel.name}, " + ("tiles of the block grid" if self.tiled
                        else per)
                        + f", A as {'[k][m]' if self.a_km else '[m][k]'}"
@@ -397,7 +399,9 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
     if dense:
         return SddPlan(name, b, "dense", gather_config(name, b), False, a_km, b_nk, tf32, ratio)
     return SddPlan(name, b, "sparse", cfg, tiled, a_km, b_nk, tf32, ratio, grid, rest=rest,
-                   rest_splits=rest_splits)
+                   rest_splits=rest_splits,
+                   rest_beside=rest is not None and decide("sdd_rest_beside",
+                                                           lambda: True))
 
 
 #: The sdd kernels a plan weighs after the short-reduction kernel and the dense panels:

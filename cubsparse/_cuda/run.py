@@ -186,3 +186,42 @@ def _key(op: str, dev: int, *call) -> tuple:
     """A runner's key: the op, the device, what of the call shapes the plan, and the
     tuning generation, the options a plan reads and the thread."""
     return (op, dev, *call, GENERATION[0], _options.KEY, _get_ident())
+
+
+_SIDE_STREAMS: dict = {}  # (device, thread) -> a non-blocking stream, kept for the process
+
+
+class _Beside:
+    """Runs one launch on a side stream beside the launch that precedes it on the caller's
+    stream, so the two can share the device's SMs; the caller's stream then waits for both.
+    A fork event orders the side launch after the caller's earlier work and a join event
+    orders the caller's later work after it, so the pair behaves as two launches in one
+    stream (a CUDA graph captured from the caller's stream records both branches). The side
+    stream is one per device and thread; the events are this object's."""
+
+    def __init__(self, dev: int):
+        rt = _cupy().cuda.runtime
+        key = (dev, _get_ident())
+        if key not in _SIDE_STREAMS:
+            _SIDE_STREAMS[key] = rt.streamCreateWithFlags(1)  # cudaStreamNonBlocking
+        self.side = _SIDE_STREAMS[key]
+        self._rt = rt
+        self.fork = rt.eventCreateWithFlags(2)  # cudaEventDisableTiming
+        self.join = rt.eventCreateWithFlags(2)
+
+    def __call__(self, stream: int, first, beside) -> None:
+        """``first(stream)`` on the caller's stream and ``beside(side)`` beside it."""
+        rt = self._rt
+        rt.eventRecord(self.fork, stream)
+        first(stream)
+        rt.streamWaitEvent(self.side, self.fork, 0)
+        beside(self.side)
+        rt.eventRecord(self.join, self.side)
+        rt.streamWaitEvent(stream, self.join, 0)
+
+    def __del__(self):
+        try:
+            self._rt.eventDestroy(self.fork)
+            self._rt.eventDestroy(self.join)
+        except Exception:  # at interpreter exit the runtime may be gone
+            pass

@@ -12,6 +12,7 @@ from .launch import Launch
 from .plans import plan_sdd
 from .run import (
     _aligned_target,
+    _Beside,
     _check_devices,
     _cupy,
     _held,
@@ -184,6 +185,7 @@ class _SddRunner:
         self.direct = None  # the eager call's launch, where the kernel reads pointers
         self.rest = None  # the second launch of a weight gradient in two parts
         self.rest_scratch = None  # its split reduction's workspace and counters
+        self.beside = None  # where it runs beside the panels: their streams and events
         cfg = p.kernel
         # Every sdd kernel stores at least pairs of outputs (the wgmma kernels and the dense
         # path's gather 16-byte vectors): a result whose values are a view one element into a
@@ -220,6 +222,7 @@ class _SddRunner:
                 self.rest_scratch = (None if p.rest_splits == 1 else _SplitScratch(
                     s, dev, (rest.shape[0] * p.rest_splits * p.rest.group * b * b,),
                     rest.shape[0]))
+                self.beside = _Beside(dev) if p.rest_beside else None
             else:
                 groups = sdd_worklists.sdd_work(s, dev, cfg.group, cfg.block_rows, cfg.panel)
             self.dcols = s.block_shape[1] * b
@@ -326,9 +329,12 @@ class _SddRunner:
         else:
             v[0].value, v[1].value, v[2].value, v[3].value = ops[:4]
             v[-3].value, v[-2].value, v[-1].value = target.data.ptr, alpha, beta
-        self.main(stream)
-        if self.rest is not None:
-            self.rest(stream)
+        if self.beside is not None:  # the panels, and the rest beside them
+            self.beside(stream, self.main, self.rest)
+        else:
+            self.main(stream)
+            if self.rest is not None:
+                self.rest(stream)
         if target is not data:
             data[...] = target
 
