@@ -418,7 +418,8 @@ def test_rest_splits(b, groups, inner, splits):
 
 def test_forced_rest_splits_reach_the_plan():
     """``sdd_rest_splits`` forces the second part's split; by the rule, 128 block rows'
-    groups leave most of the device's slots to split their reductions."""
+    groups leave most of the device's slots to split their reductions, and a split second
+    part runs beside the panels (``sdd_rest_beside``), a whole one after them."""
     lay = cs.layouts.watts_strogatz(128, 16, 0.1, seed=1)
     s = cs.BlockSparseMatrix.from_layout(lay, 16, backend="cpu")._structure
     with plans.override(sdd_hybrid=True):
@@ -426,9 +427,17 @@ def test_forced_rest_splits_reach_the_plan():
     assert p.rest is not None, p
     assert p.rest_splits > 1, p
     assert f"{p.rest_splits} CTA(s) per group" in str(p)
+    assert p.rest_beside  # split: beside the panels
+    assert "beside the panels" in str(p)
     with plans.override(sdd_hybrid=True, sdd_rest_splits=3):
         p = plans.plan_sdd(s, "float16", 16, 8192, True, False, False, 90, SMS, None)
     assert p.rest_splits == 3
+    with plans.override(sdd_hybrid=True, sdd_rest_splits=1):
+        p = plans.plan_sdd(s, "float16", 16, 8192, True, False, False, 90, SMS, None)
+    assert not p.rest_beside  # a CTA a group: after the panels
+    with plans.override(sdd_hybrid=True, sdd_rest_splits=1, sdd_rest_beside=True):
+        assert plans.plan_sdd(s, "float16", 16, 8192, True, False, False, 90, SMS,
+                              None).rest_beside
 
 
 def test_whole_slice_lists():

@@ -400,8 +400,8 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
         return SddPlan(name, b, "dense", gather_config(name, b), False, a_km, b_nk, tf32, ratio)
     return SddPlan(name, b, "sparse", cfg, tiled, a_km, b_nk, tf32, ratio, grid, rest=rest,
                    rest_splits=rest_splits,
-                   rest_beside=rest is not None and decide("sdd_rest_beside",
-                                                           lambda: True))
+                   rest_beside=rest is not None and decide(
+                       "sdd_rest_beside", sdd_rules.sdd_rest_beside_pays, rest_splits))
 
 
 #: The sdd kernels a plan weighs after the short-reduction kernel and the dense panels:

@@ -201,6 +201,16 @@ def sdd_rest_splits(b: int, groups: int, inner: int, k: int, slots: int) -> int:
                       -(-inner // k) // SDD_REST_MIN_SLICES))
 
 
+def sdd_rest_beside_pays(splits: int) -> bool:
+    """The second part runs beside the panels, on a side stream, where its reduction is
+    split (``splits`` CTAs a group). Its short CTAs then take the SM room the panels' CTAs
+    leave as it comes. On an H200 (N = C = K = 8192, fp16) that was 1.02-1.28x faster
+    (Watts-Strogatz and Barabási-Albert, b = 16 and 32); with a CTA per group reducing
+    all of N (b = 32, Watts-Strogatz, d <= 0.1) it was 1.04-1.10x slower: few of those
+    CTAs fit beside the panels, and the last ones finish after them."""
+    return splits > 1
+
+
 def sdd_hybrid_pays(structure, panel: KernelConfig, rest: KernelConfig, b: int) -> bool:
     """The weight gradient in two parts is predicted SDD_HYBRID_MIN_GAIN faster than the
     panels alone and than the single-block kernel alone (:func:`sdd_hybrid_times`): on a
