@@ -235,9 +235,11 @@ WGMMA_SDD_SHORT = {8: None, 16: SddWgmmaTile(16, 2, 1, 3, True, 32),
 #: size; the same record as WGMMA_SDD. Its copies are 32- or 64-byte pieces of rows spread
 #: over X and dY, so a CTA keeps many slices in flight: one warpgroup, 6 or 8 stages of
 #: 32-deep slices. On an H200 (N = C = K = 8192, fp16, Watts-Strogatz, Barabási-Albert,
-#: random and banded layouts) these ran 1.0-1.9x faster than WGMMA_SDD's tiles (b = 16:
-#: 8 blocks, two warpgroups, 3 stages; b = 32: 4 blocks, 4 stages of 64), 4 blocks per
-#: group at b = 16 and 64-deep slices were no faster (bench/NOTES.md).
+#: random and banded layouts), against WGMMA_SDD's tiles with the same split: b = 16
+#: (theirs: 8 blocks, two warpgroups, 3 stages) 0.98-1.6x as fast on Watts-Strogatz and
+#: banded layouts, up to 1.1x slower on random and Barabási-Albert ones; b = 32 (theirs:
+#: 4 blocks, 4 stages of 64) 1.04-1.9x faster. Of 20 forms each (bench/NOTES.md 229) these
+#: came within 1.11x of the best on every case but banded ones at b = 16.
 WGMMA_SDD_REST = {8: None, 16: SddWgmmaTile(8, 1, 1, 6, True, 32),
                   32: SddWgmmaTile(2, 1, 1, 8, True, 32), 64: None, 128: None}
 #: The wide tile for W of at least sdd_rules.SDD_WIDE_MIN_COLS columns and rows: a pair of
