@@ -438,6 +438,9 @@ def test_forced_rest_splits_reach_the_plan():
     with plans.override(sdd_hybrid=True, sdd_rest_splits=1, sdd_rest_beside=True):
         assert plans.plan_sdd(s, "float16", 16, 8192, True, False, False, 90, SMS,
                               None).rest_beside
+    with plans.override(sdd_hybrid=True, sdd_rest_splits=0), pytest.raises(
+            ValueError, match="sdd_rest_splits must be at least 1, got 0"):
+        plans.plan_sdd(s, "float16", 16, 8192, True, False, False, 90, SMS, None)
 
 
 def test_whole_slice_lists():

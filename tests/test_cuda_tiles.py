@@ -279,17 +279,17 @@ def test_tma_sdd_panel_tiles_match_scipy(backend, force, sdd_panel_tile, dtype, 
 @pytest.mark.parametrize("b", [16, 32])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize(("n", "ctas", "splits", "beside"),
-                         [(77, 0, 1, True), (77, 0, 3, False), (300, 2, 3, True),
+                         [(77, 0, 1, True), (77, 0, 4, False), (300, 2, 3, True),
                           (1000, 0, 0, True)])
 def test_sdd_in_two_parts_matches_scipy(backend, force, b, dtype, n, ctas, splits, beside):
     """The weight gradient in two parts (Hopper): the dense panels over the tiles near the
-    diagonal that W's blocks fill, then the single-block kernel over the scattered blocks
-    they leave (a block row's blocks on both sides of the panels' tiles in one group, a
-    block row with none left); the panels on the device's grid or two CTAs; the second
-    part's reduction whole in one CTA, split three ways (at b = 32 and 77 rows, two
-    64-deep slices: a CTA with none) or as the rule splits it; beside the panels on a
-    side stream or after them; alpha and beta; results repeat bit for bit, and a CUDA
-    graph captured from a stream replays them."""
+    diagonal that W's blocks fill, then sdd_wgmma_rest over the scattered blocks they
+    leave (a block row's blocks on both sides of the panels' tiles in one group, a block
+    row with none left); the panels on the device's grid or two CTAs; the second part's
+    reduction whole in one CTA, split four ways at 77 rows (three 32-deep slices: a CTA
+    with none), three ways, or as the rule splits it; beside the panels on a side stream
+    or after them; alpha and beta; results repeat bit for bit, and CUDA graphs captured
+    from a stream used before and from a new one replay them."""
     import cupy
 
     force(sdd_hybrid=True, sdd_short=False, dense=False, grid_limit=ctas or None,
@@ -318,16 +318,31 @@ def test_sdd_in_two_parts_matches_scipy(backend, force, b, dtype, n, ctas, split
     first = to_numpy(cs.sampled_matmul(x.T, dy, like=w).data)
     again = to_numpy(cs.sampled_matmul(x.T, dy, like=w).data)
     assert np.array_equal(first.view(np.uint16), again.view(np.uint16))
-    stream = cupy.cuda.Stream(non_blocking=True)
+    stream, other = (cupy.cuda.Stream(non_blocking=True) for _ in range(2))
+    with other:
+        eager = cs.sampled_matmul(x.T, dy, like=w)
     with stream:
         out = cs.sampled_matmul(x.T, dy, like=w)  # the runner, before the capture
         out.data.fill(np.nan)
         stream.begin_capture()
         cs.sampled_matmul(x.T, dy, like=w, out=out)
+        with other:  # an eager call on another stream meanwhile: its own side stream
+            cs.sampled_matmul(x.T, dy, like=w, out=eager)
         graph = stream.end_capture()
         assert np.isnan(to_numpy(out.data).astype(np.float32)).all()  # captured, not run
         graph.launch(stream)
         stream.synchronize()
+    assert np.array_equal(to_numpy(out.data).view(np.uint16), first.view(np.uint16))
+    other.synchronize()
+    assert np.array_equal(to_numpy(eager.data).view(np.uint16), first.view(np.uint16))
+    fresh = cupy.cuda.Stream(non_blocking=True)  # captured from its first call on
+    with fresh:
+        fresh.begin_capture()
+        cs.sampled_matmul(x.T, dy, like=w, out=out)
+        graph = fresh.end_capture()
+        out.data.fill(np.nan)
+        graph.launch(fresh)
+        fresh.synchronize()
     assert np.array_equal(to_numpy(out.data).view(np.uint16), first.view(np.uint16))
 
 

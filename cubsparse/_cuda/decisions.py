@@ -60,7 +60,7 @@ def override(**decisions):
         ``sdd_tiled``, ``sdd_tma``, ``sdd_wide``, ``sdd_pair``) keeps the panels off.
     ``sdd_hybrid`` : bool
         Run the weight gradient in two parts (the TMA sdd's dense panels over the tiles W's
-        blocks fill, the single-block wgmma sdd over the other blocks), or not, wherever
+        blocks fill, ``sdd_wgmma_rest`` over the other blocks), or not, wherever
         both are configured and both parts have blocks; forced on, at any reduction but
         where ``sdd_short`` is forced on; off where ``sdd_panel`` is forced off. Where left
         to the rule (long reductions only), another sdd decision forced on, ``sdd_panel``

@@ -129,8 +129,8 @@ class SddPlan:
     grid: int = 0  # CTAs of a persistent grid (0: one per tile or group); sdd_stream: per chunk
     chunks: int = 0  # sdd_stream: chunks of dY's block columns (the grid's other dimension)
     chunk: int = 0  # sdd_stream: block columns per chunk (at most its tile's)
-    # the weight gradient in two parts: the single-block kernel over the blocks the dense
-    # panels (``kernel``) leave, in a second launch of a CTA per group of them
+    # the weight gradient in two parts: sdd_wgmma_rest over the blocks the dense panels
+    # (``kernel``) leave, in a second launch, ``rest_splits`` CTAs per group of them
     rest: KernelConfig | None = None
     rest_splits: int = 1  # CTAs sharing each of its groups' reduction
     rest_beside: bool = False  # run on a side stream beside the panels
@@ -363,8 +363,8 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
                     cfg = alt
                     break
     # In two parts where W's blocks fill some panel tiles and leave the rest nearly empty
-    # (a small-world layout): the panels over the filled tiles, the single-block kernel
-    # over the other blocks. Not where the panels are forbidden or another kernel forced.
+    # (a small-world layout): the panels over the filled tiles, sdd_wgmma_rest over the
+    # other blocks. Not where the panels are forbidden or another kernel forced.
     rest = sdd_wgmma_config(name, b, rest=True) if pcfg is not None and not tiled else None
     # (a forced sdd_hybrid runs at any reduction; the rule, at long ones only)
     long = (forced("sdd_short") is not True if forced("sdd_hybrid")
@@ -385,9 +385,14 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
         cfg = pcfg
         count = filled.shape[0]
         panel_ratio = sdd_rules.sdd_hybrid_times(structure, cfg, rest, b)[2]
-        rest_splits = int(forced("sdd_rest_splits") or sdd_rules.sdd_rest_splits(
-            b, rest_groups.shape[0], inner, WGMMA_SDD_REST[b].k,
-            sms * max(1, smem_ctas(rest, arch))))
+        rest_splits = forced("sdd_rest_splits")
+        if rest_splits is None:
+            rest_splits = sdd_rules.sdd_rest_splits(b, rest_groups.shape[0], inner,
+                                                    WGMMA_SDD_REST[b].k,
+                                                    sms * max(1, smem_ctas(rest, arch)))
+        elif int(rest_splits) < 1:
+            raise ValueError(f"sdd_rest_splits must be at least 1, got {rest_splits}")
+        rest_splits = int(rest_splits)
     else:  # a persistent grid: every CTA walks groups (or panel tiles)
         count = sdd_worklists.sdd_work_host(structure, cfg.group, cfg.block_rows,
                                             cfg.panel).shape[0]

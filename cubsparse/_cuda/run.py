@@ -188,7 +188,25 @@ def _key(op: str, dev: int, *call) -> tuple:
     return (op, dev, *call, GENERATION[0], _options.KEY, _get_ident())
 
 
-_SIDE_STREAMS: dict = {}  # (device, thread) -> a non-blocking stream, kept for the process
+#: (device, thread, caller stream) -> the non-blocking side stream :class:`_Beside` pairs
+#: with that caller stream; at most _MAX_SIDE_STREAMS, the oldest destroyed first (the
+#: driver releases a destroyed stream once its queued work is done).
+_SIDE_STREAMS: dict = {}
+_MAX_SIDE_STREAMS = 64
+
+
+def _side_stream(dev: int, stream: int) -> int:
+    """The side stream of caller stream ``stream`` on device ``dev`` in this thread. One per
+    caller stream: a side stream shared by two would tie their work together, and while
+    one of them is being captured into a CUDA graph the other could not use it at all."""
+    key = (dev, _get_ident(), stream)
+    side = _SIDE_STREAMS.get(key)
+    if side is None:
+        rt = _cupy().cuda.runtime
+        if len(_SIDE_STREAMS) >= _MAX_SIDE_STREAMS:
+            rt.streamDestroy(_SIDE_STREAMS.pop(next(iter(_SIDE_STREAMS))))
+        side = _SIDE_STREAMS[key] = rt.streamCreateWithFlags(1)  # cudaStreamNonBlocking
+    return side
 
 
 class _Beside:
@@ -196,15 +214,14 @@ class _Beside:
     stream, so the two can share the device's SMs; the caller's stream then waits for both.
     A fork event orders the side launch after the caller's earlier work and a join event
     orders the caller's later work after it, so the pair behaves as two launches in one
-    stream (a CUDA graph captured from the caller's stream records both branches). The side
-    stream is one per device and thread; the events are this object's."""
+    stream (a CUDA graph captured from the caller's stream records both branches). Each
+    caller stream has its own side stream (:func:`_side_stream`); the events are this
+    object's (a wait takes an event's latest record, so calls on several streams can share
+    them)."""
 
     def __init__(self, dev: int):
         rt = _cupy().cuda.runtime
-        key = (dev, _get_ident())
-        if key not in _SIDE_STREAMS:
-            _SIDE_STREAMS[key] = rt.streamCreateWithFlags(1)  # cudaStreamNonBlocking
-        self.side = _SIDE_STREAMS[key]
+        self.dev = dev
         self._rt = rt
         self.fork = rt.eventCreateWithFlags(2)  # cudaEventDisableTiming
         self.join = rt.eventCreateWithFlags(2)
@@ -212,11 +229,12 @@ class _Beside:
     def __call__(self, stream: int, first, beside) -> None:
         """``first(stream)`` on the caller's stream and ``beside(side)`` beside it."""
         rt = self._rt
+        side = _side_stream(self.dev, stream)
         rt.eventRecord(self.fork, stream)
         first(stream)
-        rt.streamWaitEvent(self.side, self.fork, 0)
-        beside(self.side)
-        rt.eventRecord(self.join, self.side)
+        rt.streamWaitEvent(side, self.fork, 0)
+        beside(side)
+        rt.eventRecord(self.join, side)
         rt.streamWaitEvent(stream, self.join, 0)
 
     def __del__(self):

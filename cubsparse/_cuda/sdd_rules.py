@@ -73,7 +73,7 @@ SDD_PANEL_SPEED = 0.92
 #: 0.17-0.24 at b = 32). With SDD_PANEL_SPEED it sets which tiles of a layout the panels
 #: take in the weight gradient in two parts (:func:`sdd_hybrid_pays`): those whose blocks
 #: fill at least SDD_SINGLE_SPEED / SDD_PANEL_SPEED of them (0.08 at b = 16, 0.22 at
-#: b = 32); the single-block kernel takes the other blocks, in a second launch.
+#: b = 32); ``sdd_wgmma_rest`` takes the other blocks, in a second launch.
 SDD_SINGLE_SPEED = {16: 0.075, 32: 0.2}
 #: That second launch (``sdd_wgmma_rest``) reads, per group of a block row's blocks, X's
 #: slice once and each block's slice of dY, N rows each. Its time is about SDD_REST_COST
@@ -214,9 +214,9 @@ def sdd_rest_beside_pays(splits: int) -> bool:
 def sdd_hybrid_pays(structure, panel: KernelConfig, rest: KernelConfig, b: int) -> bool:
     """The weight gradient in two parts is predicted SDD_HYBRID_MIN_GAIN faster than the
     panels alone and than the single-block kernel alone (:func:`sdd_hybrid_times`): on a
-    small-world layout the panels take the band of W's blocks near the diagonal, and the
-    single-block kernel the blocks rewired away from it. (The plan runs one kernel where
-    a part is left empty.)"""
+    small-world layout the panels take the band of W's blocks near the diagonal, and
+    ``sdd_wgmma_rest`` the blocks rewired away from it. (The plan runs one kernel where a
+    part is left empty.)"""
     if b not in SDD_SINGLE_SPEED or not structure.nnzb:
         return False
     panels, singles, hybrid = sdd_hybrid_times(structure, panel, rest, b)
