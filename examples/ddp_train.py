@@ -173,6 +173,11 @@ def train(args: argparse.Namespace, device: torch.device) -> dict:
     for step in range(1, args.steps + 1):
         x = torch.randn(world * B, INPUTS, generator=data)[rank * B:(rank + 1) * B]
         x, y = x.to(device), teacher(x).to(device)  # this rank's disjoint shard
+        if world > 1:
+            # The ranks label their shards on the CPU at slightly different speeds; without
+            # this the first to finish would wait for the other inside its timed step (the
+            # gradient all-reduce), timing the labelling instead of the training.
+            dist.barrier(device_ids=[device.index] if device.type == "cuda" else None)
         t0 = clock(device)
         with torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32):
             loss = F.mse_loss(ddp(x).float(), y)  # the loss in float32 whatever the dtype
