@@ -234,8 +234,11 @@ class _SddRunner:
             self._maps = (None, None)  # the (address, row stride) of X and dY last mapped
         else:
             groups = sdd_worklists.sdd_work(s, dev, cfg.group)
-            if cfg.kernel == "sdd_wgmma":
-                self.main = self._wgmma_launch(cfg, p.grid, groups, s, inner, f)
+            if cfg.kernel == "sdd_wgmma":  # a grid of p.grid CTAs, each a run of groups
+                self.main = Launch(get_kernel(cfg), (p.grid or groups.shape[0],),
+                                   (cfg.threads,), cfg.smem, "plplipipp" + f + f,
+                                   [None, None, None, None, inner, groups, groups.shape[0],
+                                    s.indices, None, None, None])
             else:
                 self.main = Launch(get_kernel(cfg), (groups.shape[0],), (cfg.threads,),
                                    cfg.smem, "plplippp" + f + f,
@@ -243,14 +246,6 @@ class _SddRunner:
                                     None, None])
         if p.path == "sparse" and not cfg.tma:
             self.direct = self._direct
-
-    @staticmethod
-    def _wgmma_launch(cfg, grid: int, groups, s, inner: int, f: str) -> Launch:
-        """The wgmma sdd over ``groups`` (block row, first block, count): a grid of
-        ``grid`` CTAs each walking a run of them, or (0) one CTA a group."""
-        return Launch(get_kernel(cfg), (grid or groups.shape[0],), (cfg.threads,), cfg.smem,
-                      "plplipipp" + f + f, [None, None, None, None, inner, groups,
-                                            groups.shape[0], s.indices, None, None, None])
 
     @staticmethod
     def _rest_launch(cfg, splits: int, groups, order, s, inner: int, f: str) -> Launch:

@@ -10,22 +10,25 @@ import numpy as np
 from .worklists import device_tables
 
 
+def _row_groups(indptr: np.ndarray, group: int) -> np.ndarray:
+    """(ngroups, 3) int32 rows (row, first entry, count): each row's entries of the row
+    pointer ``indptr`` in runs of at most ``group``, rows in order."""
+    indptr = indptr.astype(np.int64)
+    counts = np.diff(indptr)
+    per_row = (counts + group - 1) // group
+    row = np.repeat(np.arange(counts.shape[0]), per_row)
+    first_group = np.repeat(np.cumsum(per_row) - per_row, per_row)
+    k = np.arange(row.shape[0]) - first_group  # group number within its row
+    start = indptr[row] + k * group
+    cnt = np.minimum(group, indptr[row + 1] - start)
+    return np.stack([row, start, cnt], axis=1).astype(np.int32).reshape(-1, 3)
+
+
 def sdd_groups_host(structure, group: int) -> np.ndarray:
     """(ngroups, 3) int32 rows (block row, first block, count): runs of <= group blocks of
     one block row, on the host."""
-
-    def build():
-        indptr = structure.host_indptr.astype(np.int64)
-        counts = np.diff(indptr)
-        per_row = (counts + group - 1) // group
-        row = np.repeat(np.arange(counts.shape[0]), per_row)
-        first_group = np.repeat(np.cumsum(per_row) - per_row, per_row)
-        k = np.arange(row.shape[0]) - first_group  # group number within its row
-        start = indptr[row] + k * group
-        cnt = np.minimum(group, indptr[row + 1] - start)
-        return np.stack([row, start, cnt], axis=1).astype(np.int32)
-
-    return structure.cached(("sdd_groups", group), build)
+    return structure.cached(("sdd_groups", group),
+                            lambda: _row_groups(structure.host_indptr, group))
 
 
 #: Most block rows whose pairs are matched by shared columns (an overlap matrix of the
@@ -201,18 +204,10 @@ def sdd_hybrid_host(structure, rows: int, group: int, rest_group: int, min_fill:
         panels = table[dense]
         taken = np.zeros(structure.nnzb, bool)
         taken[panels[:, 2:][panels[:, 2:] >= 0]] = True
-        order = np.flatnonzero(~taken)
-        brow = structure.rows[order].astype(np.int64)
-        new_row = np.ones(order.shape[0], bool)
-        new_row[1:] = brow[1:] != brow[:-1]
-        row_start = np.flatnonzero(new_row)
-        pos = np.arange(order.shape[0]) - np.repeat(row_start, np.diff(
-            np.append(row_start, order.shape[0])))
-        # each group's first entry: every row's, then every rest_group-th of a row
-        first = np.flatnonzero(pos % rest_group == 0)
-        count = np.diff(np.append(first, order.shape[0]))
-        groups = np.stack([brow[first], first, count], axis=1).astype(np.int32)
-        return panels, groups.reshape(-1, 3), order.astype(np.int32)
+        order = np.flatnonzero(~taken)  # in W's order: row by row
+        per_row = np.bincount(structure.rows[order], minlength=structure.block_shape[0])
+        groups = _row_groups(np.concatenate([[0], np.cumsum(per_row)]), rest_group)
+        return panels, groups, order.astype(np.int32)
 
     return structure.cached(("sdd_hybrid", rows, group, rest_group, min_fill), build)
 

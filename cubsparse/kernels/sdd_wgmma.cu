@@ -43,16 +43,11 @@ __global__ void __launch_bounds__(WM* WN * 128)
               int inner, const int* __restrict__ groups, int n_groups,
               const int* __restrict__ indices, u16* out, float alpha, float beta) {
   grid_dependency();
-  constexpr int THREADS = WM * WN * 128;
-  static_assert(BK % 16 == 0, "whole k16 MMA steps per slice");
-  constexpr int EA = FLIP ? G * B : B, EB = FLIP ? B : G * B;  // wgmma's M and N extents
-  typedef MnTile<EA, BK> TA;
-  typedef MnTile<EB, BK> TB;
-  constexpr int STAGE_BYTES = TA::BYTES + TB::BYTES;
-  constexpr int MT = EA / 64 / WM, NW = EB / WN;
-  static_assert(EA % (64 * WM) == 0 && NW % 8 == 0 && NW <= 256, "bad warpgroup tiling");
-  static_assert(WN == 1 || NW % 64 == 0, "a warpgroup's columns start on an atom");
-  static_assert(TA::BYTES % 1024 == 0 && TB::BYTES % 1024 == 0, "tiles stay 1 KiB aligned");
+  typedef SddCopyTile<B, G, WM, WN, FLIP, BK> Shape;
+  typedef typename Shape::TA TA;
+  typedef typename Shape::TB TB;
+  constexpr int THREADS = Shape::THREADS, STAGE_BYTES = Shape::STAGE_BYTES;
+  constexpr int MT = Shape::MT, NW = Shape::NW;
   extern __shared__ unsigned char smem_raw[];
   const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;  // launch adds 1 KiB slack
   unsigned char* smem = smem_raw + (base - smem_addr(smem_raw));

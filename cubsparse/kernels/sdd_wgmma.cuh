@@ -36,6 +36,23 @@ struct CopyPlan {
   }
 };
 
+// The tile of the cp.async wgmma sdd kernels (sdd_wgmma, sdd_wgmma_rest): a group of G
+// blocks of B, stacked along wgmma's M when FLIP (else side by side along N), BK-deep
+// slices, WM x WN warpgroups; warpgroup (wm, wn) owns MT m64 tiles of D and NW columns.
+template <int B, int G, int WM, int WN, bool FLIP, int BK>
+struct SddCopyTile {
+  static constexpr int THREADS = WM * WN * 128;
+  static constexpr int EA = FLIP ? G * B : B, EB = FLIP ? B : G * B;  // wgmma's M and N extents
+  typedef MnTile<EA, BK> TA;
+  typedef MnTile<EB, BK> TB;
+  static constexpr int STAGE_BYTES = TA::BYTES + TB::BYTES;
+  static constexpr int MT = EA / 64 / WM, NW = EB / WN;
+  static_assert(BK % 16 == 0, "whole k16 MMA steps per slice");
+  static_assert(EA % (64 * WM) == 0 && NW % 8 == 0 && NW <= 256, "bad warpgroup tiling");
+  static_assert(WN == 1 || NW % 64 == 0, "a warpgroup's columns start on an atom");
+  static_assert(TA::BYTES % 1024 == 0 && TB::BYTES % 1024 == 0, "tiles stay 1 KiB aligned");
+};
+
 // One BK-deep slice's MMAs of warpgroup (wm, wn): its MT m64 tiles of the stage's A tile
 // (TA at sA, MN-major) against its NW columns of the B tile (TB at sB, MN-major).
 template <class Tag, class TA, class TB, int MT, int NW, int BK>
