@@ -110,12 +110,23 @@ def _run() -> int:
                 with plans.override(sdd_tma=True, sdd_short=False, grid_limit=1):
                     results["sdd tma, one CTA"] = (
                         cs.sampled_matmul(x.T, dy, like=W).toarray(), (xh.T @ dyh) * mask)
+                # two or three CTAs, the groups of a partial last round in three pieces each
+                for ctas in (2, 3):
+                    with plans.override(sdd_tma=True, sdd_short=False, grid_limit=ctas,
+                                        sdd_tail_splits=3):
+                        results[f"sdd tma, {ctas} CTAs, last round in pieces"] = (
+                            cs.sampled_matmul(x.T, dy, like=W).toarray(), (xh.T @ dyh) * mask)
             # the paired TMA sdd (b = 64, half types): two block rows per group, one CTA
             # walking every group and a CTA per group
             if sdd_configs.sdd_wgmma_config(dtype, b, pair=True) is not None:
                 for ctas in (1, None):
                     with plans.override(sdd_pair=True, sdd_short=False, grid_limit=ctas):
                         results[f"sdd pair, grid_limit={ctas}"] = (
+                            cs.sampled_matmul(x.T, dy, like=W).toarray(), (xh.T @ dyh) * mask)
+                for ctas in (2, 3):  # the last round's groups in pieces
+                    with plans.override(sdd_pair=True, sdd_short=False, grid_limit=ctas,
+                                        sdd_tail_splits=2):
+                        results[f"sdd pair, {ctas} CTAs, last round in pieces"] = (
                             cs.sampled_matmul(x.T, dy, like=W).toarray(), (xh.T @ dyh) * mask)
             if dtype != "float64":  # split lists: float32 partials, added by the last CTA
                 with plans.override(split=1):

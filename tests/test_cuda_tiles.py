@@ -346,6 +346,57 @@ def test_sdd_in_two_parts_matches_scipy(backend, force, b, dtype, n, ctas, split
     assert np.array_equal(to_numpy(out.data).view(np.uint16), first.view(np.uint16))
 
 
+@pytest.mark.parametrize(("b", "kind"), [(128, "sdd_tma"), (64, "sdd_pair"),
+                                         (16, "sdd_panel")])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize(("n", "splits"), [(77, 3), (1000, 2), (1000, 8), (300, 0)])
+def test_tma_sdd_tail_pieces_match_scipy(backend, force, b, kind, dtype, n, splits):
+    """The persistent TMA sdd with its last round's groups reduced in pieces: a few CTAs
+    walking the groups, so that a partial last round holds some, each cut into 2, 3 or 8
+    pieces (at 77 rows, two slices in three pieces: one piece with none) or as the rule
+    cuts them; the one-row tile, the paired tile and the dense panels; alpha and beta;
+    results repeat bit for bit, and a CUDA graph captured on a new stream replays them."""
+    import cupy
+
+    rng = np.random.default_rng(n + b + splits)
+    nb = {128: 6, 64: 9, 16: 21}[b]
+    lay = rng.random((nb, nb)) < 0.45
+    lay |= np.abs(np.subtract.outer(np.arange(nb), np.arange(nb))) <= 2  # pairs share
+    cfg = sdd_configs.sdd_wgmma_config(dtype, b, **{kind[4:]: True})
+    count = sdd_worklists.sdd_work_host(
+        cs.BlockSparseMatrix.from_layout(lay, b, backend="cpu")._structure, cfg.group,
+        cfg.block_rows, cfg.panel).shape[0]
+    ctas = next(c for c in (3, 4, 5, 7) if count % c)  # a partial last round
+    force(**{kind: True}, sdd_short=False, sdd_hybrid=False, grid_limit=ctas,
+          sdd_tail_splits=splits or None)
+    check_sampled_matmul(backend, lay, b, dtype, n, rng)
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=5, backend=backend)
+    x = to_backend(rng.standard_normal((n, nb * b)).astype(np.float32), backend).astype(w.dtype)
+    dy = to_backend(rng.standard_normal((n, nb * b)).astype(np.float32), backend).astype(w.dtype)
+    if device.arch(0) == 90:  # elsewhere another kernel runs
+        plan = cs.sampled_matmul_plan(x.T, dy, like=w)
+        assert plan.kernel == cfg, plan
+        want = splits or sdd_rules.sdd_tail_split(count, ctas, -(-n // 64))
+        assert plan.tail_splits == want, plan
+        assert plan.tail_whole == (count - count % ctas if want > 1 else count)
+        if want > 1:
+            assert f"in {want} pieces" in str(plan)
+    first = to_numpy(cs.sampled_matmul(x.T, dy, like=w).data)
+    again = to_numpy(cs.sampled_matmul(x.T, dy, like=w).data)
+    assert np.array_equal(first.view(np.uint16), again.view(np.uint16))
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        out = cs.sampled_matmul(x.T, dy, like=w)
+        stream.begin_capture()
+        cs.sampled_matmul(x.T, dy, like=w, out=out)
+        graph = stream.end_capture()
+        out.data.fill(np.nan)
+        graph.launch(stream)
+        graph.launch(stream)  # the counters are back at zero after each launch
+        stream.synchronize()
+    assert np.array_equal(to_numpy(out.data).view(np.uint16), first.view(np.uint16))
+
+
 SDD_PAIR_TILES = [
     (64, (4, 2, 1, 3, False)),  # the table's: a warpgroup per block row, N = 256
     (64, (2, 2, 1, 2, False)),  # N = 128, two stages

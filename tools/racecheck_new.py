@@ -1,6 +1,7 @@
-"""The kernels of the whole-slice panels, the panels' TMA store and the two-part weight
-gradient on small shapes, for compute-sanitizer runs of their own (racecheck over every
-case of tests/gpu_sanitize_cases.py outlasts a device call)."""
+"""The kernels of the whole-slice panels, the panels' TMA store, the two-part weight
+gradient and the TMA weight gradient's last round in pieces on small shapes, for
+compute-sanitizer runs of their own (racecheck over every case of
+tests/gpu_sanitize_cases.py outlasts a device call)."""
 import cupy as cp
 import numpy as np
 
@@ -33,5 +34,21 @@ for b in (8, 16, 32):
         err = np.linalg.norm(g - ref) / np.linalg.norm(ref)
         bad += not err < 1e-2
         print(b, f"sdd two parts, {splits} split(s)", f"{err:.1e}")
+# the TMA weight gradient with its last round's groups in pieces (b = 128 one-row groups,
+# b = 64 paired rows): three CTAs, three pieces a group
+for b, kind in ((128, "sdd_tma"), (64, "sdd_pair")):
+    nb = 7
+    lay = (rng.random((nb, nb)) < 0.5) | np.eye(nb, dtype=bool)
+    W = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", seed=5, backend="cuda")
+    x = cp.asarray(rng.standard_normal((700, nb * b))).astype("float16")
+    xh = cp.asnumpy(x).astype(np.float64)
+    with plans.override(**{kind: True}, sdd_short=False, grid_limit=3, dense=False,
+                        sdd_tail_splits=3):
+        print(cs.sampled_matmul_plan(x.T, x, like=W))
+        g = cp.asnumpy(cs.sampled_matmul(x.T, x, like=W).toarray()).astype(np.float64)
+    ref = (xh.T @ xh) * np.kron(lay, np.ones((b, b)))
+    err = np.linalg.norm(g - ref) / np.linalg.norm(ref)
+    bad += not err < 1e-2
+    print(b, f"{kind}, last round in pieces", f"{err:.1e}")
 cp.cuda.Device().synchronize()
 print("mismatches", bad)

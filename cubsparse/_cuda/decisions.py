@@ -14,7 +14,7 @@ from .configs import GENERATION
 _FORCED: dict = {}
 DECISIONS = ("panel", "panel_whole", "union", "group", "tall", "cluster", "dsd_pair", "short", "kn",
              "sdd_tiled", "sdd_short", "sdd_wide", "sdd_tma", "sdd_pair", "sdd_panel",
-             "sdd_hybrid", "sdd_rest_splits", "sdd_rest_beside",
+             "sdd_hybrid", "sdd_rest_splits", "sdd_rest_beside", "sdd_tail_splits",
              "split",
              "grid_limit", "band", "dense", "fill", "stream", "stream_run", "stream_share",
              "sdd_stream", "sdd_stream_grid")
@@ -71,6 +71,9 @@ def override(**decisions):
     ``sdd_rest_beside`` : bool
         Run that second part on a side stream beside the panels (sharing the SMs the
         panels' CTAs leave), or after them on the caller's stream.
+    ``sdd_tail_splits`` : int
+        CTAs sharing the reduction of each group the TMA weight gradient's last round
+        holds (1: every group whole; the rule: :func:`.sdd_rules.sdd_tail_split`).
     ``kn`` : bool
         X @ W on a wgmma kernel reads W's blocks as stored (else a transposed copy).
     ``split`` : int

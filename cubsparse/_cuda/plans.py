@@ -134,6 +134,10 @@ class SddPlan:
     rest: KernelConfig | None = None
     rest_splits: int = 1  # CTAs sharing each of its groups' reduction
     rest_beside: bool = False  # run on a side stream beside the panels
+    # the persistent TMA kernel alone: groups [0, tail_whole) reduced whole, each later one
+    # (the last round's) in ``tail_splits`` pieces, their float32 partials added in order
+    tail_splits: int = 1
+    tail_whole: int = 0
 
     def __str__(self) -> str:
         head = f"sampled A @ B, {self.dtype}, b = {self.blocksize}: "
@@ -156,6 +160,9 @@ class SddPlan:
                     f"up to {self.rest.group} of a block row per group, "
                     f"{self.rest_splits} CTA(s) per group"
                     + (", beside the panels" if self.rest_beside else ""))
+        if self.tail_splits > 1:
+            per += (f"; groups {self.tail_whole}.. (the last round) each reduced in "
+                    f"{self.tail_splits} pieces")
         return head + (f"{self.kernel.name}, " + ("tiles of the block grid" if self.tiled
                        else per)
                        + f", A as {'[k][m]' if self.a_km else '[m][k]'}"
@@ -399,12 +406,25 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
         panel_ratio = (count * cfg.block_rows * cfg.group / (rows * cols)
                        / sdd_rules.SDD_PANEL_SPEED if cfg.panel else None)
     grid = min(count, persistent_ctas(cfg, sms)) if cfg.persistent else 0
+    tail_splits, tail_whole = 1, count
+    if cfg.tma and rest is None and count:  # the last round's groups cut into pieces
+        slots = persistent_ctas(cfg, sms)
+        tail_splits = forced("sdd_tail_splits")
+        if tail_splits is None:
+            tail_splits = sdd_rules.sdd_tail_split(count, slots, -(-inner // 64))
+        elif int(tail_splits) < 1:
+            raise ValueError(f"sdd_tail_splits must be at least 1, got {tail_splits}")
+        tail_splits, tail_whole = int(tail_splits), count - count % slots
+        if tail_splits == 1 or tail_whole == count:
+            tail_splits, tail_whole = 1, count
+        else:
+            grid = min(tail_whole + (count - tail_whole) * tail_splits, slots)
     dense, ratio = dense_model.choice("sampled", structure, name, b, inner, tf32,
                                       dense_bytes_limit, panel_ratio)
     if dense:
         return SddPlan(name, b, "dense", gather_config(name, b), False, a_km, b_nk, tf32, ratio)
     return SddPlan(name, b, "sparse", cfg, tiled, a_km, b_nk, tf32, ratio, grid, rest=rest,
-                   rest_splits=rest_splits,
+                   rest_splits=rest_splits, tail_splits=tail_splits, tail_whole=tail_whole,
                    rest_beside=rest is not None and decide(
                        "sdd_rest_beside", sdd_rules.sdd_rest_beside_pays, rest_splits))
 

@@ -186,6 +186,7 @@ class _SddRunner:
         self.rest = None  # the second launch of a weight gradient in two parts
         self.rest_scratch = None  # its split reduction's workspace and counters
         self.beside = None  # where it runs beside the panels: their streams and events
+        self.tail_scratch = None  # the TMA kernel's last-round pieces' workspace, counters
         cfg = p.kernel
         # Every sdd kernel stores at least pairs of outputs (the wgmma kernels and the dense
         # path's gather 16-byte vectors): a result whose values are a view one element into a
@@ -225,12 +226,20 @@ class _SddRunner:
                 self.beside = _Beside(dev) if p.rest_beside else None
             else:
                 groups = sdd_worklists.sdd_work(s, dev, cfg.group, cfg.block_rows, cfg.panel)
+            # the last round's groups reduced in pieces: each piece's D (M x N floats,
+            # 128 x 256 on every TMA tile) and a counter per group
+            tail = groups.shape[0] - p.tail_whole if p.tail_splits > 1 else 0
+            self.tail_scratch = (_SplitScratch(
+                s, dev, (tail * p.tail_splits * cfg.block_rows * b * cfg.group * b,), tail)
+                if tail else None)
             self.dcols = s.block_shape[1] * b
             self.xcols = s.block_shape[0] * b
             self.main = Launch(get_kernel(cfg), (p.grid,), (cfg.threads,), cfg.smem,
-                               "ttiiipippff", [None, None, inner, self.xcols, self.dcols,
-                                               groups, groups.shape[0], s.indices, None, None,
-                                               None])
+                               "ttiiipipiipppff",
+                               [None, None, inner, self.xcols, self.dcols, groups,
+                                groups.shape[0], s.indices,
+                                p.tail_whole if tail else groups.shape[0], p.tail_splits,
+                                0, 0, None, None, None])
             self._maps = (None, None)  # the (address, row stride) of X and dY last mapped
         else:
             groups = sdd_worklists.sdd_work(s, dev, cfg.group)
@@ -314,6 +323,9 @@ class _SddRunner:
                 self.main.set_map(1, device.tensor_map(dptr, self.dcols, inner, drow, 64, 64))
             self._maps = (xkey, dkey)
             v[-3].value, v[-2].value, v[-1].value = target.data.ptr, alpha, beta
+            if self.tail_scratch is not None:
+                ws, counts = self.tail_scratch(stream)
+                v[10].value, v[11].value = ws.data.ptr, counts.data.ptr
             if self.rest is not None:  # the blocks the panels leave, read by pointer
                 rv = self.rest.v
                 rv[0].value, rv[1].value, rv[2].value, rv[3].value = ops[:4]

@@ -111,6 +111,42 @@ SDD_HYBRID_MIN_GAIN = 1.05
 #: at 1024; random d = 0.25: 0.90x and 1.05x; Watts-Strogatz d = 0.25, N = 512: 1.22x).
 SDD_PAIR_STORE_SLICES = 2.4
 
+#: The persistent TMA sdd reduces each group whole, one group per CTA at a time: a round
+#: of groups takes a group's whole reduction (about 0.1 ms at b = 128 and N = 8192), so a
+#: last round holding a few groups costs nearly a full one. The groups of that round are
+#: instead cut into pieces of their reduction (:func:`sdd_tail_split`). A piece costs its
+#: share of the group's 64-deep slices plus SDD_PIECE_SLICES slices' worth for its float32
+#: partial (every TMA sdd tile is 128 x 256: 128 KB), and the group's last piece reads all
+#: of them. Pieces span at least SDD_TAIL_MIN_SLICES slices, a group at most
+#: SDD_TAIL_MAX_SPLITS pieces, and the split is taken where it is predicted
+#: SDD_TAIL_MIN_GAIN faster than whole groups.
+SDD_PIECE_SLICES = 1.5
+SDD_TAIL_MIN_SLICES = 4
+SDD_TAIL_MAX_SPLITS = 8
+SDD_TAIL_MIN_GAIN = 1.05
+
+
+def sdd_tail_time(groups: int, slots: int, slices: int, splits: int) -> float:
+    """The persistent TMA sdd's time in slices of one CTA: ``groups`` groups of ``slices``
+    slices each on ``slots`` CTAs, the last round's groups cut into ``splits`` pieces."""
+    rounds, tail = divmod(groups, slots)
+    if tail == 0 or splits <= 1:
+        return -(-groups // slots) * slices
+    piece_rounds = -(-tail * splits // slots)
+    return (rounds * slices + piece_rounds * (slices / splits + SDD_PIECE_SLICES)
+            + splits * SDD_PIECE_SLICES)
+
+
+def sdd_tail_split(groups: int, slots: int, slices: int) -> int:
+    """How many pieces the persistent TMA sdd cuts the reduction of each group of its last
+    round into (:data:`SDD_PIECE_SLICES`): the count of least predicted time, 1 (whole
+    groups) unless that is SDD_TAIL_MIN_GAIN faster."""
+    most = min(SDD_TAIL_MAX_SPLITS, slices // SDD_TAIL_MIN_SLICES)
+    whole = sdd_tail_time(groups, slots, slices, 1)
+    best = min(range(1, max(1, most) + 1),
+               key=lambda s: (sdd_tail_time(groups, slots, slices, s), s))
+    return best if whole >= SDD_TAIL_MIN_GAIN * sdd_tail_time(groups, slots, slices, best) else 1
+
 
 def sdd_short_pays(inner: int) -> bool:
     """The wgmma sdd's reduction is short enough (SDD_SHORT_INNER) for the short tile on a

@@ -149,6 +149,59 @@ __device__ __forceinline__ void sdd_wgmma_store_blocks(const float (&acc)[MT][NW
       }
 }
 
+// One CTA's share of a group whose reduction is split across `splits` CTAs (the second
+// part's groups in sdd_wgmma_rest, the last round's in sdd_wgmma_tma). The CTA stores its
+// float32 partial as piece `own` of the group's workspace `ws` (splits x R x THREADS
+// floats, thread tid's R accumulators at stride THREADS, so a warp's stores and loads are
+// 512 contiguous bytes), and the group's last CTA to finish, found by the counter `count`
+// (left at zero for the next launch), adds every piece in piece order: the same sum every
+// launch, whichever CTA comes last. Returns whether this CTA is that one; acc then holds
+// the sum. `sync` is a barrier of the THREADS threads holding accumulators, and `last` a
+// flag in shared memory.
+template <int THREADS, int MT, int N2, class Sync>
+__device__ __forceinline__ bool split_combine(float (&acc)[MT][N2], float* ws, int splits,
+                                              int own, int* count, int tid, int* last,
+                                              Sync sync) {
+  constexpr int Q = MT * N2 / 4;  // float4s per thread
+  static_assert(N2 % 4 == 0, "partials move as float4");
+  float4* part = (float4*)ws;
+  float4* mine = part + (i64)own * Q * THREADS;
+#pragma unroll
+  for (int j = 0; j < Q; ++j) {
+    const int m = (4 * j) / N2, i = (4 * j) % N2;
+    mine[j * THREADS + tid] = make_float4(acc[m][i], acc[m][i + 1], acc[m][i + 2], acc[m][i + 3]);
+  }
+  __threadfence();  // the partial, before the count that publishes it
+  sync();
+  if (tid == 0) {
+    const int is_last = atomicAdd(count, 1) == splits - 1;
+    if (is_last) {
+      __threadfence();           // the other partials, stored before their counts
+      atomicSub(count, splits);  // every piece is in: zero for the next launch
+    }
+    *last = is_last;
+  }
+  sync();  // (the flag is written again only after the next call's first barrier)
+  if (!*last) return false;
+#pragma unroll
+  for (int j = 0; j < Q; ++j) {
+    const int m = (4 * j) / N2, i = (4 * j) % N2;
+    float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int s = 0; s < splits; ++s) {  // piece order: the same sum every launch
+      const float4 v = __ldcg(part + ((i64)s * Q + j) * THREADS + tid);  // stored by other CTAs
+      sum.x += v.x;
+      sum.y += v.y;
+      sum.z += v.z;
+      sum.w += v.w;
+    }
+    acc[m][i] = sum.x;
+    acc[m][i + 1] = sum.y;
+    acc[m][i + 2] = sum.z;
+    acc[m][i + 3] = sum.w;
+  }
+  return true;
+}
+
 // A group of `cnt` consecutive blocks from p0 of one block row.
 struct RunOfBlocks {
   int p0, cnt;

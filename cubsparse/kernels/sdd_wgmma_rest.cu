@@ -43,8 +43,6 @@ __global__ void __launch_bounds__(WM* WN * 128)
   typedef typename Shape::TB TB;
   constexpr int THREADS = Shape::THREADS, STAGE_BYTES = Shape::STAGE_BYTES;
   constexpr int MT = Shape::MT, NW = Shape::NW;
-  constexpr int R = MT * NW / 2;  // accumulators per thread
-  static_assert(R % 4 == 0, "partials move as float4");
   extern __shared__ unsigned char smem_raw[];
   const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;  // launch adds 1 KiB slack
   unsigned char* smem = smem_raw + (base - smem_addr(smem_raw));
@@ -83,45 +81,10 @@ __global__ void __launch_bounds__(WM* WN * 128)
     sdd_wgmma_slice<Tag, TA, TB, MT, NW, BK>(acc, sA, sA + TA::BYTES, wm, wn);
   });
 
-  if (splits > 1) {
-    // This CTA's partial, R float4 columns of THREADS: thread tid's accumulators at stride
-    // THREADS, so each store and load of a warp is 512 contiguous bytes.
-    auto partial = [&](int s) { return (float4*)(ws + (i64)(gi * splits + s) * R * THREADS); };
-    float4* own = partial(split);
-#pragma unroll
-    for (int j = 0; j < R / 4; ++j) {
-      const int m = (4 * j) / (NW / 2), i = (4 * j) % (NW / 2);
-      own[j * THREADS + tid] = make_float4(acc[m][i], acc[m][i + 1], acc[m][i + 2], acc[m][i + 3]);
-    }
-    __threadfence();  // the partial, before the count that publishes it
-    __syncthreads();
-    if (tid == 0) {
-      const int last = atomicAdd(counts + gi, 1) == splits - 1;
-      if (last) {
-        __threadfence();                 // the other partials, stored before their counts
-        atomicSub(counts + gi, splits);  // every split is in: zero for the next launch
-      }
-      s_last = last;
-    }
-    __syncthreads();
-    if (!s_last) return;
-#pragma unroll
-    for (int j = 0; j < R / 4; ++j) {
-      const int m = (4 * j) / (NW / 2), i = (4 * j) % (NW / 2);
-      float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-      for (int s = 0; s < splits; ++s) {  // split order: the same sum every launch
-        const float4 v = __ldcg(partial(s) + j * THREADS + tid);  // L2: other CTAs stored it
-        sum.x += v.x;
-        sum.y += v.y;
-        sum.z += v.z;
-        sum.w += v.w;
-      }
-      acc[m][i] = sum.x;
-      acc[m][i + 1] = sum.y;
-      acc[m][i + 2] = sum.z;
-      acc[m][i + 3] = sum.w;
-    }
-  }
+  if (splits > 1 &&
+      !split_combine<THREADS>(acc, ws + (i64)gi * splits * MT * (NW / 2) * THREADS, splits,
+                              split, counts + gi, tid, &s_last, [] { __syncthreads(); }))
+    return;  // another CTA of the group adds the pieces
   sdd_wgmma_store_blocks<Tag, B, FLIP, MT, NW>(acc, wm, wn, tid, ListedBlocks{order + p0, cnt},
                                                out, alpha, beta);
 }

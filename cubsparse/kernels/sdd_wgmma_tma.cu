@@ -13,9 +13,16 @@
 //   warp issues a tensor copy per 64-column panel (B / 64 of X, G * B / 64 of dY per
 //   slice) onto the stage's `full` mbarrier, and the consumer warpgroups only wait for
 //   it: no copy instructions in their issue slots and no barrier across warpgroups.
-// * The CTAs are persistent (a grid of about one per SM): CTA i takes groups i, i + grid,
-//   ..., and the producer copies the next group's first slices while the consumers store
-//   a group's blocks.
+// * The CTAs are persistent (a grid of about one per SM): CTA i takes work items i,
+//   i + grid, ..., and the producer copies the next item's first slices while the
+//   consumers store an item's blocks.
+// * Items are whole groups, all the CTAs of a round at the same depth of neighbouring
+//   groups, so each slice of X and dY comes from memory about once for all of them. Only
+//   where the groups leave the last round partly idle (`whole` < n_groups; a group's
+//   reduction is long, 0.1 ms at b = 128 and N = 8192) is each of the groups past `whole`
+//   cut into `splits` runs of slices (SddItems): the tail then takes a fraction of a round.
+//   A piece's float32 partial goes to the workspace and the group's last piece to finish
+//   adds them in piece order (split_combine), so results repeat bit for bit.
 // Or, for small blocks (PANEL, b = 8-32), a dense tile of ROWS = 128 / b adjacent block
 // rows by G adjacent block columns (M = 128, N = G * b <= 256), reduced as one dense
 // product of X's 128 columns and dY's G * b columns (each a contiguous range, so a slice
@@ -81,6 +88,29 @@ struct Pick<false, A, B> {
   typedef B type;
 };
 
+// The work items: groups [0, whole) whole, then `splits` pieces of each later group,
+// piece-major (item whole + s * tail + i is piece s of group whole + i: the pieces running
+// together read the same rows of X and dY), piece s reducing slices
+// [s * ktiles / splits, (s + 1) * ktiles / splits).
+struct SddItems {
+  int whole, tail, splits, ktiles;
+  __device__ __forceinline__ int count() const { return whole + tail * splits; }
+  // Item t's group, its first and end slice, and its piece (-1 for a whole group).
+  __device__ __forceinline__ int group(int t, int& k0, int& k1, int& piece) const {
+    if (t < whole) {
+      k0 = 0;
+      k1 = ktiles;
+      piece = -1;
+      return t;
+    }
+    const int u = t - whole, s = u / tail;
+    k0 = s * ktiles / splits;
+    k1 = (s + 1) * ktiles / splits;
+    piece = splits > 1 ? s : -1;  // (one piece is the whole group)
+    return whole + (u - s * tail);
+  }
+};
+
 // WM x WN consumer warpgroups, warpgroup (wm, wn) owning D's m64 tiles wm * MT .. and its
 // NW columns from wn * NW (as in sdd_wgmma); then one producer warp. D has M = ROWS * B
 // rows and G * B columns.
@@ -88,7 +118,8 @@ template <class Tag, int B, int G, int WM, int WN, int STAGES, int ROWS, bool PA
 __global__ void __launch_bounds__(WM * WN * 128 + 32, 1)
     sdd_wgmma_tma(const __grid_constant__ TmaMap xmap, const __grid_constant__ TmaMap dmap,
                   int inner, int xcols, int dcols, const int* __restrict__ groups, int n_groups,
-                  const int* __restrict__ indices, u16* out, float alpha, float beta) {
+                  const int* __restrict__ indices, int whole, int splits, float* ws,
+                  int* counts, u16* out, float alpha, float beta) {
   grid_dependency();
   constexpr int BK = 64, M = ROWS * B, EB = G * B, MT = M / 64 / WM, NW = EB / WN;
   constexpr int CONSUMERS = WM * WN * 128;
@@ -104,15 +135,18 @@ __global__ void __launch_bounds__(WM * WN * 128 + 32, 1)
   extern __shared__ unsigned char smem_raw[];
   const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;  // launch adds 1 KiB slack
   __shared__ unsigned long long full[STAGES], empty[STAGES];
+  __shared__ int s_last;  // split_combine's flag
   const int tid = threadIdx.x;
   if (tid == 0) tma_ring_init<STAGES>(full, empty, CONSUMERS / 32);
   __syncthreads();  // the only CTA-wide barrier
-  const int ktiles = (inner + BK - 1) / BK;
+  const SddItems items{whole, n_groups - whole, splits, (inner + BK - 1) / BK};
   unsigned it = 0;  // slices through the ring so far
 
   if (tid >= CONSUMERS) {  // the producer: lane 0 of the last warp
     if (tid != CONSUMERS) return;
-    for (int grp = blockIdx.x; grp < n_groups; grp += gridDim.x) {
+    for (int t = blockIdx.x; t < items.count(); t += gridDim.x) {
+      int k0, k1, piece;
+      const int grp = items.group(t, k0, k1, piece);
       // The first column in X of each 64 of D's rows and in dY of each 64 of its columns;
       // a box wholly past X's or dY's columns (a missing row or member) lands as zeros
       int xcol[M / 64], col[EB / 64];
@@ -135,7 +169,7 @@ __global__ void __launch_bounds__(WM * WN * 128 + 32, 1)
           for (int p = 0; p < B / 64; ++p)
             col[g * (B / 64) + p] = gr.column(g, indices, B, dcols) + p * 64;
       }
-      for (int kt = 0; kt < ktiles; ++kt, ++it) {
+      for (int kt = k0; kt < k1; ++kt, ++it) {
         const int s = it % STAGES;
         mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // the first round passes at once
         mbar_arrive_expect_tx(&full[s], STAGE_BYTES);
@@ -153,11 +187,18 @@ __global__ void __launch_bounds__(WM * WN * 128 + 32, 1)
 
   const int wm = tid / 128 / WN, wn = tid / 128 % WN;  // consumer warpgroup
   float acc[MT][NW / 2];
-  for (int grp = blockIdx.x; grp < n_groups; grp += gridDim.x) {
-    consume_tile<STAGES, 1, false>(ktiles, it, acc, full, empty, tid, [&](int s) {
+  for (int t = blockIdx.x; t < items.count(); t += gridDim.x) {
+    int k0, k1, piece;
+    const int grp = items.group(t, k0, k1, piece);
+    consume_tile<STAGES, 1, false>(k1 - k0, it, acc, full, empty, tid, [&](int s) {
       const unsigned sA = base + s * STAGE_BYTES;
       sdd_wgmma_slice<Tag, TA, TB, MT, NW, BK>(acc, sA, sA + TA::BYTES, wm, wn);
     });
+    if (piece >= 0 &&
+        !split_combine<CONSUMERS>(acc, ws + (i64)(grp - whole) * splits * MT * (NW / 2) * CONSUMERS,
+                                  splits, piece, counts + (grp - whole), tid, &s_last,
+                                  [] { named_barrier_sync<2>(CONSUMERS); }))
+      continue;  // another piece's CTA adds the group's pieces
     sdd_wgmma_store_blocks<Tag, B, false, MT, NW, ROWS>(acc, wm, wn, tid, Groups(groups, grp),
                                                         out, alpha, beta);
   }
