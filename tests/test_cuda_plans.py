@@ -445,28 +445,30 @@ def test_forced_rest_splits_reach_the_plan():
 
 @pytest.mark.parametrize(("groups", "slices", "splits"), [
     (528, 128, 1),   # four whole rounds of 132: nothing to cut
-    (530, 128, 8),   # two groups in a fifth round: as many pieces as allowed
+    (530, 128, 5),   # two groups in a fifth round
+    (536, 128, 5),
     (563, 128, 3),   # 35: three pieces each fit one round of pieces
-    (223, 128, 4),   # 91: 364 pieces in three rounds of a quarter group
+    (223, 128, 1),   # 91: pieces would save less than their partials cost
     (527, 128, 1),   # 131 of 132: the last round is nearly full
     (119, 128, 1),   # one partial round: pieces cannot make it shorter
-    (530, 16, 3),    # 16 slices: a fourth piece saves less than its partial costs
-    (530, 4, 1),
+    (530, 16, 1),    # a short reduction: the partials cost more than the round saved
+    (530, 4, 1),     # one piece of SDD_TAIL_MIN_SLICES
 ])
 def test_tail_split(groups, slices, splits):
     """The TMA sdd's last round: its groups cut into the number of pieces of least
     predicted time (SDD_PIECE_SLICES a piece and its share of the group's slices, the
     group's last piece reading every partial), taken where SDD_TAIL_MIN_GAIN faster."""
     assert (sdd_rules.SDD_PIECE_SLICES, sdd_rules.SDD_TAIL_MIN_SLICES,
-            sdd_rules.SDD_TAIL_MAX_SPLITS, sdd_rules.SDD_TAIL_MIN_GAIN) == (1.5, 4, 8, 1.05)
+            sdd_rules.SDD_TAIL_MAX_SPLITS, sdd_rules.SDD_TAIL_MIN_GAIN) == (6, 4, 8, 1.05)
     assert sdd_rules.sdd_tail_split(groups, 132, slices) == splits
     assert sdd_rules.sdd_tail_time(528, 132, 128, 1) == 512
-    assert sdd_rules.sdd_tail_time(530, 132, 128, 8) == 4 * 128 + (16 + 1.5) + 8 * 1.5
+    assert sdd_rules.sdd_tail_time(530, 132, 128, 8) == 4 * 128 + (16 + 6) + 8 * 6
+    assert sdd_rules.sdd_tail_time(563, 132, 128, 4) == 4 * 128 + 2 * (32 + 6) + 4 * 6
 
 
 def test_tail_split_reaches_the_plan():
     """b = 128, N = 8192 on 132 SMs: 64 block rows of 16 blocks make 512 groups of two,
-    and 18 rows with a 17th block 530, whose last round's two groups run in eight pieces
+    and 18 rows with a 17th block 530, whose last round's two groups run in five pieces
     each; with 16 such rows (528 groups, four whole rounds) every group runs whole.
     ``sdd_tail_splits`` forces a count, and below 1 is refused."""
     def plan(extra, **forced):
@@ -480,8 +482,8 @@ def test_tail_split_reaches_the_plan():
 
     p = plan(18)
     assert (p.kernel.tma, p.kernel.group, p.tail_splits, p.tail_whole, p.grid) == (
-        True, 2, 8, 528, 132), p
-    assert "groups 528.. (the last round) each reduced in 8 pieces" in str(p)
+        True, 2, 5, 528, 132), p
+    assert "groups 528.. (the last round) each reduced in 5 pieces" in str(p)
     assert plan(18, sdd_tail_splits=2).tail_splits == 2
     q = plan(18, sdd_tail_splits=1)
     assert (q.tail_splits, q.tail_whole) == (1, 530)
