@@ -46,6 +46,8 @@ DTYPE_ALIASES = {v: k for k, v in DTYPE_SHORT.items()} | {
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 
 LAYOUTS = ("random", "ba", "ws", "banded")
+#: Three-letter names of the layouts for the tables.
+LAYOUT_SHORT = {"random": "rnd", "ba": "ba", "ws": "ws", "banded": "bnd"}
 LAYOUT_ALIASES = {"uniform": "random", "barabasi_albert": "ba", "barabasi-albert": "ba",
                   "powerlaw": "ba", "power-law": "ba", "watts_strogatz": "ws",
                   "watts-strogatz": "ws", "small_world": "ws", "small-world": "ws",

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from .cases import DTYPE_SHORT, OPS
+from .cases import DTYPE_SHORT, LAYOUT_SHORT, OPS
 
 HALF = ("float16", "bfloat16")
 
@@ -119,7 +119,7 @@ def summary_table(rows: list[dict]) -> str:
         out.append(
             f"{OPS_SHORT.get(r['op'], r['op']):7} {DTYPE_SHORT.get(r['dtype'], r['dtype']):5} "
             f"{r['n']:>6} {r['c']:>6} {r['b']:>4} {r['density_target']:>5g} "
-            f"{('ba' if r['layout'] == 'ba' else 'rnd'):3} "
+            f"{LAYOUT_SHORT.get(r['layout'], r['layout'])[:3]:3} "
             f"{_ms(ms):>9} {_f(r.get('efficiency'), '{:.2f}'):>6} "
             f"{_f(r.get('bw_efficiency'), '{:.2f}'):>5} {_ms(r.get('best_peer_ms')):>9} "
             f"{(r.get('best_peer') or '-')[:10]:10}{flag}")

@@ -542,7 +542,7 @@ def eager_table(rows: list[dict[str, Any]]) -> str:
         case = (f"{_OPS_SHORT.get(r['op'], r['op']):6} "
                 f"{_cases.DTYPE_SHORT.get(r['dtype'], r['dtype']):5} {r['n']:>5} "
                 f"{r['c']:>6} {r['b']:>3} {r['density_target']:>5g} "
-                f"{('ba' if r['layout'] == 'ba' else 'rnd'):3}")
+                f"{_cases.LAYOUT_SHORT.get(r['layout'], r['layout'])[:3]:3}")
         for i, (name, f) in enumerate(_summary_entries(r)):
             line = (f"{case if i == 0 else ' ' * len(case)}  {name[:12]:12} "
                     f"{_num(f.get('host_us'), 8)} {_num(f.get('eager_ms'), 9)} "

@@ -421,3 +421,16 @@ def test_dense_timed_per_case_unless_asked_once_per_shape(tmp_path, dense_once):
     # a cached dense time has no calls to alternate with
     assert [r["paired_ratio"] is not None for r in rows] == [True, not dense_once]
     assert all(r["dense_ms"] > 0 for r in rows)
+
+
+def test_summary_tables_name_every_layout():
+    """The fixed-width tables label each layout by its own three letters (banded and
+    Watts-Strogatz rows read "rnd" before)."""
+    from bench.report import summary_table
+
+    base = {"op": "sdd", "dtype": "float16", "n": 8192, "c": 8192, "b": 32,
+            "density_target": 0.1, "cubsparse_ms": 0.2, "efficiency": 0.5}
+    lines = summary_table([{**base, "layout": lay} for lay in cases.LAYOUTS]).splitlines()[2:]
+    assert [line.split()[6] for line in lines] == ["rnd", "ba", "ws", "bnd"]
+    eager = eager_table([{**base, "layout": "banded"}])
+    assert " bnd" in eager
