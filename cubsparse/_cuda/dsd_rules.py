@@ -69,9 +69,11 @@ TALL_MIN_WAVES = 2
 #: Mean reduction depth (list length x b, rows of W) from which the tall tile runs in
 #: clusters of two CTAs sharing W's blocks by multicast: a cluster's CTAs wait for each
 #: other at every stage, which short lists pay for (N = C = K = 8192, b = 64 and 128, against
-#: the tall tile: 0.85-0.89x at depth 410, 0.92-0.96x at 819, 1.01-1.03x at 2048,
-#: 1.03-1.08x at 4096).
-CLUSTER_MIN_DEPTH = 2048
+#: the tall tile, on an H100: 0.85-0.89x at depth 410, 0.92-0.96x at 819, 1.01-1.03x at
+#: 2048, 1.03-1.08x at 4096; again on an H200 with the TMA-store epilogue, bench/NOTES.md
+#: 241: 0.75-1.01x at depths 410-819, 1.02x and 1.05x at 2032 (banded and Barabasi-Albert
+#: layouts at b = 128, d = 0.25, which 2048 left out), 1.00-1.02x at 2048-2100).
+CLUSTER_MIN_DEPTH = 1792
 #: Stored blocks per union-list entry (1-2) from which the two-block dsd tile
 #: (tiles.WGMMA_DSD_PAIR) replaces the tall tile: an entry costs its X slice once for both
 #: blocks, and an absent block costs MMAs on zeros.
