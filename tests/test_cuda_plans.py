@@ -458,10 +458,17 @@ def test_tail_split(groups, slices, splits):
     """The TMA sdd's last round: its groups cut into the number of pieces of least
     predicted time (SDD_PIECE_SLICES a piece and its share of the group's slices, the
     group's last piece reading every partial), taken where SDD_TAIL_MIN_GAIN faster."""
+    assert sdd_rules.sdd_tail_split(groups, 132, slices) == splits
+
+
+def test_tail_time():
+    """The model behind the tail split: rounds of whole groups, then rounds of pieces, each
+    a share of the slices plus SDD_PIECE_SLICES, and the last piece's sum of them all."""
     assert (sdd_rules.SDD_PIECE_SLICES, sdd_rules.SDD_TAIL_MIN_SLICES,
             sdd_rules.SDD_TAIL_MAX_SPLITS, sdd_rules.SDD_TAIL_MIN_GAIN) == (6, 4, 8, 1.05)
-    assert sdd_rules.sdd_tail_split(groups, 132, slices) == splits
     assert sdd_rules.sdd_tail_time(528, 132, 128, 1) == 512
+    assert sdd_rules.sdd_tail_time(528, 132, 128, 4) == 512  # no partial round to cut
+    assert sdd_rules.sdd_tail_time(530, 132, 128, 1) == 640
     assert sdd_rules.sdd_tail_time(530, 132, 128, 8) == 4 * 128 + (16 + 6) + 8 * 6
     assert sdd_rules.sdd_tail_time(563, 132, 128, 4) == 4 * 128 + 2 * (32 + 6) + 4 * 6
 
@@ -490,8 +497,10 @@ def test_tail_split_reaches_the_plan():
     assert "pieces" not in str(q)
     q = plan(16)
     assert (q.tail_splits, q.tail_whole) == (1, 528)
-    with pytest.raises(ValueError, match="sdd_tail_splits must be at least 1, got 0"):
-        plan(18, sdd_tail_splits=0)
+    for bad in (0, 129):  # 8192 rows: 128 slices of 64
+        with pytest.raises(ValueError, match=f"sdd_tail_splits must be 1 to the reduction's "
+                                             f"128 64-deep slices, got {bad}"):
+            plan(18, sdd_tail_splits=bad)
 
 
 def test_whole_slice_lists():

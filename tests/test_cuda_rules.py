@@ -173,6 +173,19 @@ def test_clusters_need_paired_row_tiles_and_deep_lists(b):
     assert p.kernel == cfg
     assert p.grid[0] % 2 == 0
     assert "dsd_wgmma_tma_mc" in str(p)
+    # lists of a mean depth 2032 rows of W (measured 1.02-1.05x in clusters) against 1664
+    assert dsd_rules.CLUSTER_MIN_DEPTH == 1792
+
+    def depth(rows):  # each output block's list: `rows` of W's rows in blocks
+        per = np.full(kb, rows // b)
+        per[: (rows % b) * kb // b] += 1
+        lay = (np.arange(kb)[:, None] - np.arange(kb)[None, :]) % kb < per[None, :]
+        s = cs.BlockSparseMatrix.from_layout(lay, b, backend="cpu")._structure
+        assert float(worklists.list_lengths(s, False, 1).mean()) * b == rows
+        return s
+
+    assert dsd_rules.cluster_pays(cfg, depth(2032), False, b, 8192, kb, ctas)
+    assert not dsd_rules.cluster_pays(cfg, depth(1664), False, b, 8192, kb, ctas)
     p = plans.plan_dsd(shallow, "float16", b, 8192, False, False, 90, SMS)
     assert p.kernel.cluster == 1
     with plans.override(cluster=False):

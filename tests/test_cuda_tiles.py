@@ -349,13 +349,15 @@ def test_sdd_in_two_parts_matches_scipy(backend, force, b, dtype, n, ctas, split
 @pytest.mark.parametrize(("b", "kind"), [(128, "sdd_tma"), (64, "sdd_pair"),
                                          (16, "sdd_panel")])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize(("n", "splits"), [(77, 3), (1000, 2), (1000, 8), (300, 0)])
+@pytest.mark.parametrize(("n", "splits"), [(77, 2), (1000, 3), (1000, 8), (4096, 0)])
 def test_tma_sdd_tail_pieces_match_scipy(backend, force, b, kind, dtype, n, splits):
     """The persistent TMA sdd with its last round's groups reduced in pieces: a few CTAs
     walking the groups, so that a partial last round holds some, each cut into 2, 3 or 8
-    pieces (at 77 rows, two slices in three pieces: one piece with none) or as the rule
-    cuts them; the one-row tile, the paired tile and the dense panels; alpha and beta;
-    results repeat bit for bit, and a CUDA graph captured on a new stream replays them."""
+    pieces (at 77 rows, a piece of one slice, the second partial) or as the rule cuts them
+    (4096 rows, the CTAs chosen so that it does); the one-row tile, the paired tile and the
+    dense panels; alpha and beta; results repeat bit for bit, and CUDA graphs captured on
+    a new stream, from a stream's first call or after one, replay them twice (the
+    counters back at zero after each launch)."""
     import cupy
 
     rng = np.random.default_rng(n + b + splits)
@@ -366,7 +368,10 @@ def test_tma_sdd_tail_pieces_match_scipy(backend, force, b, kind, dtype, n, spli
     count = sdd_worklists.sdd_work_host(
         cs.BlockSparseMatrix.from_layout(lay, b, backend="cpu")._structure, cfg.group,
         cfg.block_rows, cfg.panel).shape[0]
-    ctas = next(c for c in (3, 4, 5, 7) if count % c)  # a partial last round
+    slices = -(-n // 64)
+    # a partial last round; by the rule, one it cuts into pieces
+    ctas = next(c for c in range(3, count) if count % c and (
+        splits or sdd_rules.sdd_tail_split(count, c, slices) > 1))
     force(**{kind: True}, sdd_short=False, sdd_hybrid=False, grid_limit=ctas,
           sdd_tail_splits=splits or None)
     check_sampled_matmul(backend, lay, b, dtype, n, rng)
@@ -376,25 +381,28 @@ def test_tma_sdd_tail_pieces_match_scipy(backend, force, b, kind, dtype, n, spli
     if device.arch(0) == 90:  # elsewhere another kernel runs
         plan = cs.sampled_matmul_plan(x.T, dy, like=w)
         assert plan.kernel == cfg, plan
-        want = splits or sdd_rules.sdd_tail_split(count, ctas, -(-n // 64))
-        assert plan.tail_splits == want, plan
-        assert plan.tail_whole == (count - count % ctas if want > 1 else count)
-        if want > 1:
-            assert f"in {want} pieces" in str(plan)
+        want = splits or sdd_rules.sdd_tail_split(count, ctas, slices)
+        assert want > 1
+        assert (plan.tail_splits, plan.tail_whole) == (want, count - count % ctas), plan
+        assert f"in {want} pieces" in str(plan)
     first = to_numpy(cs.sampled_matmul(x.T, dy, like=w).data)
     again = to_numpy(cs.sampled_matmul(x.T, dy, like=w).data)
     assert np.array_equal(first.view(np.uint16), again.view(np.uint16))
-    stream = cupy.cuda.Stream(non_blocking=True)
-    with stream:
-        out = cs.sampled_matmul(x.T, dy, like=w)
-        stream.begin_capture()
-        cs.sampled_matmul(x.T, dy, like=w, out=out)
-        graph = stream.end_capture()
-        out.data.fill(np.nan)
-        graph.launch(stream)
-        graph.launch(stream)  # the counters are back at zero after each launch
-        stream.synchronize()
-    assert np.array_equal(to_numpy(out.data).view(np.uint16), first.view(np.uint16))
+    out = cs.sampled_matmul(x.T, dy, like=w)
+    for warm in (False, True):  # a stream's first call captured (its counters made then)
+        stream = cupy.cuda.Stream(non_blocking=True)
+        with stream:
+            if warm:
+                cs.sampled_matmul(x.T, dy, like=w, out=out)
+            stream.begin_capture()
+            cs.sampled_matmul(x.T, dy, like=w, out=out)
+            graph = stream.end_capture()
+            for _ in range(2):  # a counter left set would leave blocks unstored: NaN
+                out.data.fill(np.nan)
+                graph.launch(stream)
+                stream.synchronize()
+                assert np.array_equal(to_numpy(out.data).view(np.uint16),
+                                      first.view(np.uint16))
 
 
 SDD_PAIR_TILES = [

@@ -6,7 +6,7 @@ import cupy as cp
 import numpy as np
 
 import cubsparse as cs
-from cubsparse._cuda import plans
+from cubsparse._cuda import plans, sdd_worklists
 
 rng = np.random.default_rng(3)
 bad = 0
@@ -35,16 +35,22 @@ for b in (8, 16, 32):
         bad += not err < 1e-2
         print(b, f"sdd two parts, {splits} split(s)", f"{err:.1e}")
 # the TMA weight gradient with its last round's groups in pieces (b = 128 one-row groups,
-# b = 64 paired rows): three CTAs, three pieces a group
+# b = 64 paired rows): a few CTAs, at least two groups in the last round, three pieces each
 for b, kind in ((128, "sdd_tma"), (64, "sdd_pair")):
     nb = 7
     lay = (rng.random((nb, nb)) < 0.5) | np.eye(nb, dtype=bool)
     W = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", seed=5, backend="cuda")
     x = cp.asarray(rng.standard_normal((700, nb * b))).astype("float16")
     xh = cp.asnumpy(x).astype(np.float64)
-    with plans.override(**{kind: True}, sdd_short=False, grid_limit=3, dense=False,
+    with plans.override(**{kind: True}, sdd_short=False, dense=False):
+        k = cs.sampled_matmul_plan(x.T, x, like=W).kernel
+    groups = sdd_worklists.sdd_work_host(W._structure, k.group, k.block_rows, k.panel).shape[0]
+    ctas = next(c for c in range(2, groups) if groups % c >= 2)
+    with plans.override(**{kind: True}, sdd_short=False, grid_limit=ctas, dense=False,
                         sdd_tail_splits=3):
-        print(cs.sampled_matmul_plan(x.T, x, like=W))
+        plan = cs.sampled_matmul_plan(x.T, x, like=W)
+        print(plan)
+        bad += plan.tail_splits != 3 or groups - plan.tail_whole < 2
         g = cp.asnumpy(cs.sampled_matmul(x.T, x, like=W).toarray()).astype(np.float64)
     ref = (xh.T @ xh) * np.kron(lay, np.ones((b, b)))
     err = np.linalg.norm(g - ref) / np.linalg.norm(ref)

@@ -409,11 +409,12 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
     tail_splits, tail_whole = 1, count
     if cfg.tma and rest is None and count:  # the last round's groups cut into pieces
         slots = persistent_ctas(cfg, sms)
-        tail_splits = forced("sdd_tail_splits")
+        tail_splits, slices = forced("sdd_tail_splits"), -(-inner // 64)
         if tail_splits is None:
-            tail_splits = sdd_rules.sdd_tail_split(count, slots, -(-inner // 64))
-        elif int(tail_splits) < 1:
-            raise ValueError(f"sdd_tail_splits must be at least 1, got {tail_splits}")
+            tail_splits = sdd_rules.sdd_tail_split(count, slots, slices)
+        elif not 1 <= int(tail_splits) <= slices:
+            raise ValueError(f"sdd_tail_splits must be 1 to the reduction's {slices} "
+                             f"64-deep slices, got {tail_splits}")
         tail_splits, tail_whole = int(tail_splits), count - count % slots
         if tail_splits == 1 or tail_whole == count:
             tail_splits, tail_whole = 1, count

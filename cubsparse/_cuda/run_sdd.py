@@ -231,14 +231,14 @@ class _SddRunner:
             tail = groups.shape[0] - p.tail_whole if p.tail_splits > 1 else 0
             self.tail_scratch = (_SplitScratch(
                 s, dev, (tail * p.tail_splits * cfg.block_rows * b * cfg.group * b,), tail)
-                if tail else None)
+                if tail > 0 else None)
             self.dcols = s.block_shape[1] * b
             self.xcols = s.block_shape[0] * b
             self.main = Launch(get_kernel(cfg), (p.grid,), (cfg.threads,), cfg.smem,
                                "ttiiipipiipppff",
                                [None, None, inner, self.xcols, self.dcols, groups,
                                 groups.shape[0], s.indices,
-                                p.tail_whole if tail else groups.shape[0], p.tail_splits,
+                                p.tail_whole if tail > 0 else groups.shape[0], p.tail_splits,
                                 0, 0, None, None, None])
             self._maps = (None, None)  # the (address, row stride) of X and dY last mapped
         else:

@@ -151,9 +151,9 @@ __device__ __forceinline__ void sdd_wgmma_store_blocks(const float (&acc)[MT][NW
 
 // One CTA's share of a group whose reduction is split across `splits` CTAs (the second
 // part's groups in sdd_wgmma_rest, the last round's in sdd_wgmma_tma). The CTA stores its
-// float32 partial as piece `own` of the group's workspace `ws` (splits x R x THREADS
-// floats, thread tid's R accumulators at stride THREADS, so a warp's stores and loads are
-// 512 contiguous bytes), and the group's last CTA to finish, found by the counter `count`
+// float32 partial as piece `own` of the group's workspace `ws` (splits x MT N2 x THREADS
+// floats, thread tid's MT N2 accumulators at stride THREADS, so a warp's stores and loads
+// are 512 contiguous bytes), and the group's last CTA to finish, found by the counter `count`
 // (left at zero for the next launch), adds every piece in piece order: the same sum every
 // launch, whichever CTA comes last. Returns whether this CTA is that one; acc then holds
 // the sum. `sync` is a barrier of the THREADS threads holding accumulators, and `last` a
@@ -186,7 +186,7 @@ __device__ __forceinline__ bool split_combine(float (&acc)[MT][N2], float* ws, i
   // Piece by piece, in batches of BATCH float4 loads in flight: a load at a time per
   // thread (the pieces' loop inside each float4's) waited out an L2 latency per load, about
   // 11 us for each 128 KB piece at b = 128.
-  constexpr int BATCH = Q % 8 == 0 ? 8 : Q % 4 == 0 ? 4 : 1;
+  constexpr int BATCH = Q % 4 == 0 ? 4 : 1;  // (8 spilled at b = 64 and 128)
 #pragma unroll
   for (int m = 0; m < MT; ++m)
 #pragma unroll
