@@ -110,12 +110,16 @@ def _run() -> int:
                 with plans.override(sdd_tma=True, sdd_short=False, grid_limit=1):
                     results["sdd tma, one CTA"] = (
                         cs.sampled_matmul(x.T, dy, like=W).toarray(), (xh.T @ dyh) * mask)
-                # two or three CTAs, the groups of a partial last round in three pieces each
+                # two or three CTAs, the groups of a partial last round in pieces (200 rows:
+                # four slices, three pieces)
+                xt, dt = (cp.asarray(rng.standard_normal((200, c * b))).astype(dtype)
+                          for c in (cb, kb))
                 for ctas in (2, 3):
                     with plans.override(sdd_tma=True, sdd_short=False, grid_limit=ctas,
                                         sdd_tail_splits=3):
                         results[f"sdd tma, {ctas} CTAs, last round in pieces"] = (
-                            cs.sampled_matmul(x.T, dy, like=W).toarray(), (xh.T @ dyh) * mask)
+                            cs.sampled_matmul(xt.T, dt, like=W).toarray(),
+                            (_f64(xt).T @ _f64(dt)) * mask)
             # the paired TMA sdd (b = 64, half types): two block rows per group, one CTA
             # walking every group and a CTA per group
             if sdd_configs.sdd_wgmma_config(dtype, b, pair=True) is not None:
@@ -123,11 +127,14 @@ def _run() -> int:
                     with plans.override(sdd_pair=True, sdd_short=False, grid_limit=ctas):
                         results[f"sdd pair, grid_limit={ctas}"] = (
                             cs.sampled_matmul(x.T, dy, like=W).toarray(), (xh.T @ dyh) * mask)
-                for ctas in (2, 3):  # the last round's groups in pieces
+                xt, dt = (cp.asarray(rng.standard_normal((200, c * b))).astype(dtype)
+                          for c in (cb, kb))
+                for ctas in (2, 3):  # the last round's groups in pieces (four slices, two)
                     with plans.override(sdd_pair=True, sdd_short=False, grid_limit=ctas,
                                         sdd_tail_splits=2):
                         results[f"sdd pair, {ctas} CTAs, last round in pieces"] = (
-                            cs.sampled_matmul(x.T, dy, like=W).toarray(), (xh.T @ dyh) * mask)
+                            cs.sampled_matmul(xt.T, dt, like=W).toarray(),
+                            (_f64(xt).T @ _f64(dt)) * mask)
             if dtype != "float64":  # split lists: float32 partials, added by the last CTA
                 with plans.override(split=1):
                     results["x@W split"] = (cs.matmul(x, W), xh @ Wd)
