@@ -60,13 +60,20 @@ def forced_tile(monkeypatch, b, tables, **decisions):
     configs.set_tiles()
 
 
-def check_sampled_matmul(backend, lay, b, dtype, n, rng):
-    """sampled_matmul(x.T, dy, like=W) for W of layout ``lay`` against float64 NumPy, into a
-    poisoned output; then alpha and beta on top of that result."""
-    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=4, backend=backend)
+def sdd_operands(backend, lay, b, dtype, n, rng, seed):
+    """W of layout ``lay`` (values from ``seed``), and X and dY of ``n`` rows of W's rows and
+    columns (from ``rng``): a weight gradient's operands."""
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=seed, backend=backend)
     cb, kb = lay.shape
     x = to_backend(rng.standard_normal((n, cb * b)).astype(np.float32), backend).astype(w.dtype)
     dy = to_backend(rng.standard_normal((n, kb * b)).astype(np.float32), backend).astype(w.dtype)
+    return w, x, dy
+
+
+def check_sampled_matmul(backend, lay, b, dtype, n, rng):
+    """sampled_matmul(x.T, dy, like=W) for W of layout ``lay`` against float64 NumPy, into a
+    poisoned output; then alpha and beta on top of that result."""
+    w, x, dy = sdd_operands(backend, lay, b, dtype, n, rng, 4)
     mask = np.kron(lay, np.ones((b, b)))
     ref = (to_numpy(x.astype("float64")).T @ to_numpy(dy.astype("float64"))) * mask
     out = cs.BlockSparseMatrix((poison((w.nnzb, b, b), w.dtype, backend), w.indices, w.indptr),
@@ -214,9 +221,7 @@ def test_tma_sdd_tiles_match_scipy(backend, force, sdd_tma_tile, dtype, n, ctas)
     check_sampled_matmul(backend, lay, b, dtype, n, rng)
     # operands with their rows reversed (negative row strides), which a tensor map cannot
     # take: copied first
-    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=7, backend=backend)
-    x = to_backend(rng.standard_normal((n, 3 * b)).astype(np.float32), backend).astype(w.dtype)
-    dy = to_backend(rng.standard_normal((n, 11 * b)).astype(np.float32), backend).astype(w.dtype)
+    w, x, dy = sdd_operands(backend, lay, b, dtype, n, rng, 7)
     xr, dyr = x[::-1], dy[::-1]
     mask = np.kron(lay, np.ones((b, b)))
     for a_op, b_op in [(xr.T, dy), (x.T, dyr), (xr.T, dyr)]:
@@ -264,11 +269,7 @@ def test_tma_sdd_panel_tiles_match_scipy(backend, force, sdd_panel_tile, dtype, 
     lay[-1, :] = True  # a full block row, in the partial last row of tiles
     lay[:, -1] = True  # a full block column, in the partial last column of tiles
     check_sampled_matmul(backend, lay, b, dtype, n, rng)
-    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=3, backend=backend)
-    x = to_backend(rng.standard_normal((n, rows * b)).astype(np.float32),
-                   backend).astype(w.dtype)
-    dy = to_backend(rng.standard_normal((n, cols * b)).astype(np.float32),
-                    backend).astype(w.dtype)
+    w, x, dy = sdd_operands(backend, lay, b, dtype, n, rng, 3)
     plan = str(cs.sampled_matmul_plan(x.T, dy, like=w))
     assert "dense panels of" in plan, plan
     first = to_numpy(cs.sampled_matmul(x.T, dy, like=w).data)
@@ -300,9 +301,7 @@ def test_sdd_in_two_parts_matches_scipy(backend, force, b, dtype, n, ctas, split
     lay |= rng.random((nb, nb)) < 0.05  # scattered blocks away from the band
     lay[3, :] = True  # a block row crossing every tile
     check_sampled_matmul(backend, lay, b, dtype, n, rng)
-    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=3, backend=backend)
-    x = to_backend(rng.standard_normal((n, nb * b)).astype(np.float32), backend).astype(w.dtype)
-    dy = to_backend(rng.standard_normal((n, nb * b)).astype(np.float32), backend).astype(w.dtype)
+    w, x, dy = sdd_operands(backend, lay, b, dtype, n, rng, 3)
     if device.arch(0) == 90:  # elsewhere another kernel runs
         plan = cs.sampled_matmul_plan(x.T, dy, like=w)
         assert plan.rest is not None, plan
@@ -375,9 +374,7 @@ def test_tma_sdd_tail_pieces_match_scipy(backend, force, b, kind, dtype, n, spli
     force(**{kind: True}, sdd_short=False, sdd_hybrid=False, grid_limit=ctas,
           sdd_tail_splits=splits or None)
     check_sampled_matmul(backend, lay, b, dtype, n, rng)
-    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=5, backend=backend)
-    x = to_backend(rng.standard_normal((n, nb * b)).astype(np.float32), backend).astype(w.dtype)
-    dy = to_backend(rng.standard_normal((n, nb * b)).astype(np.float32), backend).astype(w.dtype)
+    w, x, dy = sdd_operands(backend, lay, b, dtype, n, rng, 5)
     if device.arch(0) == 90:  # elsewhere another kernel runs
         plan = cs.sampled_matmul_plan(x.T, dy, like=w)
         assert plan.kernel == cfg, plan
@@ -434,9 +431,7 @@ def test_paired_tma_sdd_tiles_match_scipy(backend, force, sdd_pair_tile, dtype, 
     assert [0, 1] in sdd_worklists.sdd_row_pairs(s).tolist()
     assert (sdd_worklists.sdd_pair_groups_host(s, tiles.WGMMA_SDD_PAIR[b].group)[:, 1] < 0).any()
     check_sampled_matmul(backend, lay, b, dtype, n, rng)
-    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=3, backend=backend)
-    x = to_backend(rng.standard_normal((n, 8 * b)).astype(np.float32), backend).astype(w.dtype)
-    dy = to_backend(rng.standard_normal((n, 9 * b)).astype(np.float32), backend).astype(w.dtype)
+    w, x, dy = sdd_operands(backend, lay, b, dtype, n, rng, 3)
     plan = str(cs.sampled_matmul_plan(x.T, dy, like=w))
     assert "pair of block rows" in plan, plan
     first = to_numpy(cs.sampled_matmul(x.T, dy, like=w).data)

@@ -392,14 +392,9 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
         cfg = pcfg
         count = filled.shape[0]
         panel_ratio = sdd_rules.sdd_hybrid_times(structure, cfg, rest, b)[2]
-        rest_splits = forced("sdd_rest_splits")
-        if rest_splits is None:
-            rest_splits = sdd_rules.sdd_rest_splits(b, rest_groups.shape[0], inner,
-                                                    WGMMA_SDD_REST[b].k,
-                                                    sms * max(1, smem_ctas(rest, arch)))
-        elif int(rest_splits) < 1:
-            raise ValueError(f"sdd_rest_splits must be at least 1, got {rest_splits}")
-        rest_splits = int(rest_splits)
+        rest_splits = _forced_count("sdd_rest_splits") or sdd_rules.sdd_rest_splits(
+            b, rest_groups.shape[0], inner, WGMMA_SDD_REST[b].k,
+            sms * max(1, smem_ctas(rest, arch)))
     else:  # a persistent grid: every CTA walks groups (or panel tiles)
         count = sdd_worklists.sdd_work_host(structure, cfg.group, cfg.block_rows,
                                             cfg.panel).shape[0]
@@ -408,14 +403,11 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
     grid = min(count, persistent_ctas(cfg, sms)) if cfg.persistent else 0
     tail_splits, tail_whole = 1, count
     if cfg.tma and rest is None and count:  # the last round's groups cut into pieces
-        slots = persistent_ctas(cfg, sms)
-        tail_splits, slices = forced("sdd_tail_splits"), -(-inner // 64)
-        if tail_splits is None:
-            tail_splits = sdd_rules.sdd_tail_split(count, slots, slices)
-        elif not 1 <= int(tail_splits) <= slices:
-            raise ValueError(f"sdd_tail_splits must be 1 to the reduction's {slices} "
-                             f"64-deep slices, got {tail_splits}")
-        tail_splits, tail_whole = int(tail_splits), count - count % slots
+        slots, slices = persistent_ctas(cfg, sms), -(-inner // 64)
+        tail_splits = (_forced_count("sdd_tail_splits", slices,
+                                     f"the reduction's {slices} 64-deep slices")
+                       or sdd_rules.sdd_tail_split(count, slots, slices))
+        tail_whole = count - count % slots
         if tail_splits == 1 or tail_whole == count:
             tail_splits, tail_whole = 1, count
         else:
@@ -428,6 +420,19 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
                    rest_splits=rest_splits, tail_splits=tail_splits, tail_whole=tail_whole,
                    rest_beside=rest is not None and decide(
                        "sdd_rest_beside", sdd_rules.sdd_rest_beside_pays, rest_splits))
+
+
+def _forced_count(name: str, most: int | None = None, of: str = "") -> int | None:
+    """The count forced for decision ``name`` (None where left to the rule): at least 1 and,
+    where ``most`` is given, at most that (``of`` says what it is)."""
+    value = forced(name)
+    if value is None:
+        return None
+    if most is None and int(value) < 1:
+        raise ValueError(f"{name} must be at least 1, got {value}")
+    if most is not None and not 1 <= int(value) <= most:
+        raise ValueError(f"{name} must be 1 to {of}, got {value}")
+    return int(value)
 
 
 #: The sdd kernels a plan weighs after the short-reduction kernel and the dense panels:

@@ -227,7 +227,8 @@ class _SddRunner:
             else:
                 groups = sdd_worklists.sdd_work(s, dev, cfg.group, cfg.block_rows, cfg.panel)
             # the last round's groups reduced in pieces: each piece's D (M x N floats,
-            # 128 x 256 on every TMA tile) and a counter per group
+            # 128 x 256 on every TMA tile) and a counter per group (one piece a group is the
+            # group whole, whatever tail_whole says)
             tail = groups.shape[0] - p.tail_whole if p.tail_splits > 1 else 0
             self.tail_scratch = (_SplitScratch(
                 s, dev, (tail * p.tail_splits * cfg.block_rows * b * cfg.group * b,), tail)
@@ -237,8 +238,7 @@ class _SddRunner:
             self.main = Launch(get_kernel(cfg), (p.grid,), (cfg.threads,), cfg.smem,
                                "ttiiipipiipppff",
                                [None, None, inner, self.xcols, self.dcols, groups,
-                                groups.shape[0], s.indices,
-                                p.tail_whole if tail > 0 else groups.shape[0], p.tail_splits,
+                                groups.shape[0], s.indices, p.tail_whole, p.tail_splits,
                                 0, 0, None, None, None])
             self._maps = (None, None)  # the (address, row stride) of X and dY last mapped
         else:
