@@ -1549,3 +1549,72 @@ def test_launch_packs_parameters_once(monkeypatch):
     C(79)
     assert kinds == [False, True]
     assert calls[-1] == (1234, (3, 2, 1), (256, 1, 1), 0, 79, 5, 1, 2.0, 4096)
+
+
+def test_order_pays_where_a_list_outlasts_a_row_tiles_share():
+    """The deadline order pays where the longest list passes the shortest by more than
+    ORDER_MIN_SPREAD of one taker's share of a row tile: never for lists of one length, one
+    row tile or no lists."""
+    even = np.full(64, 8)
+    assert not dsd_rules.order_pays(even, 32, 132)
+    hub = even.copy()
+    share = (even.sum() + 64 * dsd_rules.ORDER_TILE_COST) / 132  # (about 4.4 blocks)
+    hub[3] = 8 + int(dsd_rules.ORDER_MIN_SPREAD * share)  # (the share grows with the hub)
+    assert not dsd_rules.order_pays(hub, 32, 132)
+    hub[3] += 2
+    assert dsd_rules.order_pays(hub, 32, 132)
+    assert not dsd_rules.order_pays(hub, 1, 132)
+    assert not dsd_rules.order_pays(hub, 32, 1)  # one taker: a share larger than the spread
+    assert not dsd_rules.order_pays(np.zeros(0, np.int64), 32, 132)
+
+
+def test_tile_order_takes_a_hub_list_early():
+    """worklists.tile_order is a permutation of the (row tile, work item) tiles that keeps
+    each row tile's lists longest first; a hub's tiles are taken rows ahead of their row
+    tile (none later), and lists of one length keep the row-tile order."""
+    lay = np.eye(64, dtype=bool)
+    lay[:, 0] = True  # a hub: one list of 64 blocks beside 63 of one
+    s = cs.BlockSparseMatrix.from_layout(lay, 128, backend="cpu")._structure
+    rt, takers = 32, 132
+    order = worklists.tile_order(s, False, 0, 1, rt, takers, dsd_rules.ORDER_SLACK,
+                                 dsd_rules.ORDER_TILE_COST)
+    nwork = worklists.dsd_host(s, False)[0].shape[0]
+    assert np.array_equal(np.sort(order), np.arange(rt * nwork))
+    row_tile, item = np.divmod(order, nwork)
+    for r in range(rt):  # a row tile's own tiles: its items in order (longest first)
+        assert np.all(np.diff(item[row_tile == r]) > 0)
+    place = np.empty_like(order)
+    place[order] = np.arange(order.size)
+    moved = np.arange(order.size) - place  # how far ahead of the row-tile order
+    hub = worklists.dsd_host(s, False)[0][:, 2].argmax()
+    assert moved[hub::nwork][1:].min() > 0  # every hub tile past the first row tile's
+    assert moved.min() >= -(nwork - 1)  # others wait at most a row tile's worth of tiles
+    even = cs.BlockSparseMatrix.from_layout(np.eye(64, dtype=bool), 128,
+                                            backend="cpu")._structure
+    assert np.array_equal(worklists.tile_order(even, False, 0, 1, rt, takers, 1.5, 1.0),
+                          np.arange(rt * 64))
+
+
+def test_dsd_plans_take_long_lists_early():
+    """The plan takes the deadline order on the TMA dsd's single-list tiles where a list is
+    long (order_pays), not on balanced lists nor on the panels, and as forced."""
+    lay = np.eye(64, dtype=bool)
+    lay[:, 0] = True
+    hub = cs.BlockSparseMatrix.from_layout(lay, 128, backend="cpu")._structure
+    p = plans.plan_dsd(hub, "float16", 128, 8192, False, False, 90, SMS, None)
+    assert p.kernel.tma
+    assert not p.panel
+    assert p.order
+    assert "long lists' tiles taken early (tile_order)" in str(p)
+    even = cs.BlockSparseMatrix.from_layout(np.eye(64, dtype=bool), 128,
+                                            backend="cpu")._structure
+    assert not plans.plan_dsd(even, "float16", 128, 8192, False, False, 90, SMS, None).order
+    with plans.override(tile_order=False):
+        assert not plans.plan_dsd(hub, "float16", 128, 8192, False, False, 90, SMS,
+                                  None).order
+    band = cs.BlockSparseMatrix.from_layout(cs.layouts.banded(512, 15), 16,
+                                            backend="cpu")._structure
+    with plans.override(tile_order=True):
+        panel = plans.plan_dsd(band, "float16", 16, 8192, False, False, 90, SMS, None)
+    assert panel.panel
+    assert not panel.order

@@ -845,6 +845,46 @@ def test_clustered_dsd_split_lists(backend, monkeypatch, force, b, dtype, n):
     check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: None, True: None})
 
 
+@pytest.mark.parametrize(("b", "kind"), [(64, "tall"), (128, "tall"), (64, "cluster"),
+                                         (128, "cluster"), (64, "pair")])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("split", [0, 2])
+def test_dsd_tiles_taken_by_deadline(backend, monkeypatch, force, b, kind, dtype, split):
+    """The TMA dsd tiles (tall, clustered, two-block) taking their tiles in the deadline
+    order (tile_order): a hub list of every block row beside lists of one block, so the
+    hub's tiles are taken rows ahead; 1,100 rows (a partial last row tile), three CTAs (two
+    clusters) walking them, lists whole and split (not the two-block tile, which never
+    splits). Against SciPy, and bit for bit the results of the row-tile order."""
+    if kind == "pair" and split:
+        pytest.skip("the two-block tile stores its blocks whole")
+    force(tall=True, cluster=kind == "cluster", dsd_pair=kind == "pair", split=split,
+          grid_limit=4 if kind == "cluster" else 3, dense=False)
+    rng = np.random.default_rng(b + split)
+    lay = np.eye(12, 9, dtype=bool)
+    lay[:, 5] = True    # X @ W's hub: a list of 12 blocks
+    lay[7, :] = True    # dY @ W.T's: 9 blocks
+    n = 1100
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, backend=backend)
+    results = {}
+    for order in (True, False):
+        force(tile_order=order)
+        for rows_in, op in ((12, w), (9, w.T)):
+            x = to_backend(np.random.default_rng(rows_in).standard_normal(
+                (n, rows_in * b)).astype(np.float32), backend).astype(w.dtype)
+            plan = cs.matmul_plan(x, op)
+            assert plan.order == order
+            assert "taken early (tile_order)" in str(plan) or not order
+            assert plan.kernel.group == (2 if kind == "pair" else 1)
+            assert plan.kernel.cluster == (2 if kind == "cluster" else 1)
+            results[order, rows_in] = to_numpy(cs.matmul(
+                x, op, out=poison((n, op.shape[1]), dtype, backend)))
+        if order:
+            check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng,
+                               {False: None, True: None})
+    for rows_in in (12, 9):
+        assert np.array_equal(results[True, rows_in], results[False, rows_in])
+
+
 # the two-block TMA tile (b = 64): (m64 tiles, consumer warpgroups, stages, CTAs per SM,
 # slices in flight, tma, rows, cluster, blocks per tile[, TMA-store rows])
 PAIR_TILES = [(1, 2, 4, 1, 1, True, 256, 1, 2), (1, 2, 3, 1, 0, True, 128, 1, 2),

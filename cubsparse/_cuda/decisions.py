@@ -15,8 +15,8 @@ _FORCED: dict = {}
 DECISIONS = ("panel", "panel_whole", "union", "group", "tall", "cluster", "dsd_pair", "short", "kn",
              "sdd_tiled", "sdd_short", "sdd_wide", "sdd_tma", "sdd_pair", "sdd_panel",
              "sdd_hybrid", "sdd_rest_splits", "sdd_rest_beside", "sdd_tail_splits",
-             "split",
-             "grid_limit", "band", "dense", "fill", "stream", "stream_run", "stream_share",
+             "split", "grid_limit", "band", "tile_order", "dense", "fill", "stream",
+             "stream_run", "stream_share",
              "sdd_stream", "sdd_stream_grid")
 
 
@@ -83,6 +83,10 @@ def override(**decisions):
     ``band`` : int
         Row tiles per band of the TMA dsd kernel's tile order (:data:`DSD_PANEL_BAND`), at
         least 1.
+    ``tile_order`` : bool
+        The TMA dsd kernel's single-list tiles taken by deadline (a long list's tiles ahead
+        of their row tile, :func:`.worklists.tile_order`) or row tile by row tile; the rule:
+        :func:`.dsd_rules.order_pays`.
     ``dense`` : bool
         Take the dense path (where the dtype has one) or never.
     ``fill`` : bool

@@ -64,6 +64,23 @@ PANEL_WHOLE_SPEED = ((0.08, 0.68), (0.136, 0.8), (0.28, 0.94), (0.5, 1.0))
 #: tile and 0.92 ms with 8; bands of 2 / 4 / 8 gave medians of 0.55 / 0.58 / 0.60 of dense
 #: on banded layouts. The tall tiles ran slower in bands (b = 64: 0.50 -> 0.47 with 4).
 DSD_PANEL_BAND = 8
+#: The persistent TMA dsd kernel hands out its tiles row tile by row tile, each row tile's
+#: longest lists first, so a list far longer than a CTA's share of one row tile, as a
+#: scale-free layout's hub has, starts near the end and runs on alone while the other SMs
+#: idle. The plan then has the tiles taken by deadline (:func:`.worklists.tile_order`): a
+#: tile is due ORDER_SLACK times its cost before the end of its row tile's share of the
+#: launch, a cost being its list's blocks plus ORDER_TILE_COST for its epilogue. It does
+#: so where the longest list's cost passes the shortest's by more than ORDER_MIN_SPREAD
+#: shares (one taker's: a CTA's, or a cluster's, of a row tile's work). On an H200 at
+#: N = C = K = 8192 (fp16, both products, random, Barabási-Albert, Watts-Strogatz and
+#: banded layouts, d = 0.05-0.5), in one process against the row-tile order: 1.04-1.16x on
+#: Barabási-Albert layouts at b = 128 and d = 0.05-0.1 (spreads of 5.8-10.4 shares),
+#: 0.99-1.04x at b = 64 and on random layouts at d <= 0.1 (2.5-7.1 shares); at spreads of
+#: 0.7-2.4 shares the deadline order ran 0.97-1.06x, so it is left out there
+#: (bench/NOTES.md 245).
+ORDER_SLACK = 1.5
+ORDER_TILE_COST = 1.0
+ORDER_MIN_SPREAD = 2.5
 #: Tiles per persistent CTA below which the tall tiles are not used.
 TALL_MIN_WAVES = 2
 #: Mean reduction depth (list length x b, rows of W) from which the tall tile runs in
@@ -337,3 +354,14 @@ def short_pays(cfg: KernelConfig, n: int, n_out: int, sms: int) -> bool:
     CTAs (a narrow W at a few hundred rows), so the short tiles, two to four times as many
     CTAs, spread the same work wider. Without output blocks there is nothing to spread."""
     return n_out > 0 and -(-n // cfg.rows_per_cta) * n_out < SHORT_FILL * sms
+
+
+def order_pays(lens: np.ndarray, row_tiles: int, takers: int) -> bool:
+    """Take the tiles by deadline: for lists of ``lens`` blocks over ``row_tiles`` row
+    tiles and ``takers`` persistent CTAs (or clusters), the longest list passes the
+    shortest by more than ORDER_MIN_SPREAD of one taker's share of a row tile (its lists'
+    blocks plus ORDER_TILE_COST each, over the takers)."""
+    if lens.size < 1 or row_tiles < 2 or takers < 1:
+        return False
+    share = (float(lens.sum()) + ORDER_TILE_COST * lens.size) / takers
+    return float(lens.max() - lens.min()) > ORDER_MIN_SPREAD * share

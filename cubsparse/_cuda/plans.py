@@ -72,6 +72,8 @@ class DsdPlan:
     # dsd_stream with partial products: the group's CTAs add them in the launch (a
     # cooperative launch, every CTA resident at once), else a second launch does
     shared_sum: bool = False
+    # the TMA kernel's tiles taken by deadline (worklists.tile_order), else in its own order
+    order: bool = False
 
     @property
     def panel(self) -> bool:
@@ -95,6 +97,8 @@ class DsdPlan:
                          "zeros; set_options(dense_panels=False) forbids them)")
         if self.band > 1:
             parts.append(f"tiles taken in bands of {self.band} row tiles")
+        if self.order:
+            parts.append("long lists' tiles taken early (tile_order)")
         if self.w_copy == "panel_blocks":
             parts.append("W's blocks gathered into the panels per call (panel_blocks)")
         elif self.w_copy:
@@ -278,8 +282,13 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
     if not (isinstance(band, int) and band >= 1):
         raise ValueError(f"a band is at least one row tile, got band = {band!r}")
     band = min(band, max(1, row_tiles))  # (keeps band x work items within the kernel's int)
+    # Tiles by deadline (dsd_rules.order_pays), on the TMA kernel's single-list tiles taken
+    # row tile by row tile; a cluster takes its tiles together.
+    order = cfg.tma and not panel and band == 1 and decide(
+        "tile_order", dsd_rules.order_pays, work[:, 2],
+        -(-n // (cfg.rows_per_cta * cfg.cluster)), grid[0] // cfg.cluster)
     return DsdPlan(product, n, name, b, "sparse", cfg, kn or trans,
-                   w_copy, split, n_slots if split else 0, grid, ratio, band, pad)
+                   w_copy, split, n_slots if split else 0, grid, ratio, band, pad, order=order)
 
 
 def _wgmma_choice(structure, name: str, b: int, n: int, n_out: int, trans: bool, sms: int,

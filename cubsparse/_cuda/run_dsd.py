@@ -10,7 +10,7 @@ from __future__ import annotations
 from .. import _options
 from .._arrays import may_share_memory as _overlap
 from .._arrays import overlaps_itself
-from . import device, fastcall, run, worklists
+from . import device, dsd_rules, fastcall, run, worklists
 from .compile import get_kernel
 from .configs import panel_copy_config, transpose_config
 from .dsd_rules import MAX_GRID_Y
@@ -149,11 +149,18 @@ class _DsdRunner(StreamLaunches, DensePath):
         f = "d" if p.dtype == "float64" else "f"  # alpha, beta: float32 but for float64
         if cfg.tma:
             #   xmap wmap rows xcols wrows work nwork blk gidx y ldy alpha beta
-            #   ws ws_ld segs counts nout ctr band ymap ytma
-            sig = "ttiiipipppl" + f + f + "plppipiti"
+            #   ws ws_ld segs counts nout ctr band ymap ytma order
+            sig = "ttiiipipppl" + f + f + "plppipitip"
+            order = None
+            if p.order:  # (a cluster's CTAs take their tiles together)
+                c = cfg.cluster
+                key = (trans, p.split, cfg.group, -(-n // (cfg.rows_per_cta * c)),
+                       p.grid[0] // c, dsd_rules.ORDER_SLACK, dsd_rules.ORDER_TILE_COST)
+                order = worklists.device_tables(s, dev, ("tile_order", *key), lambda: (
+                    worklists.tile_order(s, *key),))[0]
             vals = [None, None, n, w.shape[1] if trans else w.shape[0], None, work,
                     work.shape[0], blk, gidx, None, None, None, None, 0, n * width, segs, 0,
-                    n_out, None, p.band, device.BLANK_MAP, 0]
+                    n_out, None, p.band, device.BLANK_MAP, 0, order]
             # (whole slices of X: one box of 64 columns per slice, 128-byte rows)
             self.x_box = (64 if cfg.whole else min(b, 64), min(cfg.rows_per_cta, 256))
         else:
@@ -171,7 +178,7 @@ class _DsdRunner(StreamLaunches, DensePath):
         self.i_ws = self.i_y + 4  # then ws_ld, segs, counts
         self.i_counts = self.i_ws + 3
         self.tma = cfg.tma
-        self.i_ctr = len(sig) - 4 if cfg.tma else None  # then band, ymap, ytma
+        self.i_ctr = len(sig) - 5 if cfg.tma else None  # then band, ymap, ytma, order
         if cfg.tma:
             # W's map: rows of w_inner elements in boxes of w_box, each CTA of a cluster
             # copying 1 / cluster of a block's (or a slice of panels') rows

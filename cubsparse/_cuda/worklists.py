@@ -125,6 +125,27 @@ def dsd_tables(structure, device: int, trans: bool, split: int = 0, group: int =
                          lambda: dsd_host(structure, trans, split, group, pad, whole)[:4])
 
 
+def tile_order(structure, trans: bool, split: int, group: int, row_tiles: int, takers: int,
+               slack: float, tile_cost: float) -> np.ndarray:
+    """The persistent TMA dsd's tiles in the order its CTAs take them, by deadline: entry t
+    is the t-th tile taken, as ``row tile x work items + work item`` (:func:`dsd_host`'s
+    items, longest first). A tile's cost is its list's length plus ``tile_cost``; row tile
+    r ends (r + 1) x one of ``takers``' share of a row tile into the launch, and its tiles
+    are due ``slack`` x their cost before that. Sorting by due time keeps the tiles row
+    tile by row tile, longest first, except that a list much longer than a taker's share
+    of a row tile is taken that many row tiles early, rather than started last."""
+
+    def build():
+        lens = dsd_host(structure, trans, split, group)[0][:, 2].astype(np.float64)
+        cost = lens + tile_cost
+        share = cost.sum() / takers
+        due = np.arange(1, row_tiles + 1)[:, None] * share - slack * cost[None, :]
+        return np.argsort(due.ravel(), kind="stable").astype(np.int32)
+
+    return structure.cached(("tile_order", trans, split, group, row_tiles, takers, slack,
+                             tile_cost), build)
+
+
 def block_coordinates(structure, device: int):
     """(rows, cols) of every block on the device, for the dense path's scatter and
     gather."""

@@ -304,7 +304,7 @@ __device__ __forceinline__ void dsd_tma_body(
     const int4* __restrict__ work, int nwork, const int* __restrict__ blk,
     const int* __restrict__ gidx, u16* y, i64 ldy, float alpha, float beta, float* ws,
     i64 ws_stride, const int2* __restrict__ segs, int* counts, int nout, int* next_tile,
-    int band, const TmaMap* ymap, int ytma) {
+    int band, const TmaMap* ymap, int ytma, const int* __restrict__ order) {
   constexpr int BK = 64, BM = XN ? XN : 64 * MW * WG, CONSUMERS = WG * 128;
   constexpr int EK = B < BK ? B : BK, EPS = BK / EK, SPE = B / EK;  // per entry / slice
   constexpr int BT = B * COLS;  // columns of W per stage: the tile's blocks side by side
@@ -360,17 +360,22 @@ __device__ __forceinline__ void dsd_tma_body(
     w = tin / rb;
     rt = b0 + tin % rb;
   };
+  // The launch's t-th tile: t itself, or order[t] where the plan gives an order
+  // (worklists.tile_order: a long list's tiles taken ahead of their row tile, so that none
+  // starts near the end). Rank 0's producer maps each tile it takes; the queue carries the
+  // mapped tile, and past the last one, t itself (>= ntiles, the end).
+  auto placed = [&](int t) { return order != nullptr && t < ntiles ? __ldg(order + t) : t; };
   unsigned it = 0;
 
   // the producer warp: the list by the warp, copies by lane 0 (panels: by lanes 0..EPS)
   if (tid >= CONSUMERS) {
     const int lane = tid - CONSUMERS;
     // rank 0 takes the cluster's tiles (its first by cluster index); the others read them
-    const int first = CLUSTER == 1 ? (int)blockIdx.x
-                      : rank == 0  ? (int)cluster_id_x()
+    const int first = CLUSTER == 1 ? placed((int)blockIdx.x)
+                      : rank == 0  ? placed((int)cluster_id_x())
                                    : tiles.take(tid, ntaken);
     for (int t = first;;
-         t = rank == 0 ? tiles.next(next_tile, ntiles, lane) : tiles.take(tid, ntaken)) {
+         t = rank == 0 ? placed(tiles.next(next_tile, ntiles, lane)) : tiles.take(tid, ntaken)) {
       if (rank == 0 && lane == 0) tiles.publish(t, ntaken);
       if (t >= ntiles) break;
       int w, rt;
@@ -587,10 +592,10 @@ __device__ __forceinline__ void dsd_tma_body(
       const int *__restrict__ blk, const int *__restrict__ gidx, u16 *y, i64 ldy,          \
       float alpha, float beta, float *ws, i64 ws_stride, const int2 *__restrict__ segs,    \
       int *counts, int nout, int *next_tile, int band, const __grid_constant__ TmaMap ymap, \
-      int ytma
+      int ytma, const int *__restrict__ order
 #define DSD_TMA_ARGS                                                                       \
   &xmap, &wmap, nrows, xcols, wrows, work, nwork, blk, gidx, y, ldy, alpha, beta, ws,      \
-      ws_stride, segs, counts, nout, next_tile, band, &ymap, ytma
+      ws_stride, segs, counts, nout, next_tile, band, &ymap, ytma, order
 
 template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int MINB, int INFLIGHT,
           int XN = 0, int COLS = 1, int EPI = 0, bool WHOLE = false>
