@@ -1,7 +1,10 @@
 """The kernels of the whole-slice panels, the panels' TMA store, the two-part weight
-gradient and the TMA weight gradient's last round in pieces on small shapes, for
-compute-sanitizer runs of their own (racecheck over every case of
-tests/gpu_sanitize_cases.py outlasts a device call)."""
+gradient, the TMA weight gradient's last round in pieces and the TMA dsd's tiles taken
+by deadline on small shapes, for compute-sanitizer runs of their own (racecheck over
+every case of tests/gpu_sanitize_cases.py outlasts a device call).
+``python tools/racecheck_new.py order`` runs the deadline cases alone."""
+import sys
+
 import cupy as cp
 import numpy as np
 
@@ -10,6 +13,26 @@ from cubsparse._cuda import plans, sdd_worklists
 
 rng = np.random.default_rng(3)
 bad = 0
+# the TMA dsd's tall, clustered and two-block tiles taking their tiles by deadline: a hub
+# list beside lists of one block, 700 rows (a partial last row tile), a few CTAs
+for b, forced in ((128, {}), (64, {"cluster": True}), (64, {"dsd_pair": True})):
+    lay = np.eye(9, 7, dtype=bool)
+    lay[:, 3] = True
+    W = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", seed=5, backend="cuda")
+    x = cp.asarray(rng.standard_normal((700, 9 * b))).astype("float16")
+    ref = cp.asnumpy(x).astype(np.float64) @ cp.asnumpy(W.toarray()).astype(np.float64)
+    with plans.override(**{"tall": True, "cluster": False, "dsd_pair": False,
+                           "tile_order": True, "grid_limit": 4, "dense": False, **forced}):
+        plan = cs.matmul_plan(x, W)
+        bad += not plan.order
+        got = cp.asnumpy(cs.matmul(x, W)).astype(np.float64)
+    err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
+    bad += not err < 1e-2
+    print(b, plan.kernel.name, "by deadline", f"{err:.1e}")
+if sys.argv[1:] == ["order"]:
+    cp.cuda.Device().synchronize()
+    print("mismatches", bad)
+    sys.exit(0)
 for b in (8, 16, 32):
     nb = 2 * 128 // b + 3
     band = np.abs(np.subtract.outer(np.arange(nb), np.arange(nb))) <= 128 // b

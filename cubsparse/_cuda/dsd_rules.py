@@ -72,15 +72,14 @@ DSD_PANEL_BAND = 8
 #: launch, a cost being its list's blocks plus ORDER_TILE_COST for its epilogue. It does
 #: so where the longest list's cost passes the shortest's by more than ORDER_MIN_SPREAD
 #: shares (one taker's: a CTA's, or a cluster's, of a row tile's work). On an H200 at
-#: N = C = K = 8192 (fp16, both products, random, Barabási-Albert, Watts-Strogatz and
-#: banded layouts, d = 0.05-0.5), in one process against the row-tile order: 1.04-1.16x on
-#: Barabási-Albert layouts at b = 128 and d = 0.05-0.1 (spreads of 5.8-10.4 shares),
-#: 0.99-1.04x at b = 64 and on random layouts at d <= 0.1 (2.5-7.1 shares); at spreads of
-#: 0.7-2.4 shares the deadline order ran 0.97-1.06x, so it is left out there
-#: (bench/NOTES.md 245).
+#: N = C = K = 8192 (both products, random, Barabási-Albert, Watts-Strogatz and banded
+#: layouts, d = 0.05-0.5, in one process against the row-tile order): at spreads of
+#: 5.2-10.4 shares (Barabási-Albert at d <= 0.1) 0.99-1.16x, 1.04-1.16x at b = 128; at
+#: 2.4-3.9 (random layouts at d <= 0.1) 0.98-1.03x; below 2 shares 0.97-1.06x
+#: (bench/NOTES.md 245-246).
 ORDER_SLACK = 1.5
 ORDER_TILE_COST = 1.0
-ORDER_MIN_SPREAD = 2.5
+ORDER_MIN_SPREAD = 4.5
 #: Tiles per persistent CTA below which the tall tiles are not used.
 TALL_MIN_WAVES = 2
 #: Mean reduction depth (list length x b, rows of W) from which the tall tile runs in
