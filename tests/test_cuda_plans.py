@@ -1618,3 +1618,25 @@ def test_dsd_plans_take_long_lists_early():
         panel = plans.plan_dsd(band, "float16", 16, 8192, False, False, 90, SMS, None)
     assert panel.panel
     assert not panel.order
+
+
+def test_pair_tiles_take_bands_over_a_large_w():
+    """The two-block TMA tile (b = 64 on a banded W) takes its tiles in bands of
+    DSD_PAIR_BAND row tiles where W's blocks pass DSD_PAIR_BAND_MIN_BYTES, one row tile at
+    a time below; the single-block tiles keep one row tile whatever W's size."""
+    for width, band in ((16, dsd_rules.DSD_PAIR_BAND), (6, 1)):
+        lay = cs.layouts.banded(128, width)
+        w = cs.BlockSparseMatrix.from_layout(lay, 64, backend="cpu")._structure
+        big = w.nnzb * 64 * 64 * 2 > dsd_rules.DSD_PAIR_BAND_MIN_BYTES
+        assert big == (band > 1)
+        for trans in (False, True):
+            p = plans.plan_dsd(w, "float16", 64, 8192, trans, False, 90, SMS, None)
+            assert p.kernel.group == 2
+            assert p.band == band
+            assert (f"tiles taken in bands of {band} row tiles" in str(p)) == (band > 1)
+    rnd = cs.BlockSparseMatrix.from_layout(cs.layouts.random(128, 128, 0.5, seed=1), 64,
+                                           backend="cpu")._structure
+    assert rnd.nnzb * 64 * 64 * 2 > dsd_rules.DSD_PAIR_BAND_MIN_BYTES
+    single = plans.plan_dsd(rnd, "float16", 64, 8192, False, False, 90, SMS, None)
+    assert single.kernel.group == 1
+    assert single.band == 1

@@ -923,6 +923,27 @@ def test_paired_dsd_tiles_match_scipy(backend, monkeypatch, force, pair_tile, dt
     assert plan.kernel.name.startswith("dsd_wgmma_tma<")
 
 
+@pytest.mark.parametrize("pair_tile", PAIR_TILES[:1], indirect=True, ids=str)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("band", [2, 3])
+def test_paired_dsd_tiles_in_bands(backend, monkeypatch, force, pair_tile, dtype, band):
+    """The two-block TMA tile taking its tiles in bands of two and three row tiles:
+    1,300 rows (six row tiles, the last band partial at three), seven output blocks (the
+    last pair half past the output), a grid of three CTAs."""
+    b = pair_tile
+    force(band=band, grid_limit=3)
+    rng = np.random.default_rng(band)
+    lay = np.abs(np.subtract.outer(np.arange(9), np.arange(7))) <= 2
+    lay[0, 6] = True
+    n = 1300
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, backend=backend)
+    x = to_backend(np.zeros((n, 9 * b), np.float32), backend).astype(w.dtype)
+    plan = cs.matmul_plan(x, w)
+    assert plan.kernel.group == 2
+    assert plan.band == band
+    check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: None, True: None})
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_paired_dsd_taken_by_default_on_a_banded_layout(backend, monkeypatch, force, dtype):
     """The default plan of a banded b = 64 layout (a grid of two CTAs, so the tall tile is

@@ -94,6 +94,18 @@ CLUSTER_MIN_DEPTH = 1792
 #: (tiles.WGMMA_DSD_PAIR) replaces the tall tile: an entry costs its X slice once for both
 #: blocks, and an absent block costs MMAs on zeros.
 DSD_PAIR_MIN_SHARING = 1.5
+#: The two-block tile takes its tiles in bands of DSD_PAIR_BAND row tiles too, where W's
+#: stored blocks pass DSD_PAIR_BAND_MIN_BYTES (about half the L2 of an H100 or H200): the
+#: CTAs then re-read a pair's blocks for neighbouring row tiles while L2 still holds them,
+#: where row tile by row tile every row tile streamed all of W. On an H200 at
+#: N = C = K = 8192 (fp16, b = 64, banded and Watts-Strogatz layouts), bands of 2 / 4 / 8
+#: against one row tile: d = 0.25 (W 34 MB) 1.02-1.04 / 1.03-1.08 / 1.02-1.10x, d = 0.5
+#: 1.03-1.08 / 1.05-1.12 / 1.04-1.12x, d = 0.1 (13 MB) 0.99-1.00 / 0.99-1.00 / 0.97-1.01x.
+#: The single-block tiles gained nothing from bands (random and Barabási-Albert b = 64,
+#: d = 0.25: 0.95-1.00x with 4), nor the clustered ones much (b = 128, d >= 0.25:
+#: 0.92-1.04x), whose clusters already share W's blocks (bench/NOTES.md 248).
+DSD_PAIR_BAND = 4
+DSD_PAIR_BAND_MIN_BYTES = 24 << 20
 #: Fraction of the SMs the regular mma.sync / CUDA-core dsd tiles must fill; with fewer
 #: CTAs the short (SMALL_ROWS) tiles are taken at any number of rows.
 SHORT_FILL = 1.0
@@ -364,3 +376,14 @@ def order_pays(lens: np.ndarray, row_tiles: int, takers: int) -> bool:
         return False
     share = (float(lens.sum()) + ORDER_TILE_COST * lens.size) / takers
     return float(lens.max() - lens.min()) > ORDER_MIN_SPREAD * share
+
+
+def tile_band(structure, cfg: KernelConfig, b: int, itemsize: int) -> int:
+    """Row tiles per band of the TMA dsd kernel's tile order for the tile ``cfg``:
+    DSD_PANEL_BAND for the dense panels, DSD_PAIR_BAND for the two-block tile over a W of
+    more than DSD_PAIR_BAND_MIN_BYTES, else 1 (row tile by row tile)."""
+    if cfg.panel:
+        return DSD_PANEL_BAND
+    if cfg.group > 1 and structure.nnzb * b * b * itemsize > DSD_PAIR_BAND_MIN_BYTES:
+        return DSD_PAIR_BAND
+    return 1

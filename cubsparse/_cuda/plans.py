@@ -278,7 +278,8 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
         return DsdPlan(product, n, name, b, "dense",
                        (fill_config if fill else scatter_config)(name, b), kn or trans, None,
                        0, 0, (), ratio)
-    band = forced("band", dsd_rules.DSD_PANEL_BAND if panel else 1) if cfg.tma else 1
+    band = forced("band", dsd_rules.tile_band(structure, cfg, b, dense_model.itemsize(name))
+                  ) if cfg.tma else 1
     if not (isinstance(band, int) and band >= 1):
         raise ValueError(f"a band is at least one row tile, got band = {band!r}")
     band = min(band, max(1, row_tiles))  # (keeps band x work items within the kernel's int)
