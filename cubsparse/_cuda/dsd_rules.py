@@ -102,8 +102,8 @@ DSD_PAIR_MIN_SHARING = 1.5
 #: against one row tile: d = 0.25 (W 34 MB) 1.02-1.04 / 1.03-1.08 / 1.02-1.10x, d = 0.5
 #: 1.03-1.08 / 1.05-1.12 / 1.04-1.12x, d = 0.1 (13 MB) 0.99-1.00 / 0.99-1.00 / 0.97-1.01x.
 #: The single-block tiles gained nothing from bands (random and Barabási-Albert b = 64,
-#: d = 0.25: 0.95-1.00x with 4), nor the clustered ones much (b = 128, d >= 0.25:
-#: 0.92-1.04x), whose clusters already share W's blocks (bench/NOTES.md 248).
+#: d = 0.25: 0.97-1.00x with 4), nor the clustered ones much (b = 128, d >= 0.25:
+#: 0.90-1.04x), whose clusters already share W's blocks (bench/NOTES.md 248-249).
 DSD_PAIR_BAND = 4
 DSD_PAIR_BAND_MIN_BYTES = 24 << 20
 #: Fraction of the SMs the regular mma.sync / CUDA-core dsd tiles must fill; with fewer
