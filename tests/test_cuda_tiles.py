@@ -855,6 +855,8 @@ def test_dsd_tiles_taken_by_deadline(backend, monkeypatch, force, b, kind, dtype
     hub's tiles are taken rows ahead; 1,100 rows (a partial last row tile), three CTAs (two
     clusters) walking them, lists whole and split (not the two-block tile, which never
     splits). Against SciPy, and bit for bit the results of the row-tile order."""
+    from cubsparse._cuda import run_dsd
+
     if kind == "pair" and split:
         pytest.skip("the two-block tile stores its blocks whole")
     force(tall=True, cluster=kind == "cluster", dsd_pair=kind == "pair", split=split,
@@ -878,6 +880,8 @@ def test_dsd_tiles_taken_by_deadline(backend, monkeypatch, force, b, kind, dtype
             assert plan.kernel.cluster == (2 if kind == "cluster" else 1)
             results[order, rows_in] = to_numpy(cs.matmul(
                 x, op, out=poison((n, op.shape[1]), dtype, backend)))
+            runner = run_dsd._dsd_runner(n, w, rows_in == 9, False)
+            assert bool(runner.main.v[runner.i_ctr + 4].value) == order  # the table's slot
         if order:
             check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng,
                                {False: None, True: None})

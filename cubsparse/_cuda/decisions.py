@@ -81,12 +81,13 @@ def override(**decisions):
     ``grid_limit`` : int
         Cap on a persistent kernel's CTAs (they then walk more tiles each).
     ``band`` : int
-        Row tiles per band of the TMA dsd kernel's tile order (:data:`DSD_PANEL_BAND`), at
-        least 1.
+        Row tiles per band of the TMA dsd kernel's tile order, at least 1 (the rule:
+        :func:`.dsd_rules.tile_band`, :data:`DSD_PANEL_BAND` for the panels).
     ``tile_order`` : bool
-        The TMA dsd kernel's single-list tiles taken by deadline (a long list's tiles ahead
-        of their row tile, :func:`.worklists.tile_order`) or row tile by row tile; the rule:
-        :func:`.dsd_rules.order_pays`.
+        The TMA dsd kernel's tiles (other than the panels') taken by deadline (a long
+        list's tiles ahead of their row tile, :func:`.worklists.tile_order`) or row tile by
+        row tile; only where the band is one row tile (else the bands' order stands). The
+        rule: :func:`.dsd_rules.order_pays`.
     ``dense`` : bool
         Take the dense path (where the dtype has one) or never.
     ``fill`` : bool

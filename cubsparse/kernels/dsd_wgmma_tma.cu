@@ -133,9 +133,10 @@ __device__ __forceinline__ void panel_store_tma(const float (&acc)[BT / 2], int 
 // each next one from a global counter (`next_tile`, zero at launch), so CTAs that
 // drew short lists take more tiles instead of the kernel waiting on the unluckiest one: at
 // b = 128, d = 0.25 (lists of 8 +- 2.4 blocks) the fixed stride gave the busiest CTA 1.27x
-// the mean work. Tiles are still taken in order, so the CTAs running at one time share
-// rows of X, and each tile is reduced by one CTA in list order: the results do not depend
-// on which CTA takes which tile. The producer's lane 0 takes the tiles and passes each to
+// the mean work. Tiles are still taken in an order (row tile by row tile, in bands, or the
+// plan's table), so the CTAs running at one time share rows of X, and each tile is reduced
+// by one CTA in list order: the results do not depend on which CTA takes which tile, nor
+// on the order. The producer's lane 0 takes the tiles and passes each to
 // the consumers through a ring of DEPTH slots in shared memory (a tile of an empty list
 // has no slice to pace the producer, so the ring itself does); `n` counts the tiles the
 // calling thread has passed through it. The barriers order each slot's write before its
