@@ -367,6 +367,13 @@ def short_pays(cfg: KernelConfig, n: int, n_out: int, sms: int) -> bool:
     return n_out > 0 and -(-n // cfg.rows_per_cta) * n_out < SHORT_FILL * sms
 
 
+def tile_queue(cfg: KernelConfig, n: int, grid: tuple) -> tuple[int, int]:
+    """(row tiles, takers) of the persistent TMA dsd's tile queue for ``n`` rows of X on
+    ``grid``: a cluster's CTAs share a row tile of ``cluster`` x ``rows_per_cta`` rows and
+    take their tiles together, as the kernel counts them."""
+    return -(-n // (cfg.rows_per_cta * cfg.cluster)), grid[0] // cfg.cluster
+
+
 def order_pays(lens: np.ndarray, row_tiles: int, takers: int) -> bool:
     """Take the tiles by deadline: for lists of ``lens`` blocks over ``row_tiles`` row
     tiles and ``takers`` persistent CTAs (or clusters), the longest list passes the

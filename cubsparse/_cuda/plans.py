@@ -283,11 +283,10 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
     if not (isinstance(band, int) and band >= 1):
         raise ValueError(f"a band is at least one row tile, got band = {band!r}")
     band = min(band, max(1, row_tiles))  # (keeps band x work items within the kernel's int)
-    # Tiles by deadline (dsd_rules.order_pays), on the TMA kernel's single-list tiles taken
-    # row tile by row tile; a cluster takes its tiles together.
+    # Tiles by deadline (dsd_rules.order_pays), on the TMA kernel's tiles other than the
+    # panels', where they are taken row tile by row tile.
     order = cfg.tma and not panel and band == 1 and decide(
-        "tile_order", dsd_rules.order_pays, work[:, 2],
-        -(-n // (cfg.rows_per_cta * cfg.cluster)), grid[0] // cfg.cluster)
+        "tile_order", dsd_rules.order_pays, work[:, 2], *dsd_rules.tile_queue(cfg, n, grid))
     return DsdPlan(product, n, name, b, "sparse", cfg, kn or trans,
                    w_copy, split, n_slots if split else 0, grid, ratio, band, pad, order=order)
 

@@ -151,13 +151,9 @@ class _DsdRunner(StreamLaunches, DensePath):
             #   xmap wmap rows xcols wrows work nwork blk gidx y ldy alpha beta
             #   ws ws_ld segs counts nout ctr band ymap ytma order
             sig = "ttiiipipppl" + f + f + "plppipitip"
-            order = None
-            if p.order:  # (a cluster's CTAs take their tiles together)
-                c = cfg.cluster
-                key = (trans, p.split, cfg.group, -(-n // (cfg.rows_per_cta * c)),
-                       p.grid[0] // c, dsd_rules.ORDER_SLACK, dsd_rules.ORDER_TILE_COST)
-                order = worklists.device_tables(s, dev, ("tile_order", *key), lambda: (
-                    worklists.tile_order(s, *key),))[0]
+            order = (worklists.tile_order_table(
+                s, dev, trans, p.split, cfg.group, *dsd_rules.tile_queue(cfg, n, p.grid),
+                dsd_rules.ORDER_SLACK, dsd_rules.ORDER_TILE_COST) if p.order else None)
             vals = [None, None, n, w.shape[1] if trans else w.shape[0], None, work,
                     work.shape[0], blk, gidx, None, None, None, None, 0, n * width, segs, 0,
                     n_out, None, p.band, device.BLANK_MAP, 0, order]

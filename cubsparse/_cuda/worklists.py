@@ -146,6 +146,12 @@ def tile_order(structure, trans: bool, split: int, group: int, row_tiles: int, t
                              tile_cost), build)
 
 
+def tile_order_table(structure, device: int, *key):
+    """:func:`tile_order` (``key``: its arguments after the structure) on ``device``."""
+    return device_tables(structure, device, ("tile_order", *key),
+                         lambda: (tile_order(structure, *key),))[0]
+
+
 def block_coordinates(structure, device: int):
     """(rows, cols) of every block on the device, for the dense path's scatter and
     gather."""
