@@ -586,6 +586,58 @@ def _small_n_cell(r: dict) -> str:
     return cell + ("" if "dsd_stream" in (r.get("cubsparse_plan") or "") else "*")
 
 
+#: The kernels issue's milestones at N = 8192: the median efficiency over d = 0.05-0.5 of
+#: `X @ W` and `dY @ W.T`, and of the weight gradient, by block size.
+MILESTONES = {128: (0.90, 0.85), 64: (0.75, 0.75), 32: (0.50, 0.45), 16: (0.25, 0.25),
+              8: (0.12, 0.12)}
+_LAYOUT_NAMES = {"random": "random", "ba": "Barabási-Albert", "ws": "Watts-Strogatz",
+                 "banded": "banded"}
+
+
+def efficiency_alone(r: dict) -> float | None:
+    """Efficiency against dense cuBLAS timed on its own: dense eager ms x density / cubsparse
+    eager ms, each product measured for seconds, one after the other."""
+    dense, ms = r.get("dense_ms"), r.get("cubsparse_eager_ms")
+    return dense * r["density"] / ms if dense and ms else None
+
+
+def efficiency_paired(r: dict) -> float | None:
+    """Efficiency against dense cuBLAS timed in alternating rounds with cubsparse
+    (``paired_ratio``): density / (cubsparse time / dense time), both products seen in the
+    same state of the GPU's clocks."""
+    ratio = r.get("paired_ratio")
+    return r["density"] / ratio if ratio else None
+
+
+def milestones_table(rows: list[dict], measure=efficiency_alone) -> str:
+    """Markdown: the kernels issue's milestone table. A row per block size and op, a column
+    per layout; a cell is the median over the densities of ``measure`` (a row's efficiency,
+    or None), a figure per half-precision dtype (float16 / bfloat16), in bold where every
+    dtype meets the block size's milestone (:data:`MILESTONES`); "-" where no row has it."""
+    rows = [r for r in rows if r.get("dtype") in HALF and r.get("b") in MILESTONES]
+    layouts = [lay for lay in _LAYOUT_NAMES if any(r["layout"] == lay for r in rows)]
+    dtypes = [dt for dt in HALF if any(r["dtype"] == dt for r in rows)]
+    values: dict[tuple, list[float]] = {}
+    for r in rows:
+        v = measure(r)
+        if v is not None:
+            values.setdefault((r["b"], r["op"], r["layout"], r["dtype"]), []).append(v)
+    out = []
+    for b in sorted({r["b"] for r in rows}, reverse=True):
+        for op in [op for op in _OPS if any(r["b"] == b and r["op"] == op for r in rows)]:
+            goal = MILESTONES[b][op == "sdd"]
+            cells = []
+            for lay in layouts:
+                meds = [statistics.median(values[k]) if (k := (b, op, lay, dt)) in values
+                        else None for dt in dtypes]
+                text = " / ".join("-" if m is None else f"{m:.2f}" for m in meds)
+                met = all(m is not None and m >= goal for m in meds)
+                cells.append(f"**{text}**" if met else text)
+            label = "weight gradient" if op == "sdd" else f"`{_OPS[op]}`"
+            out.append([b, label, f"{goal:.2f}", *cells])
+    return _md_table(["b", "op", "milestone", *(_LAYOUT_NAMES[lay] for lay in layouts)], out)
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m bench.report results.json [...] > docs/performance.md``."""
     ap = argparse.ArgumentParser(prog="python -m bench.report", description=__doc__,
@@ -609,6 +661,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="print the Markdown grid of small-N figures (eager / graph / dense "
                          "eager µs and the copy-rate fraction, by op, b, N, C = K and "
                          "density) instead of the report")
+    ap.add_argument("--milestones", action="store_true",
+                    help="print the kernels issue's milestone tables (median efficiency over "
+                         "the densities, by block size, op and layout, float16 / bfloat16): "
+                         "against dense timed on its own, then in alternating rounds; a "
+                         "case in several files counts from the last one")
     ap.add_argument("--commit", default=None,
                     help="commit the results were measured at, cited for files that record "
                          "none (default: per file, the last commit that changed it if git "
@@ -628,6 +685,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.small_n:
         print(small_n_table([r for res in results for r in res.get("rows", [])]))
+        return 0
+    if args.milestones:  # a case measured again in a later file takes that file's rows
+        rows = [r for res in supersede(results)[0] for r in res.get("rows", [])]
+        print("Against dense cuBLAS timed on its own (dense ms x d / eager ms):\n")
+        print(milestones_table(rows, efficiency_alone))
+        print("\nAgainst dense cuBLAS timed in alternating rounds (d / paired ratio):\n")
+        print(milestones_table(rows, efficiency_paired))
         return 0
     md_dir = args.md_dir or ("docs" if Path("docs").is_dir() else ".")
     plots_dir = None if args.no_plots else (args.plots_dir or str(Path(md_dir) / "img"))

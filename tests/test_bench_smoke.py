@@ -434,3 +434,33 @@ def test_summary_tables_name_every_layout():
     assert [line.split()[6] for line in lines] == ["rnd", "ba", "ws", "bnd"]
     eager = eager_table([{**base, "layout": "banded"}])
     assert " bnd" in eager
+
+
+def test_report_milestones_take_medians_by_layout_in_both_measures():
+    """`--milestones`: a row per block size and op, a column per layout (in the issue's
+    order), float16 / bfloat16 medians over the densities; bold only where every dtype meets
+    the block size's milestone. Against dense alone: dense ms x d / eager ms; in
+    alternating rounds: d / paired ratio."""
+    from bench.report import efficiency_alone, efficiency_paired, milestones_table
+
+    def row(op, layout, dtype, d, eager_ms, dense_ms, paired, b=128):
+        return {"op": op, "layout": layout, "dtype": dtype, "b": b, "density": d,
+                "cubsparse_eager_ms": eager_ms, "dense_ms": dense_ms, "paired_ratio": paired}
+
+    rows = [  # medians: fp16 0.92 alone / 0.80 paired; bf16 0.88 / 0.84
+        row("xw", "ws", "float16", 0.1, 0.10, 1.0, 0.125),    # 1.00, 0.80
+        row("xw", "ws", "float16", 0.2, 0.20, 0.92, 0.25),    # 0.92, 0.80
+        row("xw", "ws", "float16", 0.5, 0.50, 0.84, 0.625),   # 0.84, 0.80
+        row("xw", "ws", "bfloat16", 0.1, 0.10, 0.88, 0.119),  # 0.88, 0.84
+        row("xw", "random", "float16", 0.1, 0.10, 0.95, 0.11),
+        row("xw", "random", "bfloat16", 0.1, 0.10, 0.95, None),  # no paired figure
+        row("sdd", "random", "float16", 0.1, 0.10, 0.86, 0.11, b=64),
+        row("xw", "random", "float32", 0.1, 0.10, 0.95, 0.11),  # not a milestone's dtype
+    ]
+    alone = milestones_table(rows, efficiency_alone).splitlines()
+    assert alone[0] == "| b | op | milestone | random | Watts-Strogatz |"
+    assert alone[2] == "| 128 | `X @ W` | 0.90 | **0.95 / 0.95** | 0.92 / 0.88 |"
+    assert alone[3] == "| 64 | weight gradient | 0.75 | 0.86 / - | - / - |"
+    paired = milestones_table(rows, efficiency_paired).splitlines()
+    assert paired[2] == "| 128 | `X @ W` | 0.90 | 0.91 / - | 0.80 / 0.84 |"
+    assert paired[3] == "| 64 | weight gradient | 0.75 | 0.91 / - | - / - |"
