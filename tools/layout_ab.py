@@ -10,14 +10,15 @@ tiles, consumer warpgroups, stages, CTAs per SM and, optionally, producer warpgr
 left out), ``union`` (the union kernel's panels with the table's tile) or
 ``tma:W.S.I.L.G`` (the TMA kernel's panels forced with that tile: consumer warpgroups,
 stages, slices in flight, CTAs per cluster, blocks per panel; the table's b = 32 tile is
-``tma:2.4.1.1.8``), or ``epi:E.S`` (the tall, clustered and two-block tiles of b = 64 and 128 with
-their epilogue stored by TMA in rounds of E rows, 0 for register stores, and S stages, 0
-for the table's; E = 0 or 64 also sets the TMA panels' epilogue, 64 storing by TMA). A
-suffix ``@R`` forces bands of R row tiles in the TMA kernels' tile
-order (``plans.override(band=R)``), e.g. ``rule@4``. ``+name`` / ``-name`` force a plan
-decision on or off, e.g. ``-sdd_panel`` with ``--ops sdd``, and ``name=V`` sets an integer
-one, e.g. ``sdd_rest_splits=1``; ``&`` joins variants, e.g.
-``+panel&+panel_whole`` (the TMA kernel's panels over whole slices of X).
+``tma:2.4.1.1.8``), ``sddtma:G.M.N.S`` (the one-row TMA weight gradient forced with that
+tile: blocks per group, warpgroups along M and N, stages), or ``epi:E.S`` (the tall,
+clustered and two-block tiles of b = 64 and 128 with their epilogue stored by TMA in
+rounds of E rows, 0 for register stores, and S stages, 0 for the table's; E = 0 or 64 also
+sets the TMA panels' epilogue, 64 storing by TMA). A suffix ``@R`` forces bands of R row
+tiles in the TMA kernels' tile order (``plans.override(band=R)``), e.g. ``rule@4``.
+``+name`` / ``-name`` force a plan decision on or off, e.g. ``-sdd_panel`` with ``--ops
+sdd``, and ``name=V`` sets an integer one, e.g. ``sdd_rest_splits=1``; ``&`` joins
+variants, e.g. ``+panel&+panel_whole`` (the TMA kernel's panels over whole slices of X).
 
     PYTHONPATH=.:tools python3 tools/layout_ab.py --b 8,16,32 --d 0.05,0.25 \\
         --layouts random,ws,banded --variants nopanel,panel:16.2.2.4.1,rule
@@ -77,6 +78,10 @@ def _variant(name: str, b: int):
         wg, st, inflight, cluster, g = (int(v) for v in name[4:].split("."))
         tile = tiles.PersistentTile(1, wg, st, 1, inflight, True, 0, cluster, g)
         return {"panel": True}, {"wgmma_panel_tma": {b: tile}}
+    if name.startswith("sddtma:"):  # the one-row TMA weight gradient with that tile
+        group, wm, wn, st = (int(v) for v in name[7:].split("."))
+        tile = tiles.SddWgmmaTile(group, wm, wn, st, False)
+        return {"sdd_tma": True, "sdd_pair": False}, {"wgmma_sdd_tma": {b: tile}}
     raise ValueError(f"unknown variant {name!r}")
 
 
@@ -97,7 +102,8 @@ def main():
              "wgmma_panel_tma": dict(tiles.WGMMA_DSD_PANEL_TMA),
              "wgmma_tall": dict(tiles.WGMMA_DSD_TALL),
              "wgmma_cluster": dict(tiles.WGMMA_DSD_CLUSTER),
-             "wgmma_pair": dict(tiles.WGMMA_DSD_PAIR)}
+             "wgmma_pair": dict(tiles.WGMMA_DSD_PAIR),
+             "wgmma_sdd_tma": dict(tiles.WGMMA_SDD_TMA)}
     name = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
     print(f"GPU: {name}; N = {args.n}, C = K = {args.ck}, {args.dtype}; eager ms back to "
           "back, efficiency against cupy.matmul")

@@ -249,7 +249,9 @@ WGMMA_SDD_WIDE = {8: None, 16: None, 32: None, 64: None,
 #: The persistent TMA kernel (sdd_wgmma_tma: copies by one producer lane through the TMA
 #: engine, k = 64) for long reductions over a wide W (sdd_rules.sdd_wide_pays). At b = 128 on an
 #: H100 (N = C = K = 8192) 1.2-1.4x the wide cp.async tile's speed, with 3 stages ahead of
-#: 4 and 2; at b = 64 no tile of it beat the cp.async kernel's two CTAs per SM.
+#: 4 and 2; at b = 64 no tile of it beat the cp.async kernel's two CTAs per SM. Again at
+#: b = 64, d <= 0.08 (bench/NOTES.md 253): groups of two, 4 stages, ran 1.03-1.26x the
+#: cp.async tile in 18 of 21 cases on an H200 but 0.68-1.16x on an H100, so none here.
 WGMMA_SDD_TMA = {8: None, 16: None, 32: None, 64: None,
                  128: SddWgmmaTile(2, 2, 1, 3, False)}
 #: The paired tile of the TMA kernel (b = 64): two block rows together (paired by the
