@@ -439,28 +439,66 @@ def test_summary_tables_name_every_layout():
 def test_report_milestones_take_medians_by_layout_in_both_measures():
     """`--milestones`: a row per block size and op, a column per layout (in the issue's
     order), float16 / bfloat16 medians over the densities; bold only where every dtype meets
-    the block size's milestone. Against dense alone: dense ms x d / eager ms; in
-    alternating rounds: d / paired ratio."""
+    the block size's milestone as printed (the weight gradient's own milestone); other
+    shapes, densities and failed results left out. Against dense alone: dense ms x d /
+    eager ms; in alternating rounds: d / paired ratio."""
     from bench.report import efficiency_alone, efficiency_paired, milestones_table
 
-    def row(op, layout, dtype, d, eager_ms, dense_ms, paired, b=128):
-        return {"op": op, "layout": layout, "dtype": dtype, "b": b, "density": d,
-                "cubsparse_eager_ms": eager_ms, "dense_ms": dense_ms, "paired_ratio": paired}
+    def row(op, layout, dtype, d, eager_ms, dense_ms, paired, b=128, n=8192, **kw):
+        return {"op": op, "layout": layout, "dtype": dtype, "b": b, "n": n, "c": 8192,
+                "k": 8192, "density_target": d, "density": d, "cubsparse_eager_ms": eager_ms,
+                "dense_ms": dense_ms, "paired_ratio": paired, "cubsparse_status": "ok",
+                "cubsparse_err_ok": True, **kw}
 
-    rows = [  # medians: fp16 0.92 alone / 0.80 paired; bf16 0.88 / 0.84
+    rows = [  # fp16 medians 0.92 alone (mean 0.78) / 0.80 paired (mean 0.87); bf16 0.88 / 0.84
         row("xw", "ws", "float16", 0.1, 0.10, 1.0, 0.125),    # 1.00, 0.80
         row("xw", "ws", "float16", 0.2, 0.20, 0.92, 0.25),    # 0.92, 0.80
-        row("xw", "ws", "float16", 0.5, 0.50, 0.84, 0.625),   # 0.84, 0.80
+        row("xw", "ws", "float16", 0.5, 0.50, 0.42, 0.5),     # 0.42, 1.00
         row("xw", "ws", "bfloat16", 0.1, 0.10, 0.88, 0.119),  # 0.88, 0.84
-        row("xw", "random", "float16", 0.1, 0.10, 0.95, 0.11),
-        row("xw", "random", "bfloat16", 0.1, 0.10, 0.95, None),  # no paired figure
-        row("sdd", "random", "float16", 0.1, 0.10, 0.86, 0.11, b=64),
-        row("xw", "random", "float32", 0.1, 0.10, 0.95, 0.11),  # not a milestone's dtype
+        row("xw", "random", "float16", 0.1, 0.10, 0.8954, 0.11),  # 0.8954: prints 0.90
+        row("xw", "random", "bfloat16", 0.1, 0.10, 0.95, None),   # no paired figure
+        row("sdd", "random", "float16", 0.1, 0.10, 0.87, 0.12),   # 0.87 >= 0.85, 0.83
+        row("sdd", "random", "bfloat16", 0.1, 0.10, 0.86, 0.10),  # 0.86, 1.00
+        row("xw", "random", "float32", 0.1, 0.10, 0.5, 0.5),     # not a milestone's dtype
+        row("xw", "random", "float16", 0.1, 0.10, 0.1, 5.0, n=4096),       # another shape
+        row("xw", "random", "float16", 0.02, 0.10, 0.1, 5.0),              # below 0.05
+        row("xw", "random", "float16", 0.25, 0.10, 0.1, 5.0, cubsparse_err_ok=False),
+        row("sdd", "ws", "float16", 0.25, 0.10, 0.1, 5.0, cubsparse_status="error: x"),
     ]
     alone = milestones_table(rows, efficiency_alone).splitlines()
     assert alone[0] == "| b | op | milestone | random | Watts-Strogatz |"
-    assert alone[2] == "| 128 | `X @ W` | 0.90 | **0.95 / 0.95** | 0.92 / 0.88 |"
-    assert alone[3] == "| 64 | weight gradient | 0.75 | 0.86 / - | - / - |"
+    assert alone[2] == "| 128 | `X @ W` | 0.90 | **0.90 / 0.95** | 0.92 / 0.88 |"
+    assert alone[3] == "| 128 | weight gradient | 0.85 | **0.87 / 0.86** | - / - |"
+    assert len(alone) == 4
     paired = milestones_table(rows, efficiency_paired).splitlines()
     assert paired[2] == "| 128 | `X @ W` | 0.90 | 0.91 / - | 0.80 / 0.84 |"
-    assert paired[3] == "| 64 | weight gradient | 0.75 | 0.91 / - | - / - |"
+    assert paired[3] == "| 128 | weight gradient | 0.85 | 0.83 / 1.00 | - / - |"
+
+
+def test_report_milestones_cli_takes_a_case_from_the_last_file(tmp_path, capsys):
+    """`python -m bench.report --milestones A B`: both tables, and a case measured in both
+    files counts from B only."""
+    import gzip
+    import json
+
+    from bench.report import main
+
+    def results(eager_ms, paired):
+        r = {"case": "fp16-N8192-C8192-K8192-b64-d0.1-random", "op": "xw", "layout": "random",
+             "dtype": "float16", "b": 64, "n": 8192, "c": 8192, "k": 8192,
+             "density_target": 0.1, "density": 0.1, "cubsparse_eager_ms": eager_ms,
+             "dense_ms": 1.0, "paired_ratio": paired, "cubsparse_status": "ok",
+             "cubsparse_err_ok": True}
+        return {"meta": {"gpu": "G"}, "rows": [r], "skipped": []}
+
+    paths = []
+    for i, res in enumerate([results(0.2, 0.25), results(0.125, 0.125)]):
+        path = tmp_path / f"r{i}.json.gz"
+        with gzip.open(path, "wt") as f:
+            json.dump(res, f)
+        paths.append(str(path))
+    assert main(["--milestones", *paths, "--commit", "abc1234"]) == 0
+    out = capsys.readouterr().out
+    alone, rounds = out.split("in alternating rounds")
+    assert "| 64 | `X @ W` | 0.75 | **0.80** |" in alone  # 1.0 x 0.1 / 0.125, not / 0.2
+    assert "| 64 | `X @ W` | 0.75 | **0.80** |" in rounds  # 0.1 / 0.125, not / 0.25
