@@ -1,0 +1,104 @@
+"""Where the tall TMA dsd tile's time goes (b = 64 and 128, X's rows as wgmma's N): the same
+launch with its stores removed, its MMAs removed, or both, timed as eager calls back to back
+beside dense cuBLAS. The kernel source is patched in this process only; the patched
+launches' results are wrong by design (this is a probe, not a test).
+
+    PYTHONPATH=.:tools python3 tools/dsd_time_split.py [--layout random] [--cases 128:0.1,64:0.25]
+
+"none" is the kernel as shipped; "store" drops Y's stores (a never-true guard keeps the
+accumulators live); "mma" replaces each k16 step's wgmma with one register add, so the
+ring still turns at the copies' pace; "store+mma" leaves the copies alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+
+from cubsparse._cuda import compile as cc
+
+STORE = """        if (EPI > 0 && ytma && slot < 0)
+          rows_n_store_tma<Tag, XN, EPI ? EPI : 8>(acc[0], wg, tid, row0, nrows, j * B + wg * 64,
+                                                   base + STAGES * STAGE_BYTES + wg * EPI * 128,
+                                                   ymap, alpha);
+        else
+          rows_n_store<Tag, B, XN>(acc[0], wg, tid, row0, nrows, j, slot, y, ldy, alpha, beta,
+                                   ws, ws_stride);"""
+NO_STORE = """        if (acc[0][0] == 1.2345e-30f)
+          rows_n_store<Tag, B, XN>(acc[0], wg, tid, row0, nrows, j, slot, y, ldy, alpha, beta,
+                                   ws, ws_stride);"""
+MMA = """            Wgmma<Tag, XN, KN ? 1 : 0>::mma(
+                acc[0],
+                KN ? MnTile<BT, BK>::desc(sW, wg, kk)
+                   : wgmma_desc_k<128>(sW + wg * 64 * 128 + kk * 32),
+                wgmma_desc_k<128>(sA + kk * 32));"""
+NO_MMA = """            acc[0][kk] += 1.0f;"""
+MODES = ("none", "store", "mma", "store+mma")
+_SOURCE = cc.source.__wrapped__
+
+
+def patched_source(mode: str):
+    """``compile.source`` with the parts ``mode`` names removed from dsd_wgmma_tma.cu."""
+
+    def source(family: str) -> str:
+        text = _SOURCE(family)
+        if family == "dsd_wgmma_tma":
+            for part, old, new in (("store", STORE, NO_STORE), ("mma", MMA, NO_MMA)):
+                if part in mode:
+                    if old not in text:
+                        raise RuntimeError(f"dsd_wgmma_tma.cu changed: no {part} to patch")
+                    text = text.replace(old, new)
+        return text
+
+    return source
+
+
+def use(mode: str) -> None:
+    """Compile the kernels from here on with ``mode``'s patch (new plans, new kernels)."""
+    from cubsparse._cuda import configs
+
+    cc.source = functools.cache(patched_source(mode))
+    cc._kernel.cache_clear()
+    configs.set_tiles()  # clears the plans' caches
+
+
+def main():
+    import cupy as cp
+    from gpu_probe import bench
+
+    import cubsparse as cs
+    from bench.cases import Case, make_layout
+    from cubsparse._cuda import plans
+
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--layout", default="random")
+    parser.add_argument("--n", type=int, default=8192)
+    parser.add_argument("--cases", default="128:0.05,128:0.1,128:0.25,64:0.1,64:0.25",
+                        help="b:d pairs")
+    args = parser.parse_args()
+    print(cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "- eager ms back to back")
+    print(f"{'b':>4} {'d':>5} {'op':>4}  " + "  ".join(f"{m:>10}" for m in MODES) + "   dense")
+    for case in args.cases.split(","):
+        b, d = int(case.split(":")[0]), float(case.split(":")[1])
+        lay, _ = make_layout(Case(args.n, args.n, args.n, b, d, "float16", layout=args.layout))
+        w = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", seed=2, backend="cuda")
+        x = cp.random.standard_normal((args.n, args.n), dtype=cp.float32).astype("float16")
+        wd = w.toarray()
+        dense = bench(functools.partial(cp.matmul, x, wd), reps=10)
+        del wd
+        for op, operand in (("fwd", w), ("bwd", w.T)):
+            call = functools.partial(cs.matmul, x, operand)
+            ms = []
+            for mode in MODES:
+                use(mode)
+                with plans.override(dense=False):
+                    call()
+                    ms.append(bench(call, reps=10))
+            use("none")
+            print(f"{b:4d} {w.nnzb / lay.size:5.3f} {op:>4}  "
+                  + "  ".join(f"{t:10.4f}" for t in ms) + f"   {dense:.3f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
