@@ -377,11 +377,11 @@ def tile_queue(cfg: KernelConfig, n: int, grid: tuple) -> tuple[int, int]:
 def order_pays(lens: np.ndarray, row_tiles: int, takers: int) -> bool:
     """Take the tiles by deadline: for lists of ``lens`` blocks over ``row_tiles`` row
     tiles and ``takers`` persistent CTAs (or clusters), the longest list passes the
-    shortest by more than ORDER_MIN_SPREAD of one taker's share of a row tile (its lists'
-    blocks plus ORDER_TILE_COST each, over the takers)."""
+    shortest by more than ORDER_MIN_SPREAD of one taker's share of a row tile
+    (:func:`.worklists.tile_costs`, as the order itself counts it)."""
     if lens.size < 1 or row_tiles < 2 or takers < 1:
         return False
-    share = (float(lens.sum()) + ORDER_TILE_COST * lens.size) / takers
+    share = worklists.tile_costs(lens, takers, ORDER_TILE_COST)[1]
     return float(lens.max() - lens.min()) > ORDER_MIN_SPREAD * share
 
 

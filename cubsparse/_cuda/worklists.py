@@ -125,6 +125,14 @@ def dsd_tables(structure, device: int, trans: bool, split: int = 0, group: int =
                          lambda: dsd_host(structure, trans, split, group, pad, whole)[:4])
 
 
+def tile_costs(lens: np.ndarray, takers: int, tile_cost: float) -> tuple[np.ndarray, float]:
+    """(each tile's cost, one taker's share of a row tile) for lists of ``lens`` blocks
+    over ``takers`` persistent CTAs (or clusters): a tile costs its list's blocks plus
+    ``tile_cost`` for its epilogue, and a row tile's cost is shared among the takers."""
+    cost = np.asarray(lens, dtype=np.float64) + tile_cost
+    return cost, float(cost.sum()) / takers
+
+
 def tile_order(structure, trans: bool, split: int, group: int, row_tiles: int, takers: int,
                slack: float, tile_cost: float) -> np.ndarray:
     """The persistent TMA dsd's tiles in the order its CTAs take them, by deadline: entry t
@@ -136,9 +144,8 @@ def tile_order(structure, trans: bool, split: int, group: int, row_tiles: int, t
     of a row tile is taken that many row tiles early, rather than started last."""
 
     def build():
-        lens = dsd_host(structure, trans, split, group)[0][:, 2].astype(np.float64)
-        cost = lens + tile_cost
-        share = cost.sum() / takers
+        cost, share = tile_costs(dsd_host(structure, trans, split, group)[0][:, 2], takers,
+                                 tile_cost)
         due = np.arange(1, row_tiles + 1)[:, None] * share - slack * cost[None, :]
         return np.argsort(due.ravel(), kind="stable").astype(np.int32)
 
