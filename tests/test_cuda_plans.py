@@ -368,38 +368,6 @@ def test_panel_store_by_tma_needs_whole_64_column_boxes(monkeypatch):
         configs.set_tiles()
 
 
-def test_epilogue_buffers_reach_the_kernel_and_its_shared_memory(monkeypatch):
-    """The tall tile's staging buffers: each adds its rounds' rows to the CTA's shared
-    memory and is passed to the kernel; more than four, or on a tile without the TMA store
-    or on the panels, is refused on the host."""
-    base = tiles.WGMMA_DSD_TALL[128]
-    try:
-        sizes = {}
-        for nbuf in (1, 2, 3):
-            monkeypatch.setitem(tiles.WGMMA_DSD_TALL, 128,
-                                base._replace(epilogue=32, epilogue_buffers=nbuf))
-            configs.set_tiles()
-            cfg = dsd_configs.wgmma_config("float16", 128, tall=True, union=False)
-            assert cfg.name.endswith(f",false,{nbuf}>") == (nbuf > 1), cfg.name
-            sizes[nbuf] = cfg.smem
-        # two warpgroups, 32 rows of 128 bytes a buffer
-        assert sizes[2] - sizes[1] == sizes[3] - sizes[2] == 2 * 32 * 128
-        for bad in (base._replace(epilogue=32, epilogue_buffers=5),
-                    base._replace(epilogue=0, epilogue_buffers=2)):
-            monkeypatch.setitem(tiles.WGMMA_DSD_TALL, 128, bad)
-            configs.set_tiles()
-            with pytest.raises(ValueError, match="staging buffers"):
-                dsd_configs.wgmma_config("float16", 128, tall=True, union=False)
-        panel = tiles.WGMMA_DSD_PANEL_TMA[16]
-        monkeypatch.setitem(tiles.WGMMA_DSD_PANEL_TMA, 16, panel._replace(epilogue_buffers=2))
-        configs.set_tiles()
-        with pytest.raises(ValueError, match="staging buffers"):
-            dsd_configs.wgmma_config("float16", 16, panel=True)
-    finally:
-        monkeypatch.undo()
-        configs.set_tiles()
-
-
 def test_sdd_two_part_tables_cover_every_block_once():
     """The two-part weight gradient's tables: the panel tiles the blocks fill at least
     ``min_fill`` of, and groups of up to ``rest_group`` of one block row's other blocks

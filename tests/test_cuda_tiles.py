@@ -660,11 +660,6 @@ WS_TILES = [
     (128, (1, 2, 3, 1, 1, True, 256, 1, 1, 256)),
     (64, (1, 1, 2, 2, 0, True, 256, 2, 1, 128)),
     (128, (1, 2, 4, 1, 1, True, 256, 2, 1, 64)),
-    # ... staged in 2-4 buffers per warpgroup taken in turn (3: a tile's 8 rounds leave the
-    # turn mid-ring for the next tile)
-    (64, (1, 1, 2, 2, 0, True, 256, 1, 1, 64, 2)),
-    (128, (1, 2, 4, 1, 1, True, 256, 1, 1, 32, 3)),
-    (128, (1, 2, 4, 1, 1, True, 256, 2, 1, 16, 4)),
 ]
 
 
@@ -699,22 +694,20 @@ def test_persistent_dsd_tiles_match_scipy(backend, monkeypatch, force, ws_tile, 
     check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: 2, True: 3})
 
 
-def _epilogue_tile(monkeypatch, b, epilogue, cluster, buffers=1):
+def _epilogue_tile(monkeypatch, b, epilogue, cluster):
     """The tall (or clustered) tile of b = 64 / 128 with its epilogue stored by TMA in
-    rounds of ``epilogue`` rows, staged in ``buffers`` buffers per warpgroup."""
+    rounds of ``epilogue`` rows."""
     tile = tiles.PersistentTile(1, b // 64, 2 if b == 64 else 4, 2 if b == 64 else 1, 1, True,
-                                256, cluster, 1, epilogue, buffers)
+                                256, cluster, 1, epilogue)
     monkeypatch.setitem(tiles.WGMMA_DSD_TALL, b, tile)
     monkeypatch.setitem(tiles.WGMMA_DSD_CLUSTER, b, tile)
     configs.set_tiles()
 
 
-@pytest.mark.parametrize(("b", "epilogue", "buffers"),
-                         [(64, 128, 1), (128, 64, 1), (64, 64, 2), (128, 32, 3)])
+@pytest.mark.parametrize(("b", "epilogue"), [(64, 128), (128, 64)])
 @pytest.mark.parametrize("cluster", [1, 2])
 @pytest.mark.parametrize("n", [65, 300])
-def test_dsd_epilogue_tma_store_outputs(backend, monkeypatch, force, b, epilogue, buffers,
-                                        cluster, n):
+def test_dsd_epilogue_tma_store_outputs(backend, monkeypatch, force, b, epilogue, cluster, n):
     """The tall tile's epilogue stored by TMA rounds, lists whole: alpha applied; `out` a
     view with rows further apart than its width (the map's row stride), its padding left
     untouched; outputs the map cannot take (4-byte aligned, or rows 8 bytes off 16) and
@@ -722,7 +715,7 @@ def test_dsd_epilogue_tma_store_outputs(backend, monkeypatch, force, b, epilogue
     store path checked where the runner sets it."""
     from cubsparse._cuda import run_dsd
 
-    _epilogue_tile(monkeypatch, b, epilogue, cluster, buffers)
+    _epilogue_tile(monkeypatch, b, epilogue, cluster)
     force(tall=True, cluster=cluster == 2, dsd_pair=False, split=0, grid_limit=3)
     try:
         rng = np.random.default_rng(n + b + cluster)
@@ -733,7 +726,6 @@ def test_dsd_epilogue_tma_store_outputs(backend, monkeypatch, force, b, epilogue
                        backend).astype(w.dtype)
         plan = cs.matmul_plan(x, w)
         assert plan.kernel.epilogue == epilogue, plan
-        assert plan.kernel.name.endswith(f",false,{buffers}>") == (buffers > 1), plan
         assert plan.kernel.cluster == cluster, plan
         assert plan.split == 0, plan
         runner = run_dsd._dsd_runner(n, w, False, False)

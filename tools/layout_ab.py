@@ -14,8 +14,7 @@ stages, slices in flight, CTAs per cluster, blocks per panel; the table's b = 32
 tile: blocks per group, warpgroups along M and N, stages), or ``epi:E.S`` (the tall,
 clustered and two-block tiles of b = 64 and 128 with their epilogue stored by TMA in
 rounds of E rows, 0 for register stores, and S stages, 0 for the table's; E = 0 or 64 also
-sets the TMA panels' epilogue, 64 storing by TMA; ``epi:E.S.N`` stages the rounds in N
-buffers per warpgroup, taken in turn). A suffix ``@R`` forces bands of R row
+sets the TMA panels' epilogue, 64 storing by TMA). A suffix ``@R`` forces bands of R row
 tiles in the TMA kernels' tile order (``plans.override(band=R)``), e.g. ``rule@4``.
 ``+name`` / ``-name`` force a plan decision on or off, e.g. ``-sdd_panel`` with ``--ops
 sdd``, and ``name=V`` sets an integer one, e.g. ``sdd_rest_splits=1``; ``&`` joins
@@ -67,10 +66,8 @@ def _variant(name: str, b: int):
         tile = tuple(int(v) for v in name[6:].split("."))
         return {"panel": True}, {"wgmma_panel": {b: tile}, "wgmma_panel_tma": {b: None}}
     if name.startswith("epi:"):
-        epi, st, *nbuf = (int(v) for v in name[4:].split("."))
-        more = {"epilogue_buffers": nbuf[0]} if nbuf else {}
-        return {}, {key: {b: table[b]._replace(epilogue=epi, stages=st or table[b].stages,
-                                               **(more if table[b].rows > 0 else {}))}
+        epi, st = (int(v) for v in name[4:].split("."))
+        return {}, {key: {b: table[b]._replace(epilogue=epi, stages=st or table[b].stages)}
                     for key, table in (("wgmma_tall", tiles.WGMMA_DSD_TALL),
                                        ("wgmma_cluster", tiles.WGMMA_DSD_CLUSTER),
                                        ("wgmma_pair", tiles.WGMMA_DSD_PAIR),

@@ -169,11 +169,6 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
                              f"rounds of 8k rows dividing them, or panels in boxes of 64 x 64 "
                              f"(epilogue = 64, at most two consumer warpgroups, whole 64-column "
                              f"boxes), got {p} at b = {b}")
-        nbuf = p.epilogue_buffers
-        if nbuf != 1 and not (epi and p.rows > 0 and 1 <= nbuf <= 4):
-            raise ValueError(f"the epilogue's staging buffers (1 to 4) belong to the TMA store "
-                             f"of tiles with X's rows as N (rows > 0, epilogue > 0), got {p} "
-                             f"at b = {b}")
         rows = (p.tma and p.rows) or 64 * p.m_tiles * p.warpgroups
         expr = (f"{tag},{b},{p.m_tiles},{p.warpgroups},{p.stages},{_b(kn)},{p.ctas_per_sm},"
                 f"{p.inflight}")
@@ -181,11 +176,10 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
         cols = f",{p.cols}" if p.cols > 1 or epi or whole else ""
         cols += f",{epi}" if epi or whole else ""
         cols += ",true" if whole else ""
-        cols += f",false,{nbuf}" if nbuf > 1 else ""
         expr = (f"dsd_wgmma_tma{mc}<{expr},{p.rows if p.tma else 0}{cols}>" if p.tma
                 else f"dsd_wgmma_ws<{expr}>")
         smem = p.stages * (rows + b * p.cols) * 128 + 1024  # + slack: tiles on 1 KiB
-        smem += p.warpgroups * nbuf * epi * 128  # the TMA store's buffers, 128 bytes a row
+        smem += p.warpgroups * epi * 128  # the TMA store's buffers, 128 bytes a row each
         threads = p.warpgroups * 128 + (32 if p.tma else 128)  # a producer warp or warpgroup
         family = "dsd_wgmma_tma" if p.tma else "dsd_wgmma_ws"
         cfg = KernelConfig(family, expr, threads, smem, rows, p.cols, "sm_90a",

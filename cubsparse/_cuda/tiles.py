@@ -74,9 +74,6 @@ class PersistentTile(NamedTuple):
     # (rows = 0) 64, boxes of 64 x 64 per warpgroup; 0: each thread stores its results
     # from registers
     epilogue: int = 0
-    # the TMA store's staging buffers per consumer warpgroup (rows > 0), taken by the
-    # rounds in turn: a round waits only for the copy of the round this many back
-    epilogue_buffers: int = 1
 
 
 class UnionTile(NamedTuple):

@@ -42,25 +42,20 @@ __device__ __forceinline__ void epilogue_sync(int wg) {
 
 // rows_n_store through shared memory and the TMA engine (alpha applied, beta 0): warpgroup
 // wg's 64 columns of Y (col0..) over the tile's XN rows go out in rounds of EPI rows, each
-// staged in one of NBUF buffers from `buf` (EPI rows of 128 bytes each, the 128-byte
-// swizzle of `ymap`'s 64 x EPI box) and stored by one TMA copy that the warpgroup does not
-// wait for: the copy engine writes whole lines of Y while the warpgroup goes on to its
-// next tile, where register stores (4 bytes a thread; a warp's store fills half of each
-// 32-byte sector it writes) kept the warpgroup and the SM's store path busy for the whole
-// epilogue. The buffers take rounds in turn (`round` counts the warpgroup's rounds across
-// tiles), and a round's leader waits only for the copy NBUF rounds back to have read its
-// buffer: with one buffer every round waits for the round before it, whose copy queues
-// behind the producer's loads on the same copy engine.
+// staged in `buf` (EPI rows of 128 bytes, the 128-byte swizzle of `ymap`'s 64 x EPI box)
+// and stored by one TMA copy that the warpgroup does not wait for: the copy engine writes
+// whole lines of Y while the warpgroup goes on to its next tile, where register stores (4
+// bytes a thread; a warp's store fills half of each 32-byte sector it writes) kept the
+// warpgroup and the SM's store path busy for the whole epilogue. The round's leader
+// waits for the buffer's previous copy to have read it before anyone writes it again.
 // Rows past Y's end are not written (the map's bounds), and rounds wholly past it are
 // skipped. The writes are conflict-free: one store instruction covers 8 rows, each in its
 // own 16-byte chunk of the swizzle. Warpgroup wg (0 or 1) synchronizes on barrier 3 + wg.
-template <class Tag, int XN, int EPI, int NBUF>
+template <class Tag, int XN, int EPI>
 __device__ __forceinline__ void rows_n_store_tma(const float (&acc)[XN / 2], int wg, int tid,
                                                  int row0, int nrows, int col0, unsigned buf,
-                                                 const TmaMap* ymap, float alpha,
-                                                 unsigned& round) {
+                                                 const TmaMap* ymap, float alpha) {
   static_assert(EPI % 8 == 0 && XN % EPI == 0 && EPI <= 256, "rounds of whole 8-row groups");
-  static_assert(NBUF >= 1 && NBUF <= 4, "one to four staging buffers");
   const int lane = tid & 31, wiw = (tid % 128) / 32;
   const bool leader = tid % 128 == 0;
   // After transpose_pair, a lane holds row 8 q + rl of the round at columns c, c + 1, with
@@ -69,12 +64,11 @@ __device__ __forceinline__ void rows_n_store_tma(const float (&acc)[XN / 2], int
   const int odd = (lane >> 2) & 1, rl = (lane & 3) * 2 + odd, cl = (lane >> 2) - odd;
   unsigned at[2];
 #pragma unroll
-  for (int h = 0; h < 2; ++h) at[h] = rl * 128 + (((2 * wiw + h) ^ rl) << 4) + cl * 2;
+  for (int h = 0; h < 2; ++h) at[h] = buf + rl * 128 + (((2 * wiw + h) ^ rl) << 4) + cl * 2;
 #pragma unroll
-  for (int part = 0; part < XN / EPI; ++part, ++round) {
+  for (int part = 0; part < XN / EPI; ++part) {
     if (row0 + part * EPI >= nrows) break;  // (the same for the whole warpgroup)
-    const unsigned sbuf = buf + (round % NBUF) * (EPI * 128);
-    if (leader) bulk_wait_read<NBUF - 1>();
+    if (leader) bulk_wait_read<0>();
     epilogue_sync(wg);  // the buffer is free
 #pragma unroll
     for (int qq = 0; qq < EPI / 8; ++qq)
@@ -83,13 +77,12 @@ __device__ __forceinline__ void rows_n_store_tma(const float (&acc)[XN / 2], int
         const int q = part * (EPI / 8) + qq;
         float s0, s1;
         transpose_pair(lane, acc[4 * q + 2 * h], acc[4 * q + 2 * h + 1], s0, s1);
-        st_shared_u32(sbuf + at[h] + qq * 1024,
-                      pair_value(Tag(), nullptr, s0, s1, alpha, 0.f));
+        st_shared_u32(at[h] + qq * 1024, pair_value(Tag(), nullptr, s0, s1, alpha, 0.f));
       }
     fence_proxy_async();  // this thread's writes, to the copy engine
     epilogue_sync(wg);
     if (leader) {
-      tma_store_2d(ymap, sbuf, col0, row0 + part * EPI);
+      tma_store_2d(ymap, buf, col0, row0 + part * EPI);
       bulk_commit();
     }
   }
@@ -306,7 +299,7 @@ __device__ __forceinline__ void consume_present(int ktiles, unsigned& it, float 
 // swizzle, as at b >= 64, where the per-entry boxes of 16- or 32-byte rows cost the copy
 // engine about as much time per box whatever its size (bench/NOTES.md 121).
 template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int INFLIGHT, int XN,
-          int CLUSTER, int COLS, int EPI, bool WHOLE, int NBUF>
+          int CLUSTER, int COLS, int EPI, bool WHOLE>
 __device__ __forceinline__ void dsd_tma_body(
     const TmaMap* xmap, const TmaMap* wmap, int nrows, int xcols, int wrows,
     const int4* __restrict__ work, int nwork, const int* __restrict__ blk,
@@ -487,9 +480,6 @@ __device__ __forceinline__ void dsd_tma_body(
     const int wg = tid / 128;  // consumer warpgroup
     constexpr int AM = XN ? 1 : MW, AN = XN ? XN / 2 : BT / 2;  // accumulator tiles, registers
     float acc[AM][AN];
-    // the TMA store's staging: NBUF buffers of EPI rows per warpgroup, after the stages
-    const unsigned ybuf = base + STAGES * STAGE_BYTES + wg * NBUF * EPI * 128;
-    unsigned rounds = 0;  // the warpgroup's rounds of the TMA store so far
     for (int t = tiles.take(tid, ntaken); t < ntiles; t = tiles.take(tid, ntaken)) {
       int w, rt;
       coords(t, w, rt);
@@ -566,9 +556,10 @@ __device__ __forceinline__ void dsd_tma_body(
       } else if constexpr (COLS > 1) {  // warpgroup wg's block, if the layout has it
         if (j * COLS + wg < nout) {
           if (EPI > 0 && ytma)  // (two-block tiles are never split)
-            rows_n_store_tma<Tag, XN, EPI ? EPI : 8, NBUF>(acc[0], wg, tid, row0, nrows,
-                                                           (j * COLS + wg) * B, ybuf, ymap,
-                                                           alpha, rounds);
+            rows_n_store_tma<Tag, XN, EPI ? EPI : 8>(acc[0], wg, tid, row0, nrows,
+                                                     (j * COLS + wg) * B,
+                                                     base + STAGES * STAGE_BYTES + wg * EPI * 128,
+                                                     ymap, alpha);
           else
             rows_n_store<Tag, B, XN>(acc[0], 0, tid, row0, nrows, j * COLS + wg, -1, y, ldy,
                                      alpha, beta, ws, ws_stride);
@@ -576,9 +567,9 @@ __device__ __forceinline__ void dsd_tma_body(
       } else if constexpr (XN > 0) {
         // (ytma: beta is 0 and Y is mapped; the staging buffers follow the stages)
         if (EPI > 0 && ytma && slot < 0)
-          rows_n_store_tma<Tag, XN, EPI ? EPI : 8, NBUF>(acc[0], wg, tid, row0, nrows,
-                                                         j * B + wg * 64, ybuf, ymap, alpha,
-                                                         rounds);
+          rows_n_store_tma<Tag, XN, EPI ? EPI : 8>(acc[0], wg, tid, row0, nrows, j * B + wg * 64,
+                                                   base + STAGES * STAGE_BYTES + wg * EPI * 128,
+                                                   ymap, alpha);
         else
           rows_n_store<Tag, B, XN>(acc[0], wg, tid, row0, nrows, j, slot, y, ldy, alpha, beta,
                                    ws, ws_stride);
@@ -608,19 +599,17 @@ __device__ __forceinline__ void dsd_tma_body(
       ws_stride, segs, counts, nout, next_tile, band, &ymap, ytma, order
 
 template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int MINB, int INFLIGHT,
-          int XN = 0, int COLS = 1, int EPI = 0, bool WHOLE = false, int NBUF = 1>
+          int XN = 0, int COLS = 1, int EPI = 0, bool WHOLE = false>
 __global__ void __launch_bounds__(WG * 128 + 32, MINB) dsd_wgmma_tma(DSD_TMA_PARAMS) {
   grid_dependency();
-  dsd_tma_body<Tag, B, MW, WG, STAGES, KN, INFLIGHT, XN, 1, COLS, EPI, WHOLE, NBUF>(
-      DSD_TMA_ARGS);
+  dsd_tma_body<Tag, B, MW, WG, STAGES, KN, INFLIGHT, XN, 1, COLS, EPI, WHOLE>(DSD_TMA_ARGS);
 }
 
 // The same in clusters of two CTAs sharing each block by multicast (grid: an even count).
 template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int MINB, int INFLIGHT,
-          int XN, int COLS = 1, int EPI = 0, bool WHOLE = false, int NBUF = 1>
+          int XN, int COLS = 1, int EPI = 0, bool WHOLE = false>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(WG * 128 + 32, MINB)
     dsd_wgmma_tma_mc(DSD_TMA_PARAMS) {
   grid_dependency();
-  dsd_tma_body<Tag, B, MW, WG, STAGES, KN, INFLIGHT, XN, 2, COLS, EPI, WHOLE, NBUF>(
-      DSD_TMA_ARGS);
+  dsd_tma_body<Tag, B, MW, WG, STAGES, KN, INFLIGHT, XN, 2, COLS, EPI, WHOLE>(DSD_TMA_ARGS);
 }
