@@ -109,6 +109,14 @@ class Teacher:
         self.scale = 1.0  # measured next, on a sample of its own
         self.scale = 1.0 / self(torch.randn(8192, INPUTS, generator=g)).std().item()
 
+    def to(self, device: torch.device) -> Teacher:
+        """The teacher on ``device``, where it labels each step's shard. On one CPU thread
+        (the scaling benchmark's processes have one each) labelling the benchmark's 4096
+        rows a GPU took longer than the GPUs' training step of a few milliseconds, which
+        they then waited out idle."""
+        self.w1, self.w2 = self.w1.to(device), self.w2.to(device)
+        return self
+
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         return torch.tanh(x @ self.w1) @ self.w2 * self.scale
 
@@ -156,7 +164,7 @@ def train(args: argparse.Namespace, device: torch.device) -> dict:
     dtype = DTYPES[args.dtype]
     # float16 gradients can underflow; bfloat16 has float32's range and needs no scaling.
     scaler = torch.amp.GradScaler("cuda") if dtype == torch.float16 else None
-    teacher = Teacher(args.width, args.seed)
+    teacher = Teacher(args.width, args.seed).to(device)
     data = torch.Generator().manual_seed(args.seed + 2000)  # the same stream on every rank
     B, sparse = args.per_gpu_batch, model[2]
     say(f"world size {world}, backend {dist.get_backend()}, device {args.device}, "
@@ -172,11 +180,12 @@ def train(args: argparse.Namespace, device: torch.device) -> dict:
     pending, losses, seconds, checks, sums = [], [], 0.0, 0, []
     for step in range(1, args.steps + 1):
         x = torch.randn(world * B, INPUTS, generator=data)[rank * B:(rank + 1) * B]
-        x, y = x.to(device), teacher(x).to(device)  # this rank's disjoint shard
+        x = x.to(device)  # this rank's disjoint shard
+        y = teacher(x)
         if world > 1:
-            # The ranks label their shards on the CPU at slightly different speeds; without
-            # this the first to finish would wait for the other inside its timed step (the
-            # gradient all-reduce), timing the labelling instead of the training.
+            # The ranks reach this point at slightly different times (each draws the batch
+            # on the CPU); without the barrier the first would wait for the others inside
+            # its timed step (the gradient all-reduce), timing their lag, not the training.
             dist.barrier(device_ids=[device.index] if device.type == "cuda" else None)
         t0 = clock(device)
         with torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32):
