@@ -1,0 +1,135 @@
+"""L2 eviction hints on the tall TMA dsd tile's copies (b = 64 and 128, X's rows as wgmma's N):
+the same launch with Y's TMA stores marked evict-first (Y is never read back, and at
+d = 0.25 a row tile's 4 MB of Y shares L2 with the 34 MB of W's blocks that the next row
+tile reads again), W's block loads marked evict-last, both, or, as a bound, without Y's
+TMA store at all. Timed as eager calls back to back beside dense cuBLAS; each hinted
+result is checked bit for bit against the kernel as shipped (a hint changes no value).
+The kernel source is patched in this process only.
+
+    PYTHONPATH=.:tools python3 tools/dsd_l2_policy.py [--layout random] [--cases 128:0.25,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+
+from cubsparse._cuda import compile as cc
+
+ANCHOR = """struct alignas(64) TmaMap {
+  unsigned long long v[16];
+};
+"""
+HELPERS = """
+// (probe) an L2 policy for every line a copy touches: evict-last (1) or evict-first (0)
+__device__ __forceinline__ unsigned long long probe_l2_policy(int last) {
+  unsigned long long p;
+  if (last)
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\\n" : "=l"(p));
+  else
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\\n" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ void probe_load_hint(unsigned dst, const TmaMap* map, int c0, int c1,
+                                                unsigned long long* bar, unsigned long long pol) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      ".L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5;\\n" ::"r"(dst),
+      "l"(map), "r"(c0), "r"(c1), "r"(smem_addr(bar)), "l"(pol)
+      : "memory");
+}
+__device__ __forceinline__ void probe_store_hint(const TmaMap* map, unsigned src, int c0, int c1,
+                                                 unsigned long long pol) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group.L2::cache_hint [%0, {%1, %2}], "
+      "[%3], %4;\\n" ::"l"(map), "r"(c0), "r"(c1), "r"(src), "l"(pol)
+      : "memory");
+}
+"""
+STORE = "      tma_store_2d(ymap, buf, col0, row0 + part * EPI);"
+STORE_FIRST = "      probe_store_hint(ymap, buf, col0, row0 + part * EPI, probe_l2_policy(0));"
+NO_STORE = "      (void)ymap;"
+WLOAD = """            if constexpr (CLUSTER == 1)
+              tma_load_2d(dst, wmap, c0, c1, &full[s]);"""
+WLOAD_LAST = """            if constexpr (CLUSTER == 1)
+              probe_load_hint(dst, wmap, c0, c1, &full[s], probe_l2_policy(1));"""
+MODES = ("none", "y_first", "w_last", "y_first+w_last", "no_ystore")
+_SOURCE = cc.source.__wrapped__
+
+
+def patched_source(mode: str):
+    """``compile.source`` with dsd_wgmma_tma.cu's copies hinted as ``mode`` says."""
+
+    def source(family: str) -> str:
+        text = _SOURCE(family)
+        if family != "dsd_wgmma_tma" or mode == "none":
+            return text
+        for old in (ANCHOR, STORE, WLOAD):
+            if text.count(old) != 1:
+                raise RuntimeError(f"dsd_wgmma_tma.cu changed: {old.strip()[:40]!r} not found once")
+        text = text.replace(ANCHOR, ANCHOR + HELPERS)
+        if "y_first" in mode:
+            text = text.replace(STORE, STORE_FIRST)
+        if "w_last" in mode:
+            text = text.replace(WLOAD, WLOAD_LAST)
+        if mode == "no_ystore":
+            text = text.replace(STORE, NO_STORE)
+        return text
+
+    return source
+
+
+def use(mode: str) -> None:
+    """Compile the kernels from here on with ``mode``'s patch (new plans, new kernels)."""
+    from cubsparse._cuda import configs
+
+    cc.source = functools.cache(patched_source(mode))
+    cc._kernel.cache_clear()
+    configs.set_tiles()  # clears the plans' caches
+
+
+def main():
+    import cupy as cp
+    from gpu_probe import bench
+
+    import cubsparse as cs
+    from bench.cases import Case, make_layout
+    from cubsparse._cuda import plans
+
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--layout", default="random")
+    parser.add_argument("--n", type=int, default=8192)
+    parser.add_argument("--cases", default="128:0.1,128:0.25,128:0.5", help="b:d pairs")
+    parser.add_argument("--ops", default="fwd", help="fwd, bwd or fwd,bwd")
+    args = parser.parse_args()
+    print(cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "- eager ms back to back,",
+          args.layout, "layouts, N = C = K =", args.n, "float16")
+    print(f"{'b':>4} {'d':>5} {'op':>4}  " + "  ".join(f"{m:>14}" for m in MODES) + "   dense")
+    for case in args.cases.split(","):
+        b, d = int(case.split(":")[0]), float(case.split(":")[1])
+        lay, _ = make_layout(Case(args.n, args.n, args.n, b, d, "float16", layout=args.layout))
+        w = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", seed=2, backend="cuda")
+        x = cp.random.standard_normal((args.n, args.n), dtype=cp.float32).astype("float16")
+        wd = w.toarray()
+        dense = bench(functools.partial(cp.matmul, x, wd), reps=10)
+        del wd
+        for op in args.ops.split(","):
+            call = functools.partial(cs.matmul, x, w if op == "fwd" else w.T)
+            ms, want = [], None
+            for mode in MODES:
+                use(mode)
+                with plans.override(dense=False):
+                    got = call()
+                    if mode == "none":
+                        want = got
+                    elif mode != "no_ystore" and not bool((got == want).all()):
+                        raise AssertionError(f"b={b} d={d} {op} {mode}: not the shipped result")
+                    ms.append(bench(call, reps=10))
+            use("none")
+            print(f"{b:4d} {w.nnzb / lay.size:5.3f} {op:>4}  "
+                  + "  ".join(f"{t:14.4f}" for t in ms) + f"   {dense:.3f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
