@@ -11,10 +11,10 @@ scaling efficiency of G GPUs is ``throughput(G) / (G * throughput(1))``; 1.0 is 
 
 The default case is a block-sparse MLP of hidden size 12288 with b = 32 blocks at density
 0.05 (a Watts-Strogatz layout), float16 autocast and 32768 rows per GPU. With fewer rows
-the host bounds the step, not the GPU: on an H200 a step of 4096 rows took 6.3 ms and one
-of 32768 rows 18.0-18.6 ms, so about 4.5 ms of the smaller step does not grow with the rows;
-one process's rate there moved by a quarter from launch to launch, and the efficiency
-reported that as scaling (0.94-1.31 at commit b306765, ``bench/NOTES.md``). GPU counts
+the step is mostly work that does not grow with them (the optimizer, the weights' casts,
+the host's launches): on an H200 a step of 4096 rows took 6.3 ms and one of 32768 rows
+18.0-18.6 ms, so about 4.5 ms of the smaller step is that part; one process's rate there
+moved by a quarter from launch to launch, and the efficiency reported that as scaling (0.94-1.31 at commit b306765, ``bench/NOTES.md``). GPU counts
 above what is visible are recorded as skipped. The table names the GPU; ``--out`` keeps
 the rows as JSON.
 """
@@ -99,7 +99,7 @@ def main(argv=None) -> list[dict]:
     p.add_argument("--density", type=float, default=0.05)
     p.add_argument("--dtype", default="float16", choices=["float32", "float16", "bfloat16"])
     p.add_argument("--per-gpu-batch", type=int, default=32768,
-                   help="rows a GPU and step; with too few the host, not the GPU, bounds a step")
+                   help="rows a GPU and step; with too few, the step is mostly its fixed costs")
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--timeout", type=float, default=900, help="seconds per launch")
