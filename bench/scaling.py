@@ -12,11 +12,11 @@ scaling efficiency of G GPUs is ``throughput(G) / (G * throughput(1))``; 1.0 is 
 The default case is a block-sparse MLP of hidden size 12288 with b = 32 blocks at density
 0.05 (a Watts-Strogatz layout), float16 autocast and 32768 rows per GPU. With fewer rows
 the step is mostly work that does not grow with them (the optimizer, the weights' casts,
-the host's launches): on an H200 a step of 4096 rows took 6.3 ms and one of 32768 rows
+the host's launches): on one H200 a step of 4096 rows took 6.3 ms and one of 32768 rows
 18.0-18.6 ms, so about 4.5 ms of the smaller step is that part; one process's rate there
-moved by a quarter from launch to launch, and the efficiency reported that as scaling (0.94-1.31 at commit b306765, ``bench/NOTES.md``). GPU counts
-above what is visible are recorded as skipped. The table names the GPU; ``--out`` keeps
-the rows as JSON.
+moved by a quarter from launch to launch, and the efficiency reported that as scaling
+(0.94-1.31 at commit b306765, ``bench/NOTES.md``). GPU counts above what is visible are
+recorded as skipped. The table names the GPU; ``--out`` keeps the rows as JSON.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """L2 eviction hints on the tall TMA dsd tile's copies (b = 64 and 128, X's rows as wgmma's N):
 the same launch with Y's TMA stores marked evict-first (Y is never read back, and at
 d = 0.25 a row tile's 4 MB of Y shares L2 with the 34 MB of W's blocks that the next row
-tile reads again), W's block loads marked evict-last, both, or, as a bound, without Y's
+tile reads again), W's block loads marked evict-last (the clustered tile's multicast loads
+too: at 8d3e27e they were left unhinted), both, or, as a bound, without Y's
 TMA store at all. Timed as eager calls back to back beside dense cuBLAS; each hinted
 result is checked bit for bit against the kernel as shipped (a hint changes no value).
 The kernel source is patched in this process only.
@@ -38,6 +39,15 @@ __device__ __forceinline__ void probe_load_hint(unsigned dst, const TmaMap* map,
       "l"(map), "r"(c0), "r"(c1), "r"(smem_addr(bar)), "l"(pol)
       : "memory");
 }
+__device__ __forceinline__ void probe_load_mc_hint(unsigned dst, const TmaMap* map, int c0,
+                                                   int c1, unsigned long long* bar,
+                                                   unsigned short mask, unsigned long long pol) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      ".multicast::cluster.L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5, %6;\\n" ::"r"(dst),
+      "l"(map), "r"(c0), "r"(c1), "r"(smem_addr(bar)), "h"(mask), "l"(pol)
+      : "memory");
+}
 __device__ __forceinline__ void probe_store_hint(const TmaMap* map, unsigned src, int c0, int c1,
                                                  unsigned long long pol) {
   asm volatile(
@@ -53,6 +63,11 @@ WLOAD = """            if constexpr (CLUSTER == 1)
               tma_load_2d(dst, wmap, c0, c1, &full[s]);"""
 WLOAD_LAST = """            if constexpr (CLUSTER == 1)
               probe_load_hint(dst, wmap, c0, c1, &full[s], probe_l2_policy(1));"""
+WLOAD_MC = """              tma_load_2d_multicast(dst + rank * WPART * WROW_BYTES, wmap, c0,
+                                    c1 + rank * WPART, &full[s], (1u << CLUSTER) - 1);"""
+WLOAD_MC_LAST = """              probe_load_mc_hint(dst + rank * WPART * WROW_BYTES, wmap, c0,
+                                 c1 + rank * WPART, &full[s], (1u << CLUSTER) - 1,
+                                 probe_l2_policy(1));"""
 MODES = ("none", "y_first", "w_last", "y_first+w_last", "no_ystore")
 _SOURCE = cc.source.__wrapped__
 
@@ -64,14 +79,14 @@ def patched_source(mode: str):
         text = _SOURCE(family)
         if family != "dsd_wgmma_tma" or mode == "none":
             return text
-        for old in (ANCHOR, STORE, WLOAD):
+        for old in (ANCHOR, STORE, WLOAD, WLOAD_MC):
             if text.count(old) != 1:
                 raise RuntimeError(f"dsd_wgmma_tma.cu changed: {old.strip()[:40]!r} not found once")
         text = text.replace(ANCHOR, ANCHOR + HELPERS)
         if "y_first" in mode:
             text = text.replace(STORE, STORE_FIRST)
-        if "w_last" in mode:
-            text = text.replace(WLOAD, WLOAD_LAST)
+        if "w_last" in mode:  # the single-CTA tile's loads and the clusters' multicasts
+            text = text.replace(WLOAD, WLOAD_LAST).replace(WLOAD_MC, WLOAD_MC_LAST)
         if mode == "no_ystore":
             text = text.replace(STORE, NO_STORE)
         return text
