@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import functools
 
+from dsd_time_split import case_operands, use_source
+
 from cubsparse._cuda import compile as cc
 
 ANCHOR = """struct alignas(64) TmaMap {
@@ -95,12 +97,8 @@ def patched_source(mode: str):
 
 
 def use(mode: str) -> None:
-    """Compile the kernels from here on with ``mode``'s patch (new plans, new kernels)."""
-    from cubsparse._cuda import configs
-
-    cc.source = functools.cache(patched_source(mode))
-    cc._kernel.cache_clear()
-    configs.set_tiles()  # clears the plans' caches
+    """Compile the kernels from here on with ``mode``'s hints."""
+    use_source(patched_source(mode))
 
 
 def main():
@@ -108,7 +106,6 @@ def main():
     from gpu_probe import bench
 
     import cubsparse as cs
-    from bench.cases import Case, make_layout
     from cubsparse._cuda import plans
 
     parser = argparse.ArgumentParser(description=__doc__,
@@ -121,14 +118,7 @@ def main():
     print(cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "- eager ms back to back,",
           args.layout, "layouts, N = C = K =", args.n, "float16")
     print(f"{'b':>4} {'d':>5} {'op':>4}  " + "  ".join(f"{m:>14}" for m in MODES) + "   dense")
-    for case in args.cases.split(","):
-        b, d = int(case.split(":")[0]), float(case.split(":")[1])
-        lay, _ = make_layout(Case(args.n, args.n, args.n, b, d, "float16", layout=args.layout))
-        w = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", seed=2, backend="cuda")
-        x = cp.random.standard_normal((args.n, args.n), dtype=cp.float32).astype("float16")
-        wd = w.toarray()
-        dense = bench(functools.partial(cp.matmul, x, wd), reps=10)
-        del wd
+    for b, w, x, dense in case_operands(args.cases, args.n, args.layout):
         for op in args.ops.split(","):
             call = functools.partial(cs.matmul, x, w if op == "fwd" else w.T)
             ms, want = [], None
@@ -139,10 +129,11 @@ def main():
                     if mode == "none":
                         want = got
                     elif mode != "no_ystore" and not bool((got == want).all()):
-                        raise AssertionError(f"b={b} d={d} {op} {mode}: not the shipped result")
+                        raise AssertionError(f"b={b} d={w.density:.3f} {op} {mode}: "
+                                             "not the shipped result")
                     ms.append(bench(call, reps=10))
             use("none")
-            print(f"{b:4d} {w.nnzb / lay.size:5.3f} {op:>4}  "
+            print(f"{b:4d} {w.density:5.3f} {op:>4}  "
                   + "  ".join(f"{t:14.4f}" for t in ms) + f"   {dense:.3f}", flush=True)
 
 

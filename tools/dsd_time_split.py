@@ -53,13 +53,38 @@ def patched_source(mode: str):
     return source
 
 
-def use(mode: str) -> None:
-    """Compile the kernels from here on with ``mode``'s patch (new plans, new kernels)."""
+def use_source(source) -> None:
+    """Compile the kernels from here on from ``source(family)`` (new plans, new kernels)."""
     from cubsparse._cuda import configs
 
-    cc.source = functools.cache(patched_source(mode))
+    cc.source = functools.cache(source)
     cc._kernel.cache_clear()
     configs.set_tiles()  # clears the plans' caches
+
+
+def use(mode: str) -> None:
+    """Compile the kernels from here on with ``mode``'s patch."""
+    use_source(patched_source(mode))
+
+
+def case_operands(cases: str, n: int, layout: str):
+    """For each ``b:d`` of ``cases`` (comma-separated): ``(b, W, X, dense ms)``, W a float16
+    matrix of that layout on the GPU, X fresh N x N data, dense cuBLAS timed on W densified."""
+    import cupy as cp
+    from gpu_probe import bench
+
+    import cubsparse as cs
+    from bench.cases import Case, make_layout
+
+    for case in cases.split(","):
+        b, d = int(case.split(":")[0]), float(case.split(":")[1])
+        lay, _ = make_layout(Case(n, n, n, b, d, "float16", layout=layout))
+        w = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", seed=2, backend="cuda")
+        x = cp.random.standard_normal((n, n), dtype=cp.float32).astype("float16")
+        wd = w.toarray()
+        dense = bench(functools.partial(cp.matmul, x, wd), reps=10)
+        del wd
+        yield b, w, x, dense
 
 
 def main():
@@ -67,7 +92,6 @@ def main():
     from gpu_probe import bench
 
     import cubsparse as cs
-    from bench.cases import Case, make_layout
     from cubsparse._cuda import plans
 
     parser = argparse.ArgumentParser(description=__doc__,
@@ -79,14 +103,7 @@ def main():
     args = parser.parse_args()
     print(cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "- eager ms back to back")
     print(f"{'b':>4} {'d':>5} {'op':>4}  " + "  ".join(f"{m:>10}" for m in MODES) + "   dense")
-    for case in args.cases.split(","):
-        b, d = int(case.split(":")[0]), float(case.split(":")[1])
-        lay, _ = make_layout(Case(args.n, args.n, args.n, b, d, "float16", layout=args.layout))
-        w = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", seed=2, backend="cuda")
-        x = cp.random.standard_normal((args.n, args.n), dtype=cp.float32).astype("float16")
-        wd = w.toarray()
-        dense = bench(functools.partial(cp.matmul, x, wd), reps=10)
-        del wd
+    for b, w, x, dense in case_operands(args.cases, args.n, args.layout):
         for op, operand in (("fwd", w), ("bwd", w.T)):
             call = functools.partial(cs.matmul, x, operand)
             ms = []
@@ -96,7 +113,7 @@ def main():
                     call()
                     ms.append(bench(call, reps=10))
             use("none")
-            print(f"{b:4d} {w.nnzb / lay.size:5.3f} {op:>4}  "
+            print(f"{b:4d} {w.density:5.3f} {op:>4}  "
                   + "  ".join(f"{t:10.4f}" for t in ms) + f"   {dense:.3f}", flush=True)
 
 
