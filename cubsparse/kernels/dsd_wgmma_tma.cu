@@ -49,36 +49,35 @@ __device__ __forceinline__ void epilogue_sync(int wg) {
 // warpgroup and the SM's store path busy for the whole epilogue. The round's leader
 // waits for the buffer's previous copy to have read it before anyone writes it again.
 // Rows past Y's end are not written (the map's bounds), and rounds wholly past it are
-// skipped. The writes are conflict-free: one store instruction covers 8 rows, each in its
-// own 16-byte chunk of the swizzle. Warpgroup wg (0 or 1) synchronizes on barrier 3 + wg.
+// skipped. The accumulator's 8 x 8 pieces (columns 16 w + 8 h.. of the block, X rows
+// 8 q..) are written transposed by stmatrix, four a warp instruction (q, q + 1; h = 0, 1):
+// lane l addresses X row 8 (q + (l / 8) / 2) + l % 8, 16-byte chunk 2 w + (l / 8) % 2 of the
+// row, where trading values between lane pairs and 4-byte writes took four times the
+// instructions while both warpgroups' tensor cores idled (bench/NOTES.md). One instruction's
+// eight rows of a piece fall in distinct chunks of the swizzle (no bank conflicts).
+// Warpgroup wg (0 or 1) synchronizes on barrier 3 + wg.
 template <class Tag, int XN, int EPI>
 __device__ __forceinline__ void rows_n_store_tma(const float (&acc)[XN / 2], int wg, int tid,
                                                  int row0, int nrows, int col0, unsigned buf,
                                                  const TmaMap* ymap, float alpha) {
-  static_assert(EPI % 8 == 0 && XN % EPI == 0 && EPI <= 256, "rounds of whole 8-row groups");
+  static_assert(EPI % 16 == 0 && XN % EPI == 0 && EPI <= 256, "rounds of whole 16-row groups");
   const int lane = tid & 31, wiw = (tid % 128) / 32;
   const bool leader = tid % 128 == 0;
-  // After transpose_pair, a lane holds row 8 q + rl of the round at columns c, c + 1, with
-  // c = 16 wiw + 8 h + cl: the same 16-byte chunk (2 wiw + h) of every 8-row group, so
-  // its two addresses are fixed and the groups 1024 bytes apart.
-  const int odd = (lane >> 2) & 1, rl = (lane & 3) * 2 + odd, cl = (lane >> 2) - odd;
-  unsigned at[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) at[h] = buf + rl * 128 + (((2 * wiw + h) ^ rl) << 4) + cl * 2;
+  const int piece = lane >> 3, r = lane & 7;  // the piece (q + piece / 2, h = piece % 2), row
+  const unsigned at = buf + ((piece >> 1) * 8 + r) * 128 + (((2 * wiw + (piece & 1)) ^ r) << 4);
 #pragma unroll
   for (int part = 0; part < XN / EPI; ++part) {
     if (row0 + part * EPI >= nrows) break;  // (the same for the whole warpgroup)
     if (leader) bulk_wait_read<0>();
     epilogue_sync(wg);  // the buffer is free
 #pragma unroll
-    for (int qq = 0; qq < EPI / 8; ++qq)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int q = part * (EPI / 8) + qq;
-        float s0, s1;
-        transpose_pair(lane, acc[4 * q + 2 * h], acc[4 * q + 2 * h + 1], s0, s1);
-        st_shared_u32(at[h] + qq * 1024, pair_value(Tag(), nullptr, s0, s1, alpha, 0.f));
-      }
+    for (int qq = 0; qq < EPI / 8; qq += 2) {
+      const float* a = acc + 4 * (part * (EPI / 8) + qq);  // pieces q, q + 1: 8 values
+      stmatrix_x4_trans(at + qq * 1024, pair_value(Tag(), nullptr, a[0], a[1], alpha, 0.f),
+                        pair_value(Tag(), nullptr, a[2], a[3], alpha, 0.f),
+                        pair_value(Tag(), nullptr, a[4], a[5], alpha, 0.f),
+                        pair_value(Tag(), nullptr, a[6], a[7], alpha, 0.f));
+    }
     fence_proxy_async();  // this thread's writes, to the copy engine
     epilogue_sync(wg);
     if (leader) {

@@ -221,6 +221,17 @@ __device__ __forceinline__ void bulk_wait() {
 __device__ __forceinline__ void st_shared_u32(unsigned addr, unsigned v) {
   asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
 }
+// Four 8 x 8 matrices of 16-bit values stored transposed (stmatrix .trans): lane l holds,
+// in r[i], the two values of row l / 4, columns 2 (l % 4) and + 1, of matrix i, as an MMA
+// accumulator fragment holds them; lanes 8i..8i + 7 give the addresses of the 16-byte rows
+// of memory that take columns 0..7 of matrix i.
+__device__ __forceinline__ void stmatrix_x4_trans(unsigned addr, unsigned r0, unsigned r1,
+                                                  unsigned r2, unsigned r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(
+                   addr),
+               "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+}
 
 // Stops the compiler from moving accumulator reads or writes across an asynchronous MMA.
 template <int R>
