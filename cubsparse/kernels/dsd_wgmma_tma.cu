@@ -555,7 +555,7 @@ __device__ __forceinline__ void dsd_tma_body(
       } else if constexpr (COLS > 1) {  // warpgroup wg's block, if the layout has it
         if (j * COLS + wg < nout) {
           if (EPI > 0 && ytma)  // (two-block tiles are never split)
-            rows_n_store_tma<Tag, XN, EPI ? EPI : 8>(acc[0], wg, tid, row0, nrows,
+            rows_n_store_tma<Tag, XN, EPI ? EPI : 16>(acc[0], wg, tid, row0, nrows,
                                                      (j * COLS + wg) * B,
                                                      base + STAGES * STAGE_BYTES + wg * EPI * 128,
                                                      ymap, alpha);
@@ -566,7 +566,7 @@ __device__ __forceinline__ void dsd_tma_body(
       } else if constexpr (XN > 0) {
         // (ytma: beta is 0 and Y is mapped; the staging buffers follow the stages)
         if (EPI > 0 && ytma && slot < 0)
-          rows_n_store_tma<Tag, XN, EPI ? EPI : 8>(acc[0], wg, tid, row0, nrows, j * B + wg * 64,
+          rows_n_store_tma<Tag, XN, EPI ? EPI : 16>(acc[0], wg, tid, row0, nrows, j * B + wg * 64,
                                                    base + STAGES * STAGE_BYTES + wg * EPI * 128,
                                                    ymap, alpha);
         else
