@@ -787,29 +787,6 @@ def test_panel_plans_take_their_tiles_in_bands():
     with plans.override(band=0), pytest.raises(ValueError, match="at least one row tile"):
         plans.plan_dsd(band, "float16", 16, 8192, False, False, 90, SMS, None)
 
-def test_slices_of_32_k_take_the_tall_tiles_only(monkeypatch):
-    """The tall tile with k in slices of 32: the template's trailing parameters spelled out
-    up to the slice, half the stage bytes; the panels and two-block tiles refuse it on the
-    host, and 48 k is refused everywhere."""
-    tall = tiles.WGMMA_DSD_TALL[128]
-    base = dsd_configs.wgmma_config("float16", 128, True, False, True)
-    monkeypatch.setitem(tiles.WGMMA_DSD_TALL, 128, tall._replace(slice_k=32, stages=8))
-    monkeypatch.setitem(tiles.WGMMA_DSD_PAIR, 64, tiles.WGMMA_DSD_PAIR[64]._replace(slice_k=32))
-    configs.set_tiles()
-    try:
-        cfg = dsd_configs.wgmma_config("float16", 128, True, False, True)
-        assert cfg.name == base.name.replace(",4,", ",8,", 1)[:-1] + ",false,32>", cfg.name
-        assert cfg.slice_k == 32 and cfg.smem == base.smem, (cfg, base)
-        with pytest.raises(ValueError, match="one block a tile, got .*cols=2"):
-            dsd_configs.wgmma_config("float16", 64, pair=True)
-        monkeypatch.setitem(tiles.WGMMA_DSD_TALL, 128, tall._replace(slice_k=48))
-        configs.set_tiles()
-        with pytest.raises(ValueError, match="take 32"):
-            dsd_configs.wgmma_config("float16", 128, True, False, True)
-    finally:
-        monkeypatch.undo()
-        configs.set_tiles()
-
 
 def test_panel_configs_are_checked(monkeypatch):
     """A tile of several blocks with X's rows as M is only the panels' (its lists padded,

@@ -660,12 +660,6 @@ WS_TILES = [
     (128, (1, 2, 3, 1, 1, True, 256, 1, 1, 256)),
     (64, (1, 1, 2, 2, 0, True, 256, 2, 1, 128)),
     (128, (1, 2, 4, 1, 1, True, 256, 2, 1, 64)),
-    # k in slices of 32 (64-byte rows in the 64-byte swizzle, twice the stages), alone and
-    # in clusters, with and without the TMA store
-    (64, (1, 1, 4, 2, 0, True, 256, 1, 1, 128, 32)),
-    (64, (1, 1, 3, 1, 1, True, 128, 2, 1, 0, 32)),
-    (128, (1, 2, 8, 1, 1, True, 256, 1, 1, 64, 32)),
-    (128, (1, 2, 6, 1, 0, True, 128, 2, 1, 0, 32)),
 ]
 
 

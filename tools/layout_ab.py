@@ -14,8 +14,7 @@ stages, slices in flight, CTAs per cluster, blocks per panel; the table's b = 32
 tile: blocks per group, warpgroups along M and N, stages), or ``epi:E.S`` (the tall,
 clustered and two-block tiles of b = 64 and 128 with their epilogue stored by TMA in
 rounds of E rows, 0 for register stores, and S stages, 0 for the table's; E = 0 or 64 also
-sets the TMA panels' epilogue, 64 storing by TMA), or ``slice:K.S`` (the tall and clustered
-tiles with K of k a stage, 64 or 32, and S stages). A suffix ``@R`` forces bands of R row
+sets the TMA panels' epilogue, 64 storing by TMA). A suffix ``@R`` forces bands of R row
 tiles in the TMA kernels' tile order (``plans.override(band=R)``), e.g. ``rule@4``.
 ``+name`` / ``-name`` force a plan decision on or off, e.g. ``-sdd_panel`` with ``--ops
 sdd``, and ``name=V`` sets an integer one, e.g. ``sdd_rest_splits=1``; ``&`` joins
@@ -75,12 +74,6 @@ def _variant(name: str, b: int):
                                        ("wgmma_panel_tma", tiles.WGMMA_DSD_PANEL_TMA))
                     if table.get(b) is not None and (
                         table[b].rows > 0 or (key == "wgmma_panel_tma" and epi in (0, 64)))}
-    if name.startswith("slice:"):  # the tall and clustered tiles' k per stage, and stages
-        sk, st = (int(v) for v in name[6:].split("."))
-        return {}, {key: {b: table[b]._replace(slice_k=sk, stages=st)}
-                    for key, table in (("wgmma_tall", tiles.WGMMA_DSD_TALL),
-                                       ("wgmma_cluster", tiles.WGMMA_DSD_CLUSTER))
-                    if table.get(b) is not None and table[b].rows > 0}
     if name.startswith("tma:"):
         wg, st, inflight, cluster, g = (int(v) for v in name[4:].split("."))
         tile = tiles.PersistentTile(1, wg, st, 1, inflight, True, 0, cluster, g)

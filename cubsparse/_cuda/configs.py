@@ -47,7 +47,6 @@ class KernelConfig:
     panel: bool = False  # dense panels of several blocks (absent ones multiplied as zeros)
     epilogue: int = 0  # the dsd TMA store: rows of Y a round (panels: 64 x 64 boxes); 0: none
     whole: bool = False  # dsd panels: lists of whole 64-column slices of X, one box each
-    slice_k: int = 64  # dsd TMA kernel: k per stage (X's and W's boxes are this wide)
 
     @property
     def kernel(self) -> str:

@@ -169,29 +169,21 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
                              f"rounds of 8k rows dividing them, or panels in boxes of 64 x 64 "
                              f"(epilogue = 64, at most two consumer warpgroups, whole 64-column "
                              f"boxes), got {p} at b = {b}")
-        if p.slice_k != 64 and not (p.slice_k == 32 and p.tma and p.rows > 0 and p.cols == 1
-                                    and b >= 64):
-            raise ValueError(f"slices of k other than 64 take 32, at b >= 64 with TMA copies, "
-                             f"X's rows as N and one block a tile, got {p} at b = {b}")
         rows = (p.tma and p.rows) or 64 * p.m_tiles * p.warpgroups
         expr = (f"{tag},{b},{p.m_tiles},{p.warpgroups},{p.stages},{_b(kn)},{p.ctas_per_sm},"
                 f"{p.inflight}")
         mc = "_mc" if p.cluster > 1 else ""  # the clustered entry point of the same file
-        # the template's trailing parameters, up to the last that differs from its default
-        tail = [str(p.cols), str(epi), _b(whole), str(p.slice_k)]
-        while tail and tail[-1] == ("1", "0", "false", "64")[len(tail) - 1]:
-            tail.pop()
-        cols = "".join("," + v for v in tail)
+        cols = f",{p.cols}" if p.cols > 1 or epi or whole else ""
+        cols += f",{epi}" if epi or whole else ""
+        cols += ",true" if whole else ""
         expr = (f"dsd_wgmma_tma{mc}<{expr},{p.rows if p.tma else 0}{cols}>" if p.tma
                 else f"dsd_wgmma_ws<{expr}>")
-        # a stage: rows of X and b * cols of W, 2 * slice_k bytes each (128 bytes at b < 64
-        # too, more than needed); + slack: stages on 1 KiB
-        smem = p.stages * (rows + b * p.cols) * 2 * p.slice_k + 1024
+        smem = p.stages * (rows + b * p.cols) * 128 + 1024  # + slack: tiles on 1 KiB
         smem += p.warpgroups * epi * 128  # the TMA store's buffers, 128 bytes a row each
         threads = p.warpgroups * 128 + (32 if p.tma else 128)  # a producer warp or warpgroup
         family = "dsd_wgmma_tma" if p.tma else "dsd_wgmma_ws"
         cfg = KernelConfig(family, expr, threads, smem, rows, p.cols, "sm_90a",
-                           p.ctas_per_sm, p.tma, 1, p.cluster, panel, epi, whole, p.slice_k)
+                           p.ctas_per_sm, p.tma, 1, p.cluster, panel, epi, whole)
         # + the lists' copies (LIST_CAP ints a block) and the barriers
         static = 2048 * (1 + p.cols) + 32 * p.stages + 128
         if p.tma and not panel and smem_ctas(cfg, 90, static) < p.ctas_per_sm:

@@ -158,7 +158,7 @@ class _DsdRunner(StreamLaunches, DensePath):
                     work.shape[0], blk, gidx, None, None, None, None, 0, n * width, segs, 0,
                     n_out, None, p.band, device.BLANK_MAP, 0, order]
             # (whole slices of X: one box of 64 columns per slice, 128-byte rows)
-            self.x_box = (64 if cfg.whole else min(b, cfg.slice_k), min(cfg.rows_per_cta, 256))
+            self.x_box = (64 if cfg.whole else min(b, 64), min(cfg.rows_per_cta, 256))
         else:
             #   x ldx rows [nout] w work [nwork] blk gidx y ldy alpha beta ws ws_ld segs
             #   counts
@@ -178,12 +178,11 @@ class _DsdRunner(StreamLaunches, DensePath):
         if cfg.tma:
             # W's map: rows of w_inner elements in boxes of w_box, each CTA of a cluster
             # copying 1 / cluster of a block's (or a slice of panels') rows
-            c, ek = cfg.cluster, min(b, cfg.slice_k)
+            c, ek = cfg.cluster, min(b, 64)
             if panel_tma:  # slices of panels: rows of 64 k, group * b of them per slice
                 self.w_inner, self.w_box = 64, (64, cfg.group * b // c)
-            elif p.reads_w_as_stored and not trans:  # W as stored ([k][n]) in X @ W:
-                # panels of 64 columns (n), ek rows (k) a slice
-                self.w_inner, self.w_box = b, (min(b, 64), ek // c)
+            elif p.reads_w_as_stored and not trans:  # W as stored ([k][n]) in X @ W
+                self.w_inner, self.w_box = b, (ek, ek // c)
             else:
                 self.w_inner, self.w_box = b, (ek, b // c)
         # W's blocks rearranged per call (`copy_blocks` of them out): transposed for the

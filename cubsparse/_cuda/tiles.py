@@ -74,8 +74,6 @@ class PersistentTile(NamedTuple):
     # (rows = 0) 64, boxes of 64 x 64 per warpgroup; 0: each thread stores its results
     # from registers
     epilogue: int = 0
-    # k per stage: 64, or 32 (rows > 0, cols = 1): stages of half the bytes, twice as many
-    slice_k: int = 64
 
 
 class UnionTile(NamedTuple):

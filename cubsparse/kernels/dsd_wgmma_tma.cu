@@ -258,8 +258,8 @@ __device__ __forceinline__ void consume_present(int ktiles, unsigned& it, float 
 // 64 of the block's columns as M (MW = 1). One m64nXN wgmma per k16 step reads 2 KB of
 // the block and XN * 32 bytes of X from shared memory, where the m64nB form rereads the
 // block for every m64 tile of rows: at b = 128 two m64n128 read 12 KB per 128 tensor
-// cycles, two m64n256 20 KB per 256. The epilogue stores the accumulators transposed
-// (stmatrix .trans into the TMA store's staging, else lane-pair trades, transpose_pair).
+// cycles, two m64n256 20 KB per 256. The epilogue trades values between lane pairs
+// (transpose_pair) to store pairs of adjacent columns.
 //
 // CLUSTER = 2 (dsd_wgmma_tma_mc, XN > 0): the two CTAs of a cluster take the same list
 // for two neighbouring row tiles, so each slice's block is the same for both: each CTA
@@ -297,19 +297,15 @@ __device__ __forceinline__ void consume_present(int ktiles, unsigned& it, float 
 // multiplied as zeros), so a slice of X is one box of 128-byte rows in the 128-byte
 // swizzle, as at b >= 64, where the per-entry boxes of 16- or 32-byte rows cost the copy
 // engine about as much time per box whatever its size (bench/NOTES.md 121).
-// SK: k per stage, 64 (128-byte rows of X), or 32 for the tall and clustered tiles (64-byte
-// rows in the 64-byte swizzle): half the bytes a stage, so twice the stages in the same
-// shared memory, and a stage held by the MMAs ties up half as many bytes that could be in
-// flight from L2 (bench/NOTES.md 255-256: the b = 128 tile is bound by its ring's depth).
 template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int INFLIGHT, int XN,
-          int CLUSTER, int COLS, int EPI, bool WHOLE, int SK>
+          int CLUSTER, int COLS, int EPI, bool WHOLE>
 __device__ __forceinline__ void dsd_tma_body(
     const TmaMap* xmap, const TmaMap* wmap, int nrows, int xcols, int wrows,
     const int4* __restrict__ work, int nwork, const int* __restrict__ blk,
     const int* __restrict__ gidx, u16* y, i64 ldy, float alpha, float beta, float* ws,
     i64 ws_stride, const int2* __restrict__ segs, int* counts, int nout, int* next_tile,
     int band, const TmaMap* ymap, int ytma, const int* __restrict__ order) {
-  constexpr int BK = SK, BM = XN ? XN : 64 * MW * WG, CONSUMERS = WG * 128;
+  constexpr int BK = 64, BM = XN ? XN : 64 * MW * WG, CONSUMERS = WG * 128;
   constexpr int EK = B < BK ? B : BK, EPS = BK / EK, SPE = B / EK;  // per entry / slice
   constexpr int BT = B * COLS;  // columns of W per stage: the tile's blocks side by side
   constexpr int SW = 2 * EK, A_TILE = BM * SW, W_TILE = BT * SW, XBOX = BM < 256 ? BM : 256;
@@ -332,8 +328,6 @@ __device__ __forceinline__ void dsd_tma_body(
   static_assert(EPI == 0 || ((XN > 0 || (PANEL && EPI == 64)) && WG <= 2),
                 "the TMA store: X's rows as N, or panels in boxes of 64 rows; barriers 3-4");
   static_assert(!WHOLE || PANEL, "whole slices of X: panels only");
-  static_assert(SK == 64 || (SK == 32 && XN > 0 && B >= 64 && COLS == 1),
-                "slices of 32 k: the tall and clustered tiles of b >= 64");
   static_assert(CLUSTER == 1 || (CLUSTER == 2 && (PANEL || (XN > 0 &&
                                                             (WPART * WROW_BYTES) % 1024 == 0))),
                 "clusters of two, over whole swizzle atoms of the block");
@@ -499,8 +493,8 @@ __device__ __forceinline__ void dsd_tma_body(
             Wgmma<Tag, XN, KN ? 1 : 0>::mma(
                 acc[0],
                 KN ? MnTile<BT, BK>::desc(sW, wg, kk)
-                   : wgmma_desc_k<SW>(sW + wg * 64 * SW + kk * 32),
-                wgmma_desc_k<SW>(sA + kk * 32));
+                   : wgmma_desc_k<128>(sW + wg * 64 * 128 + kk * 32),
+                wgmma_desc_k<128>(sA + kk * 32));
         } else if constexpr (PANEL) {  // the slice's panels: rows of 64 k, 128-byte swizzle
 #pragma unroll
           for (int ks = 0; ks < BK / 16; ++ks) {
@@ -604,17 +598,17 @@ __device__ __forceinline__ void dsd_tma_body(
       ws_stride, segs, counts, nout, next_tile, band, &ymap, ytma, order
 
 template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int MINB, int INFLIGHT,
-          int XN = 0, int COLS = 1, int EPI = 0, bool WHOLE = false, int SK = 64>
+          int XN = 0, int COLS = 1, int EPI = 0, bool WHOLE = false>
 __global__ void __launch_bounds__(WG * 128 + 32, MINB) dsd_wgmma_tma(DSD_TMA_PARAMS) {
   grid_dependency();
-  dsd_tma_body<Tag, B, MW, WG, STAGES, KN, INFLIGHT, XN, 1, COLS, EPI, WHOLE, SK>(DSD_TMA_ARGS);
+  dsd_tma_body<Tag, B, MW, WG, STAGES, KN, INFLIGHT, XN, 1, COLS, EPI, WHOLE>(DSD_TMA_ARGS);
 }
 
 // The same in clusters of two CTAs sharing each block by multicast (grid: an even count).
 template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int MINB, int INFLIGHT,
-          int XN, int COLS = 1, int EPI = 0, bool WHOLE = false, int SK = 64>
+          int XN, int COLS = 1, int EPI = 0, bool WHOLE = false>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(WG * 128 + 32, MINB)
     dsd_wgmma_tma_mc(DSD_TMA_PARAMS) {
   grid_dependency();
-  dsd_tma_body<Tag, B, MW, WG, STAGES, KN, INFLIGHT, XN, 2, COLS, EPI, WHOLE, SK>(DSD_TMA_ARGS);
+  dsd_tma_body<Tag, B, MW, WG, STAGES, KN, INFLIGHT, XN, 2, COLS, EPI, WHOLE>(DSD_TMA_ARGS);
 }
