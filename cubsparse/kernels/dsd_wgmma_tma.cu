@@ -258,8 +258,8 @@ __device__ __forceinline__ void consume_present(int ktiles, unsigned& it, float 
 // 64 of the block's columns as M (MW = 1). One m64nXN wgmma per k16 step reads 2 KB of
 // the block and XN * 32 bytes of X from shared memory, where the m64nB form rereads the
 // block for every m64 tile of rows: at b = 128 two m64n128 read 12 KB per 128 tensor
-// cycles, two m64n256 20 KB per 256. The epilogue trades values between lane pairs
-// (transpose_pair) to store pairs of adjacent columns.
+// cycles, two m64n256 20 KB per 256. The epilogue stores the accumulators transposed
+// (stmatrix .trans into the TMA store's staging, else lane-pair trades, transpose_pair).
 //
 // CLUSTER = 2 (dsd_wgmma_tma_mc, XN > 0): the two CTAs of a cluster take the same list
 // for two neighbouring row tiles, so each slice's block is the same for both: each CTA
