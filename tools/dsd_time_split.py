@@ -18,7 +18,7 @@ import functools
 from cubsparse._cuda import compile as cc
 
 STORE = """        if (EPI > 0 && ytma && slot < 0)
-          rows_n_store_tma<Tag, XN, EPI ? EPI : 8>(acc[0], wg, tid, row0, nrows, j * B + wg * 64,
+          rows_n_store_tma<Tag, XN, EPI ? EPI : 16>(acc[0], wg, tid, row0, nrows, j * B + wg * 64,
                                                    base + STAGES * STAGE_BYTES + wg * EPI * 128,
                                                    ymap, alpha);
         else
