@@ -166,7 +166,9 @@ def test_measure_separates_issue_time_from_device_time():
 
 def test_measure_host_bursts_stay_short_for_fast_calls():
     clock = _QueueClock(device_ms=0.0)
-    policy = timing.Policy(repeats=5, min_samples=3, target_ms=10.0, host_burst=7)
+    # (a budget of 10 s: the pretend call's estimate is wall time, and on a host busy with
+    # other test workers it once took more than 10 ms / 3 bursts, which shortens the burst)
+    policy = timing.Policy(repeats=5, min_samples=3, target_ms=10_000.0, host_burst=7)
     t = timing.measure([clock.call], "queue", policy, clock=clock)
     # A free call fits any number in the budget: the burst is capped, never the queue's
     # length, and the queue never held more than the longest burst or eager batch.
