@@ -14,7 +14,9 @@ stages, slices in flight, CTAs per cluster, blocks per panel; the table's b = 32
 tile: blocks per group, warpgroups along M and N, stages), or ``epi:E.S`` (the tall,
 clustered and two-block tiles of b = 64 and 128 with their epilogue stored by TMA in
 rounds of E rows, 0 for register stores, and S stages, 0 for the table's; E = 0 or 64 also
-sets the TMA panels' epilogue, 64 storing by TMA). A suffix ``@R`` forces bands of R row
+sets the TMA panels' epilogue, 64 storing by TMA), or ``tall:S.C.R.E`` (the tall and
+clustered tiles with S stages, C CTAs per SM, R rows of X per tile and their epilogue in
+rounds of E rows). A suffix ``@R`` forces bands of R row
 tiles in the TMA kernels' tile order (``plans.override(band=R)``), e.g. ``rule@4``.
 ``+name`` / ``-name`` force a plan decision on or off, e.g. ``-sdd_panel`` with ``--ops
 sdd``, and ``name=V`` sets an integer one, e.g. ``sdd_rest_splits=1``; ``&`` joins
@@ -74,6 +76,13 @@ def _variant(name: str, b: int):
                                        ("wgmma_panel_tma", tiles.WGMMA_DSD_PANEL_TMA))
                     if table.get(b) is not None and (
                         table[b].rows > 0 or (key == "wgmma_panel_tma" and epi in (0, 64)))}
+    if name.startswith("tall:"):  # the tall and clustered tiles' shape (their cluster kept)
+        st, ctas, rows, epi = (int(v) for v in name[5:].split("."))
+        return {}, {key: {b: table[b]._replace(stages=st, ctas_per_sm=ctas, rows=rows,
+                                               epilogue=epi)}
+                    for key, table in (("wgmma_tall", tiles.WGMMA_DSD_TALL),
+                                       ("wgmma_cluster", tiles.WGMMA_DSD_CLUSTER))
+                    if table.get(b) is not None and table[b].rows > 0}
     if name.startswith("tma:"):
         wg, st, inflight, cluster, g = (int(v) for v in name[4:].split("."))
         tile = tiles.PersistentTile(1, wg, st, 1, inflight, True, 0, cluster, g)
