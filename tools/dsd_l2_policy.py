@@ -12,10 +12,7 @@ The kernel source is patched in this process only.
 
 from __future__ import annotations
 
-import argparse
-import functools
-
-from dsd_time_split import case_operands, use_source
+from dsd_time_split import probe_parser, time_variants
 
 from cubsparse._cuda import compile as cc
 
@@ -96,45 +93,10 @@ def patched_source(mode: str):
     return source
 
 
-def use(mode: str) -> None:
-    """Compile the kernels from here on with ``mode``'s hints."""
-    use_source(patched_source(mode))
-
-
 def main():
-    import cupy as cp
-    from gpu_probe import bench
-
-    import cubsparse as cs
-    from cubsparse._cuda import plans
-
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--layout", default="random")
-    parser.add_argument("--n", type=int, default=8192)
-    parser.add_argument("--cases", default="128:0.1,128:0.25,128:0.5", help="b:d pairs")
-    parser.add_argument("--ops", default="fwd", help="fwd, bwd or fwd,bwd")
-    args = parser.parse_args()
-    print(cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "- eager ms back to back,",
-          args.layout, "layouts, N = C = K =", args.n, "float16")
-    print(f"{'b':>4} {'d':>5} {'op':>4}  " + "  ".join(f"{m:>14}" for m in MODES) + "   dense")
-    for b, w, x, dense in case_operands(args.cases, args.n, args.layout):
-        for op in args.ops.split(","):
-            call = functools.partial(cs.matmul, x, w if op == "fwd" else w.T)
-            ms, want = [], None
-            for mode in MODES:
-                use(mode)
-                with plans.override(dense=False):
-                    got = call()
-                    if mode == "none":
-                        want = got
-                    elif mode != "no_ystore" and not bool((got == want).all()):
-                        raise AssertionError(f"b={b} d={w.density:.3f} {op} {mode}: "
-                                             "not the shipped result")
-                    ms.append(bench(call, reps=10))
-            use("none")
-            print(f"{b:4d} {w.density:5.3f} {op:>4}  "
-                  + "  ".join(f"{t:14.4f}" for t in ms) + f"   {dense:.3f}", flush=True)
+    args = probe_parser(__doc__, "128:0.1,128:0.25,128:0.5", "fwd").parse_args()
+    # a hint changes no value; without Y's store the output is not written
+    time_variants(args, MODES, patched_source, lambda mode: mode != "no_ystore", width=14)
 
 
 if __name__ == "__main__":

@@ -13,10 +13,7 @@ process only.
 
 from __future__ import annotations
 
-import argparse
-import functools
-
-from dsd_time_split import case_operands, use_source
+from dsd_time_split import probe_parser, time_variants
 
 from cubsparse._cuda import compile as cc
 
@@ -43,41 +40,12 @@ def lagged_source(lag: str):
 
 
 def main():
-    import cupy as cp
-    from gpu_probe import bench
-
-    import cubsparse as cs
-    from cubsparse._cuda import plans
-
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--layout", default="random")
-    parser.add_argument("--n", type=int, default=8192)
-    parser.add_argument("--cases", default="128:0.05,128:0.1,128:0.25,128:0.5", help="b:d")
-    parser.add_argument("--ops", default="fwd", help="fwd, bwd or fwd,bwd")
+    parser = probe_parser(__doc__, "128:0.05,128:0.1,128:0.25,128:0.5", "fwd")
     parser.add_argument("--lags", default="start:500,start:1000,start:2000,start:4000,tile:500")
     args = parser.parse_args()
-    lags = ["none", *args.lags.split(",")]
-    print(cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "- eager ms back to back,",
-          args.layout, "layouts, N = C = K =", args.n, "float16; shipped timed first and last")
-    print(f"{'b':>4} {'d':>5} {'op':>4}  " + "  ".join(f"{m:>11}" for m in lags)
-          + f"  {'none':>11}   dense")
-    for b, w, x, dense in case_operands(args.cases, args.n, args.layout):
-        for op in args.ops.split(","):
-            call = functools.partial(cs.matmul, x, w if op == "fwd" else w.T)
-            ms, want = [], None
-            for lag in [*lags, "none"]:
-                use_source(lagged_source(lag))
-                with plans.override(dense=False):
-                    got = call()
-                    if want is None:
-                        want = got
-                    elif not bool((got == want).all()):
-                        raise AssertionError(f"b={b} {op} {lag}: not the shipped result")
-                    ms.append(bench(call, reps=10))
-            print(f"{b:4d} {w.density:5.3f} {op:>4}  " + "  ".join(f"{t:11.4f}" for t in ms)
-                  + f"   {dense:.3f}", flush=True)
-    use_source(_SOURCE)
+    # the shipped kernel first and last; a lag changes no value
+    time_variants(args, ["none", *args.lags.split(","), "none"], lagged_source,
+                  lambda lag: True, "; shipped timed first and last", width=11)
 
 
 if __name__ == "__main__":

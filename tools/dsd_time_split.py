@@ -62,11 +62,6 @@ def use_source(source) -> None:
     configs.set_tiles()  # clears the plans' caches
 
 
-def use(mode: str) -> None:
-    """Compile the kernels from here on with ``mode``'s patch."""
-    use_source(patched_source(mode))
-
-
 def case_operands(cases: str, n: int, layout: str):
     """For each ``b:d`` of ``cases`` (comma-separated): ``(b, W, X, dense ms)``, W a float16
     matrix of that layout on the GPU, X fresh N x N data, dense cuBLAS timed on W densified."""
@@ -87,34 +82,55 @@ def case_operands(cases: str, n: int, layout: str):
         yield b, w, x, dense
 
 
-def main():
+def probe_parser(doc: str, cases: str, ops: str) -> argparse.ArgumentParser:
+    """The probes' common options: --layout, --n, --cases (``b:d`` pairs) and --ops."""
+    parser = argparse.ArgumentParser(description=doc,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--layout", default="random")
+    parser.add_argument("--n", type=int, default=8192)
+    parser.add_argument("--cases", default=cases, help="b:d pairs")
+    parser.add_argument("--ops", default=ops, help="fwd, bwd or fwd,bwd")
+    return parser
+
+
+def time_variants(args, names, source_of, exact, note: str = "", width: int = 10) -> None:
+    """For each case and op of ``args`` (:func:`probe_parser`), eager ms back to back of
+    the product compiled from ``source_of(name)`` for each of ``names`` in turn, beside
+    dense cuBLAS, one printed row a case. The result of each name for which ``exact(name)``
+    holds must equal the first name's bit for bit. The tree's source is restored at the end."""
     import cupy as cp
     from gpu_probe import bench
 
     import cubsparse as cs
     from cubsparse._cuda import plans
 
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--layout", default="random")
-    parser.add_argument("--n", type=int, default=8192)
-    parser.add_argument("--cases", default="128:0.05,128:0.1,128:0.25,64:0.1,64:0.25",
-                        help="b:d pairs")
-    args = parser.parse_args()
-    print(cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "- eager ms back to back")
-    print(f"{'b':>4} {'d':>5} {'op':>4}  " + "  ".join(f"{m:>10}" for m in MODES) + "   dense")
+    print(cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "- eager ms back to back,",
+          args.layout, "layouts, N = C = K =", args.n, "float16" + note)
+    print(f"{'b':>4} {'d':>5} {'op':>4}  " + "  ".join(f"{m:>{width}}" for m in names)
+          + "   dense")
     for b, w, x, dense in case_operands(args.cases, args.n, args.layout):
-        for op, operand in (("fwd", w), ("bwd", w.T)):
-            call = functools.partial(cs.matmul, x, operand)
-            ms = []
-            for mode in MODES:
-                use(mode)
+        for op in args.ops.split(","):
+            call = functools.partial(cs.matmul, x, w if op == "fwd" else w.T)
+            ms, want = [], None
+            for name in names:
+                use_source(source_of(name))
                 with plans.override(dense=False):
-                    call()
+                    got = call()
+                    if want is None:
+                        want = got
+                    elif exact(name) and not bool((got == want).all()):
+                        raise AssertionError(f"b={b} d={w.density:.3f} {op} {name}: "
+                                             "not the first variant's result")
                     ms.append(bench(call, reps=10))
-            use("none")
             print(f"{b:4d} {w.density:5.3f} {op:>4}  "
-                  + "  ".join(f"{t:10.4f}" for t in ms) + f"   {dense:.3f}", flush=True)
+                  + "  ".join(f"{t:{width}.4f}" for t in ms) + f"   {dense:.3f}", flush=True)
+    use_source(_SOURCE)
+
+
+def main():
+    args = probe_parser(__doc__, "128:0.05,128:0.1,128:0.25,64:0.1,64:0.25", "fwd,bwd").parse_args()
+    # (the patched launches' results are wrong by design: none is compared)
+    time_variants(args, MODES, patched_source, lambda mode: False)
 
 
 if __name__ == "__main__":
