@@ -1,4 +1,5 @@
-"""The tall TMA dsd tile (b = 64 and 128) with its second consumer warpgroup held back:
+"""The tall TMA dsd tile of b = 128 with its second consumer warpgroup held back (b = 64's
+tall tile has one consumer warpgroup, which the patch leaves alone: a control):
 both warpgroups own half of each block's columns over the tile's rows and share every
 stage, but nothing else ties them, so a lag given at the start could carry from tile to
 tile, one warpgroup's epilogue then running beside the other's MMAs instead of both at

@@ -163,10 +163,10 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
             raise ValueError(f"clusters and tiles of several blocks need TMA copies and X's rows "
                              f"as N (tma=True, rows > 0), got {p}")
         epi = p.epilogue
-        if epi and not ((p.tma and p.rows > 0 and epi % 8 == 0 and p.rows % epi == 0)
+        if epi and not ((p.tma and p.rows > 0 and epi % 16 == 0 and p.rows % epi == 0)
                         or (panel and epi == 64 and p.warpgroups <= 2 and b * p.cols % 64 == 0)):
             raise ValueError(f"the epilogue's TMA store needs TMA copies and X's rows as N, in "
-                             f"rounds of 8k rows dividing them, or panels in boxes of 64 x 64 "
+                             f"rounds of 16k rows dividing them, or panels in boxes of 64 x 64 "
                              f"(epilogue = 64, at most two consumer warpgroups, whole 64-column "
                              f"boxes), got {p} at b = {b}")
         rows = (p.tma and p.rows) or 64 * p.m_tiles * p.warpgroups

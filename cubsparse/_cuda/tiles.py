@@ -252,10 +252,10 @@ WGMMA_SDD_WIDE = {8: None, 16: None, 32: None, 64: None,
 #: 4 and 2; at b = 64 no tile of it beat the cp.async kernel's two CTAs per SM. Again at
 #: b = 64, d <= 0.08 (bench/NOTES.md 253): groups of two, 4 stages, ran 1.03-1.26x the
 #: cp.async tile in 18 of 21 cases on an H200 but 0.68-1.16x on an H100, so none here.
-#: b = 128 with 4 stages again (bench/NOTES.md 263; H200, the kernel as at 26c9967): 1.04-1.05x
+#: b = 128 with 4 stages again (bench/NOTES.md 263; H200, the kernel as at 26c9967): 1.04-1.06x
 #: the 3 stages of 47a3a94 at d = 0.25-0.5 on random, Barabasi-Albert and Watts-Strogatz
-#: layouts in both dtypes, up to 1.15x at d <= 0.15 on the last two, 0.94-0.97x on random
-#: ones at d = 0.05 (one partial round of groups).
+#: layouts, 1.06-1.15x on Watts-Strogatz at d <= 0.15, 0.92-1.10x on random layouts there
+#: (d = 0.05: one partial round of groups). The H100 is not measured with 4.
 WGMMA_SDD_TMA = {8: None, 16: None, 32: None, 64: None,
                  128: SddWgmmaTile(2, 2, 1, 4, False)}
 #: The paired tile of the TMA kernel (b = 64): two block rows together (paired by the

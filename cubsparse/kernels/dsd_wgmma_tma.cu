@@ -52,7 +52,7 @@ __device__ __forceinline__ void epilogue_sync(int wg) {
 // skipped. The accumulator's 8 x 8 pieces (columns 16 w + 8 h.. of the block, X rows
 // 8 q..) are written transposed by stmatrix, four a warp instruction (q, q + 1; h = 0, 1):
 // lane l addresses X row 8 (q + (l / 8) / 2) + l % 8, 16-byte chunk 2 w + (l / 8) % 2 of the
-// row, where trading values between lane pairs and 4-byte writes took four times the
+// row, where trading values between lane pairs and 4-byte writes took eight times the
 // instructions while both warpgroups' tensor cores idled (bench/NOTES.md). One instruction's
 // eight rows of a piece fall in distinct chunks of the swizzle (no bank conflicts).
 // Warpgroup wg (0 or 1) synchronizes on barrier 3 + wg.
