@@ -82,6 +82,13 @@ def case_operands(cases: str, n: int, layout: str):
         yield b, w, x, dense
 
 
+def _weight_gradient(x, w):
+    """The weight gradient X.T @ dY on W's blocks (their values), X standing in for dY."""
+    import cubsparse as cs
+
+    return cs.sampled_matmul(x.T, x, like=w).data
+
+
 def probe_parser(doc: str, cases: str, ops: str) -> argparse.ArgumentParser:
     """The probes' common options: --layout, --n, --cases (``b:d`` pairs) and --ops."""
     parser = argparse.ArgumentParser(description=doc,
@@ -89,7 +96,8 @@ def probe_parser(doc: str, cases: str, ops: str) -> argparse.ArgumentParser:
     parser.add_argument("--layout", default="random")
     parser.add_argument("--n", type=int, default=8192)
     parser.add_argument("--cases", default=cases, help="b:d pairs")
-    parser.add_argument("--ops", default=ops, help="fwd, bwd or fwd,bwd")
+    parser.add_argument("--ops", default=ops, help="fwd (X @ W), bwd (dY @ W.T) and sdd (the "
+                        "weight gradient), comma-separated")
     return parser
 
 
@@ -110,7 +118,9 @@ def time_variants(args, names, source_of, exact, note: str = "", width: int = 10
           + "   dense")
     for b, w, x, dense in case_operands(args.cases, args.n, args.layout):
         for op in args.ops.split(","):
-            call = functools.partial(cs.matmul, x, w if op == "fwd" else w.T)
+            call = {"fwd": functools.partial(cs.matmul, x, w),
+                    "bwd": functools.partial(cs.matmul, x, w.T),
+                    "sdd": functools.partial(_weight_gradient, x, w)}[op]
             ms, want = [], None
             for name in names:
                 use_source(source_of(name))
