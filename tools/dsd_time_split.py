@@ -37,20 +37,28 @@ MODES = ("none", "store", "mma", "store+mma")
 _SOURCE = cc.source.__wrapped__
 
 
-def patched_source(mode: str):
-    """``compile.source`` with the parts ``mode`` names removed from dsd_wgmma_tma.cu."""
+def patch_parts(family: str, parts):
+    """``mode -> compile.source``: ``family``'s source with each ``(name, old, new)`` of
+    ``parts`` whose name ``mode`` contains replaced (``old`` must occur once)."""
 
-    def source(family: str) -> str:
-        text = _SOURCE(family)
-        if family == "dsd_wgmma_tma":
-            for part, old, new in (("store", STORE, NO_STORE), ("mma", MMA, NO_MMA)):
-                if part in mode:
-                    if old not in text:
-                        raise RuntimeError(f"dsd_wgmma_tma.cu changed: no {part} to patch")
-                    text = text.replace(old, new)
-        return text
+    def patched(mode: str):
+        def source(fam: str) -> str:
+            text = _SOURCE(fam)
+            if fam == family:
+                for part, old, new in parts:
+                    if part in mode:
+                        if text.count(old) != 1:
+                            raise RuntimeError(f"{family}.cu changed: no {part} to patch")
+                        text = text.replace(old, new)
+            return text
 
-    return source
+        return source
+
+    return patched
+
+
+#: ``compile.source`` with the parts a mode names removed from dsd_wgmma_tma.cu
+patched_source = patch_parts("dsd_wgmma_tma", (("store", STORE, NO_STORE), ("mma", MMA, NO_MMA)))
 
 
 def use_source(source) -> None:

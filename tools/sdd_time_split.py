@@ -14,9 +14,7 @@ reduction cut into pieces (the last round's groups) still writes and adds its pa
 
 from __future__ import annotations
 
-from dsd_time_split import probe_parser, time_variants
-
-from cubsparse._cuda import compile as cc
+from dsd_time_split import patch_parts, probe_parser, time_variants
 
 MMA = "      sdd_wgmma_slice<Tag, TA, TB, MT, NW, BK>(acc, sA, sA + TA::BYTES, wm, wn);"
 NO_MMA = "      acc[0][0] += 1.0f;"
@@ -24,23 +22,8 @@ STORE = ("    sdd_wgmma_store_blocks<Tag, B, false, MT, NW, ROWS>(acc, wm, wn, t
          "Groups(groups, grp),")
 NO_STORE = "    if (acc[0][0] == 1.2345e-30f)\n" + STORE
 MODES = ("none", "store", "mma", "store+mma")
-_SOURCE = cc.source.__wrapped__
-
-
-def patched_source(mode: str):
-    """``compile.source`` with the parts ``mode`` names removed from sdd_wgmma_tma.cu."""
-
-    def source(family: str) -> str:
-        text = _SOURCE(family)
-        if family == "sdd_wgmma_tma":
-            for part, old, new in (("store", STORE, NO_STORE), ("mma", MMA, NO_MMA)):
-                if part in mode:
-                    if text.count(old) != 1:
-                        raise RuntimeError(f"sdd_wgmma_tma.cu changed: no {part} to patch")
-                    text = text.replace(old, new)
-        return text
-
-    return source
+#: ``compile.source`` with the parts a mode names removed from sdd_wgmma_tma.cu
+patched_source = patch_parts("sdd_wgmma_tma", (("store", STORE, NO_STORE), ("mma", MMA, NO_MMA)))
 
 
 def main():
