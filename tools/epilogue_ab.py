@@ -16,6 +16,8 @@ import functools
 import sys
 from pathlib import Path
 
+from dsd_time_split import case_operands, use_source
+
 from cubsparse._cuda import compile as cc
 
 START = "// rows_n_store through shared memory and the TMA engine"
@@ -27,9 +29,8 @@ CASES = (("random", 128, 0.05, "fwd,bwd"), ("random", 128, 0.1, "fwd,bwd"),
 _SOURCE = cc.source.__wrapped__
 
 
-def use(old_fn: str | None) -> None:
-    """Compile the kernels from here on with ``old_fn`` as the epilogue (None: the tree's)."""
-    from cubsparse._cuda import configs
+def with_epilogue(old_fn: str | None):
+    """``compile.source`` with ``old_fn`` as the tall tile's epilogue (None: the tree's)."""
 
     def source(family: str) -> str:
         text = _SOURCE(family)
@@ -37,9 +38,7 @@ def use(old_fn: str | None) -> None:
             text = text[:text.index(START)] + old_fn + text[text.index(END):]
         return text
 
-    cc.source = functools.cache(source)
-    cc._kernel.cache_clear()
-    configs.set_tiles()  # clears the plans' caches
+    return source
 
 
 def main():
@@ -47,7 +46,6 @@ def main():
     from gpu_probe import bench
 
     import cubsparse as cs
-    from bench.cases import Case, make_layout
     from cubsparse._cuda import plans
 
     old_text = Path(sys.argv[1]).read_text()
@@ -57,29 +55,24 @@ def main():
     print(f"{'layout':>7} {'b':>4} {'d':>6} {'op':>4} {'old':>8} {'new':>8} {'old':>8} "
           f"{'new':>8}  new/old  dense")
     for lay_name, b, d, ops in CASES:
-        lay, _ = make_layout(Case(8192, 8192, 8192, b, d, "float16", layout=lay_name))
-        w = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", seed=2, backend="cuda")
-        x = cp.random.standard_normal((8192, 8192), dtype=cp.float32).astype("float16")
-        wd = w.toarray()
-        dense = bench(functools.partial(cp.matmul, x, wd), reps=10)
-        del wd
-        for op in ops.split(","):
-            call = functools.partial(cs.matmul, x, w if op == "fwd" else w.T)
-            res, ms = {}, []
-            for which in ("old", "new", "old", "new"):
-                use(old_fn if which == "old" else None)
-                with plans.override(dense=False):
-                    res.setdefault(which, call())
-                    ms.append(bench(call, reps=10))
-            same = bool((res["old"] == res["new"]).all())
-            speed = (ms[0] + ms[2]) / (ms[1] + ms[3])
-            print(f"{lay_name:>7} {b:4d} {w.nnzb / lay.size:6.3f} {op:>4} "
-                  + " ".join(f"{t:8.4f}" for t in ms)
-                  + f"  {speed:6.3f}x  {dense:.3f}  "
-                  + ("bitwise same" if same else "DIFFERENT"), flush=True)
-            if not same:
-                raise SystemExit("the two epilogues' results differ")
-    use(None)
+        for _, w, x, dense in case_operands(f"{b}:{d}", 8192, lay_name):
+            for op in ops.split(","):
+                call = functools.partial(cs.matmul, x, w if op == "fwd" else w.T)
+                res, ms = {}, []
+                for which in ("old", "new", "old", "new"):
+                    use_source(with_epilogue(old_fn if which == "old" else None))
+                    with plans.override(dense=False):
+                        res.setdefault(which, call())
+                        ms.append(bench(call, reps=10))
+                same = bool((res["old"] == res["new"]).all())
+                speed = (ms[0] + ms[2]) / (ms[1] + ms[3])
+                print(f"{lay_name:>7} {b:4d} {w.density:6.3f} {op:>4} "
+                      + " ".join(f"{t:8.4f}" for t in ms)
+                      + f"  {speed:6.3f}x  {dense:.3f}  "
+                      + ("bitwise same" if same else "DIFFERENT"), flush=True)
+                if not same:
+                    raise SystemExit("the two epilogues' results differ")
+    use_source(_SOURCE)
 
 
 if __name__ == "__main__":
