@@ -293,26 +293,6 @@ def test_paired_sdd_groups_cover_the_union_of_two_block_rows():
     assert (np.abs(pairs[:, 0] - pairs[:, 1]) == 1).all(), pairs
 
 
-def test_cluster_groups_pair_one_block_row_first():
-    """The clustered TMA sdd's table: a block row's groups pair with each other, each
-    row's odd group left over pairs with the next row's (after all pairs of one row), an
-    empty group pads an odd count; every group of the one-row table once."""
-    lay = np.array([[1, 1, 1, 1, 1],    # groups of two: (0, 1), (2, 3), (4): one left over
-                    [0, 0, 0, 0, 0],    # empty
-                    [1, 1, 0, 1, 1],    # two groups: a pair
-                    [0, 0, 1, 0, 0]], bool)  # one group: left over
-    s = cs.BlockSparseMatrix.from_layout(lay, 8, backend="cpu")._structure
-    t = sdd_worklists.sdd_cluster_groups_host(s, 2)
-    assert t.tolist() == [[0, 0, 2], [0, 2, 2], [2, 5, 2], [2, 7, 2],
-                          [0, 4, 1], [3, 9, 1]]
-    assert sorted(map(tuple, t.tolist())) == sorted(
-        map(tuple, sdd_worklists.sdd_groups_host(s, 2).tolist()))
-    t = sdd_worklists.sdd_cluster_groups_host(_structure(lay[:3]), 2)  # five groups: padded
-    assert t.tolist() == [[0, 0, 2], [0, 2, 2], [2, 5, 2], [2, 7, 2], [0, 4, 1], [-1, 0, 0]]
-    assert t.dtype == np.int32
-    assert t.flags.c_contiguous
-
-
 def test_paired_sdd_follows_its_predicted_gain():
     """The paired tile where two block rows share most columns (banded layouts: about
     twice the one-row tile's speed), not where no two rows share one (a permutation:

@@ -236,48 +236,6 @@ def test_tma_sdd_tiles_match_scipy(backend, force, sdd_tma_tile, dtype, n, ctas)
     assert "sdd_wgmma_tma<" in plan, plan
 
 
-# (b, tile) of the TMA sdd in clusters of two, as SDD_TMA_TILES
-SDD_CLUSTER_TILES = [
-    (64, (4, 1, 2, 4, False)),   # the table's: X's slice in two boxes of 32 rows
-    (64, (2, 1, 1, 3, False)),
-    (128, (2, 2, 1, 4, False)),  # the table's: X's two panels, one from each CTA
-    (128, (1, 1, 1, 4, False)),
-]
-
-
-sdd_cluster_tile = tma_sdd_fixture(tiles.WGMMA_SDD_CLUSTER, sdd_cluster=True, sdd_pair=False)
-
-
-@tma_sdd_cases("sdd_cluster_tile", SDD_CLUSTER_TILES)
-def test_clustered_tma_sdd_tiles_match_scipy(backend, force, sdd_cluster_tile, dtype, n, ctas):
-    """The TMA sdd in clusters of two: pairs of one block row (X shared by multicast),
-    rows with an odd count of groups (whose last groups pair across rows, each CTA copying
-    X whole), an odd count of groups in all (an empty group pads the last pair), an empty
-    block row; one cluster walking every pair or a cluster a pair; results repeat bit for
-    bit."""
-    b = sdd_cluster_tile
-    if ctas:
-        force(grid_limit=ctas)
-    group = tiles.WGMMA_SDD_CLUSTER[b].group
-    rng = np.random.default_rng(n * b + 5)
-    lay = rng.random((5, 4 * group + 1)) < 0.5
-    lay[1] = False  # an empty row
-    lay[0] = True  # five groups (the last of one block): two pairs and one left over
-    lay[2, :] = np.arange(lay.shape[1]) < 2 * group  # two groups: one pair
-    lay[3, :] = np.arange(lay.shape[1]) >= lay.shape[1] - 1  # a single block
-    s = cs.BlockSparseMatrix.from_layout(lay, b, backend="cpu")._structure
-    table = sdd_worklists.sdd_cluster_groups_host(s, group)
-    assert (table[0::2, 0] == table[1::2, 0]).any()
-    assert (table[0::2, 0] != table[1::2, 0]).any()
-    check_sampled_matmul(backend, lay, b, dtype, n, rng)
-    w, x, dy = sdd_operands(backend, lay, b, dtype, n, rng, 9)
-    plan = str(cs.sampled_matmul_plan(x.T, dy, like=w))
-    assert "sdd_wgmma_tma_mc<" in plan, plan
-    first = to_numpy(cs.sampled_matmul(x.T, dy, like=w).data)
-    again = to_numpy(cs.sampled_matmul(x.T, dy, like=w).data)
-    assert np.array_equal(first.view(np.uint16), again.view(np.uint16))
-
-
 # (b, (block columns per tile, warpgroups along M, along N, stages, flip)) of the TMA
 # sdd's dense panels (128 / b block rows per tile)
 SDD_PANEL_TILES = [
@@ -388,8 +346,7 @@ def test_sdd_in_two_parts_matches_scipy(backend, force, b, dtype, n, ctas, split
 
 
 @pytest.mark.parametrize(("b", "kind"), [(128, "sdd_tma"), (64, "sdd_pair"),
-                                         (16, "sdd_panel"), (128, "sdd_cluster"),
-                                         (64, "sdd_cluster")])
+                                         (16, "sdd_panel")])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize(("n", "splits"), [(77, 2), (1000, 3), (1000, 8), (4096, 0)])
 def test_tma_sdd_tail_pieces_match_scipy(backend, force, b, kind, dtype, n, splits):
@@ -407,24 +364,23 @@ def test_tma_sdd_tail_pieces_match_scipy(backend, force, b, kind, dtype, n, spli
     lay = rng.random((nb, nb)) < 0.45
     lay |= np.abs(np.subtract.outer(np.arange(nb), np.arange(nb))) <= 2  # pairs share
     cfg = sdd_configs.sdd_wgmma_config(dtype, b, **{kind[4:]: True})
-    c = cfg.cluster  # (clusters: items are pairs of groups, slots pairs of CTAs)
     count = sdd_worklists.sdd_work_host(
         cs.BlockSparseMatrix.from_layout(lay, b, backend="cpu")._structure, cfg.group,
-        cfg.block_rows, cfg.panel, c).shape[0] // c
+        cfg.block_rows, cfg.panel).shape[0]
     slices = -(-n // 64)
     # a partial last round; by the rule, one it cuts into pieces
-    slots = next(k for k in range(3, count) if count % k and (
-        splits or sdd_rules.sdd_tail_split(count, k, slices) > 1))
-    force(**{"sdd_pair": False, kind: True}, sdd_short=False, sdd_hybrid=False,
-          grid_limit=slots * c, sdd_tail_splits=splits or None)
+    ctas = next(c for c in range(3, count) if count % c and (
+        splits or sdd_rules.sdd_tail_split(count, c, slices) > 1))
+    force(**{kind: True}, sdd_short=False, sdd_hybrid=False, grid_limit=ctas,
+          sdd_tail_splits=splits or None)
     check_sampled_matmul(backend, lay, b, dtype, n, rng)
     w, x, dy = sdd_operands(backend, lay, b, dtype, n, rng, 5)
     if device.arch(0) == 90:  # elsewhere another kernel runs
         plan = cs.sampled_matmul_plan(x.T, dy, like=w)
         assert plan.kernel == cfg, plan
-        want = splits or sdd_rules.sdd_tail_split(count, slots, slices)
+        want = splits or sdd_rules.sdd_tail_split(count, ctas, slices)
         assert want > 1
-        assert (plan.tail_splits, plan.tail_whole) == (want, (count - count % slots) * c), plan
+        assert (plan.tail_splits, plan.tail_whole) == (want, count - count % ctas), plan
         assert f"in {want} pieces" in str(plan)
     first = to_numpy(cs.sampled_matmul(x.T, dy, like=w).data)
     again = to_numpy(cs.sampled_matmul(x.T, dy, like=w).data)

@@ -109,13 +109,11 @@ def probe_parser(doc: str, cases: str, ops: str) -> argparse.ArgumentParser:
     return parser
 
 
-def time_variants(args, names, source_of, exact, note: str = "", width: int = 10,
-                  decisions=lambda name: {}) -> None:
+def time_variants(args, names, source_of, exact, note: str = "", width: int = 10) -> None:
     """For each case and op of ``args`` (:func:`probe_parser`), eager ms back to back of
-    the product compiled from ``source_of(name)`` for each of ``names`` in turn, under the
-    plan decisions ``decisions(name)``, beside dense cuBLAS, one printed row a case. The
-    result of each name for which ``exact(name)`` holds must equal the first name's bit for
-    bit. The tree's source is restored at the end."""
+    the product compiled from ``source_of(name)`` for each of ``names`` in turn, beside
+    dense cuBLAS, one printed row a case. The result of each name for which ``exact(name)``
+    holds must equal the first name's bit for bit. The tree's source is restored at the end."""
     import cupy as cp
     from gpu_probe import bench
 
@@ -134,7 +132,7 @@ def time_variants(args, names, source_of, exact, note: str = "", width: int = 10
             ms, want = [], None
             for name in names:
                 use_source(source_of(name))
-                with plans.override(dense=False, **decisions(name)):
+                with plans.override(dense=False):
                     got = call()
                     if want is None:
                         want = got

@@ -11,8 +11,7 @@ left out), ``union`` (the union kernel's panels with the table's tile) or
 ``tma:W.S.I.L.G`` (the TMA kernel's panels forced with that tile: consumer warpgroups,
 stages, slices in flight, CTAs per cluster, blocks per panel; the table's b = 32 tile is
 ``tma:2.4.1.1.8``), ``sddtma:G.M.N.S`` (the one-row TMA weight gradient forced with that
-tile: blocks per group, warpgroups along M and N, stages), ``sddmc:G.M.N.S`` (the same in
-clusters of two CTAs sharing X's slices), or ``epi:E.S`` (the tall,
+tile: blocks per group, warpgroups along M and N, stages), or ``epi:E.S`` (the tall,
 clustered and two-block tiles of b = 64 and 128 with their epilogue stored by TMA in
 rounds of E rows, 0 for register stores, and S stages, 0 for the table's; E = 0 or 64 also
 sets the TMA panels' epilogue, 64 storing by TMA), or ``tall:S.C.R.E`` (the tall and
@@ -92,10 +91,6 @@ def _variant(name: str, b: int):
         group, wm, wn, st = (int(v) for v in name[7:].split("."))
         tile = tiles.SddWgmmaTile(group, wm, wn, st, False)
         return {"sdd_tma": True, "sdd_pair": False}, {"wgmma_sdd_tma": {b: tile}}
-    if name.startswith("sddmc:"):  # the one-row TMA weight gradient in clusters of two
-        group, wm, wn, st = (int(v) for v in name[6:].split("."))
-        tile = tiles.SddWgmmaTile(group, wm, wn, st, False)
-        return {"sdd_cluster": True, "sdd_pair": False}, {"wgmma_sdd_cluster": {b: tile}}
     raise ValueError(f"unknown variant {name!r}")
 
 
@@ -117,8 +112,7 @@ def main():
              "wgmma_tall": dict(tiles.WGMMA_DSD_TALL),
              "wgmma_cluster": dict(tiles.WGMMA_DSD_CLUSTER),
              "wgmma_pair": dict(tiles.WGMMA_DSD_PAIR),
-             "wgmma_sdd_tma": dict(tiles.WGMMA_SDD_TMA),
-             "wgmma_sdd_cluster": dict(tiles.WGMMA_SDD_CLUSTER)}
+             "wgmma_sdd_tma": dict(tiles.WGMMA_SDD_TMA)}
     name = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
     print(f"GPU: {name}; N = {args.n}, C = K = {args.ck}, {args.dtype}; eager ms back to "
           "back, efficiency against cupy.matmul")

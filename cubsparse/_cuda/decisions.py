@@ -13,8 +13,8 @@ from .configs import GENERATION
 
 _FORCED: dict = {}
 DECISIONS = ("panel", "panel_whole", "union", "group", "tall", "cluster", "dsd_pair", "short", "kn",
-             "sdd_tiled", "sdd_short", "sdd_wide", "sdd_tma", "sdd_pair", "sdd_cluster",
-             "sdd_panel", "sdd_hybrid", "sdd_rest_splits", "sdd_rest_beside", "sdd_tail_splits",
+             "sdd_tiled", "sdd_short", "sdd_wide", "sdd_tma", "sdd_pair", "sdd_panel",
+             "sdd_hybrid", "sdd_rest_splits", "sdd_rest_beside", "sdd_tail_splits",
              "split", "grid_limit", "band", "tile_order", "dense", "fill", "stream",
              "stream_run", "stream_share",
              "sdd_stream", "sdd_stream_grid")
@@ -54,11 +54,6 @@ def override(**decisions):
         Take (or not) the TMA wgmma sdd's paired tile (two block rows per group) for a
         reduction too long for the short tile, wherever one is configured (before the
         other TMA tile and the wide tile).
-    ``sdd_cluster`` : bool
-        Take (or not) the TMA wgmma sdd's one-row tile in clusters of two CTAs (a pair of
-        groups a cluster, X's slices shared by multicast where both are of one block row),
-        wherever one is configured, in place of the one-block-row tiles (not the paired
-        tile or the panels).
     ``sdd_panel`` : bool
         Take (or not) the TMA wgmma sdd's dense panels for small blocks, wherever one is
         configured. Where left to the rule, another sdd decision forced on (``sdd_short``,

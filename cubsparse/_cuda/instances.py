@@ -72,7 +72,7 @@ def _family_configs(fam: str, dt: str, b: int) -> list[KernelConfig]:
             out.append(sdd_wgmma_config(dt, b))
             if sdd_wgmma_config(dt, b, rest=True) is not None:
                 out.append(sdd_wgmma_config(dt, b, rest=True))
-            for kw in ({"wide": True}, {"tma": True}, {"pair": True}, {"cluster": True}):
+            for kw in ({"wide": True}, {"tma": True}, {"pair": True}):
                 if sdd_wgmma_config(dt, b, **kw) is not None:
                     out.append(sdd_wgmma_config(dt, b, **kw))
             if sdd_wgmma_config(dt, b, True) is not None:

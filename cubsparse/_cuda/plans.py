@@ -378,11 +378,6 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
                 if alt is not None and decide(decision, sdd_rules.sdd_wide_pays, structure, b):
                     cfg = alt
                     break
-        # the one-row TMA tile in clusters of two, a pair of groups sharing X's slices
-        ccfg = sdd_wgmma_config(name, b, cluster=True)
-        if ccfg is not None and (cfg is wcfg or cfg.tma) and decide(
-                "sdd_cluster", sdd_rules.sdd_cluster_pays, structure, b, cfg):
-            cfg = ccfg
     # In two parts where W's blocks fill some panel tiles and leave the rest nearly empty
     # (a small-world layout): the panels over the filled tiles, sdd_wgmma_rest over the
     # other blocks. Not where the panels are forbidden or another kernel forced.
@@ -411,24 +406,21 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
             sms * max(1, smem_ctas(rest, arch)))
     else:  # a persistent grid: every CTA walks groups (or panel tiles)
         count = sdd_worklists.sdd_work_host(structure, cfg.group, cfg.block_rows,
-                                            cfg.panel, cfg.cluster).shape[0]
+                                            cfg.panel).shape[0]
         panel_ratio = (count * cfg.block_rows * cfg.group / (rows * cols)
                        / sdd_rules.SDD_PANEL_SPEED if cfg.panel else None)
     grid = min(count, persistent_ctas(cfg, sms)) if cfg.persistent else 0
     tail_splits, tail_whole = 1, count
     if cfg.tma and rest is None and count:  # the last round's groups cut into pieces
-        # (in clusters, items are pairs of groups on pairs of CTAs)
-        c = cfg.cluster
-        items, slots, slices = count // c, persistent_ctas(cfg, sms) // c, -(-inner // 64)
+        slots, slices = persistent_ctas(cfg, sms), -(-inner // 64)
         tail_splits = (_forced_count("sdd_tail_splits", slices,
                                      f"the reduction's {slices} 64-deep slices")
-                       or sdd_rules.sdd_tail_split(items, slots, slices))
-        whole = items - items % slots
-        if tail_splits == 1 or whole == items:
+                       or sdd_rules.sdd_tail_split(count, slots, slices))
+        tail_whole = count - count % slots
+        if tail_splits == 1 or tail_whole == count:
             tail_splits, tail_whole = 1, count
         else:
-            tail_whole = whole * c
-            grid = min(whole + (items - whole) * tail_splits, slots) * c
+            grid = min(tail_whole + (count - tail_whole) * tail_splits, slots)
     dense, ratio = dense_model.choice("sampled", structure, name, b, inner, tf32,
                                       dense_bytes_limit, panel_ratio)
     if dense:
@@ -454,4 +446,4 @@ def _forced_count(name: str, most: int | None = None, of: str = "") -> int | Non
 
 #: The sdd kernels a plan weighs after the short-reduction kernel and the dense panels:
 #: forcing one on keeps those two off where their own decisions are left to the rule.
-_SDD_LATER = ("sdd_short", "sdd_tiled", "sdd_tma", "sdd_wide", "sdd_pair", "sdd_cluster")
+_SDD_LATER = ("sdd_short", "sdd_tiled", "sdd_tma", "sdd_wide", "sdd_pair")

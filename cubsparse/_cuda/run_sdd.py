@@ -225,8 +225,7 @@ class _SddRunner:
                     rest.shape[0]))
                 self.beside = _Beside(dev) if p.rest_beside else None
             else:
-                groups = sdd_worklists.sdd_work(s, dev, cfg.group, cfg.block_rows, cfg.panel,
-                                                cfg.cluster)
+                groups = sdd_worklists.sdd_work(s, dev, cfg.group, cfg.block_rows, cfg.panel)
             # the last round's groups reduced in pieces: each piece's D (M x N floats,
             # 128 x 256 on every TMA tile) and a counter per group (one piece a group is the
             # group whole, whatever tail_whole says)
@@ -236,9 +235,6 @@ class _SddRunner:
                 if tail > 0 else None)
             self.dcols = s.block_shape[1] * b
             self.xcols = s.block_shape[0] * b
-            # X's boxes: 64 rows, or half that where a cluster of two shares one 64-column
-            # panel (b = 64), each CTA copying one half (sdd_wgmma_tma.cu)
-            self.xbox = 64 // cfg.cluster if cfg.cluster > b // 64 else 64
             self.main = Launch(get_kernel(cfg), (p.grid,), (cfg.threads,), cfg.smem,
                                "ttiiipipiipppff",
                                [None, None, inner, self.xcols, self.dcols, groups,
@@ -322,8 +318,7 @@ class _SddRunner:
                 dptr, drow = dc.data.ptr, dc.strides[0]
             xkey, dkey = (xptr, xrow, inner), (dptr, drow, inner)
             if xkey != self._maps[0]:
-                self.main.set_map(0, device.tensor_map(xptr, self.xcols, inner, xrow, 64,
-                                                       self.xbox))
+                self.main.set_map(0, device.tensor_map(xptr, self.xcols, inner, xrow, 64, 64))
             if dkey != self._maps[1]:
                 self.main.set_map(1, device.tensor_map(dptr, self.dcols, inner, drow, 64, 64))
             self._maps = (xkey, dkey)

@@ -27,7 +27,6 @@ from .tiles import (
     SDD_TILE,
     SDD_TILE_SIMT,
     WGMMA_SDD,
-    WGMMA_SDD_CLUSTER,
     WGMMA_SDD_PAIR,
     WGMMA_SDD_PANEL,
     WGMMA_SDD_REST,
@@ -126,7 +125,7 @@ def sdd_tile_shape(dtype, b: int) -> tuple[int, int]:
 def sdd_wgmma_config(dtype, b: int, short: bool = False, k: int | None = None,
                      wide: bool = False, tma: bool = False,
                      pair: bool = False, panel: bool = False,
-                     rest: bool = False, cluster: bool = False) -> KernelConfig | None:
+                     rest: bool = False) -> KernelConfig | None:
     """The Hopper wgmma sdd (X.T @ dY with both read as rows), or None where unused;
     ``short``: the tile for short reductions, with the CTAs per SM of a persistent grid;
     ``k``: slices of that depth instead of the tile's; ``wide``: the tile for a wide W;
@@ -135,24 +134,20 @@ def sdd_wgmma_config(dtype, b: int, short: bool = False, k: int | None = None,
     block rows per group; ``panel``: that kernel's dense panels for small blocks (128 / b
     block rows by ``group`` block columns per tile); ``rest``: the tile of the
     second part of the weight gradient in two parts (``sdd_wgmma_rest``, its own tile:
-    groups listed, the reduction split); ``cluster``: the TMA kernel's one-row tile in
-    clusters of two CTAs (``sdd_wgmma_tma_mc``, a pair of groups a cluster)."""
+    groups listed, the reduction split)."""
     name = dtype_name(dtype)
-    if tma or pair or panel or cluster:
-        t = (WGMMA_SDD_PANEL if panel else WGMMA_SDD_PAIR if pair
-             else WGMMA_SDD_CLUSTER if cluster else WGMMA_SDD_TMA).get(b)
+    if tma or pair or panel:
+        t = (WGMMA_SDD_PANEL if panel else WGMMA_SDD_PAIR if pair else WGMMA_SDD_TMA).get(b)
         if name not in TC_TAGS or t is None:
             return None
         if t.flip or t.k != 64:
             raise ValueError(f"the TMA sdd runs unflipped tiles 64 deep, got {t}")
         rows = 128 // b if panel else 2 if pair else 1
-        mc = "_mc" if cluster else ""  # the clustered entry point of the same file
-        expr = (f"sdd_wgmma_tma{mc}<{TC_TAGS[name]},{b},{t.group},{t.wg_m},{t.wg_n},"
+        expr = (f"sdd_wgmma_tma<{TC_TAGS[name]},{b},{t.group},{t.wg_m},{t.wg_n},"
                 f"{t.stages},{rows}" + (",true>" if panel else ">"))
         smem = t.stages * (rows * b + t.group * b) * 64 * 2 + 1024
-        return KernelConfig("sdd_wgmma_tma", expr, t.wg_m * t.wg_n * 128 + 32, smem, 0,
-                            t.group, "sm_90a", ctas_per_sm(smem), True, rows,
-                            2 if cluster else 1, panel)
+        return _instance(expr, t.wg_m * t.wg_n * 128 + 32, smem, 0, t.group, "sm_90a",
+                         ctas_per_sm(smem), True, rows, 1, panel)
     t = (WGMMA_SDD_REST if rest else WGMMA_SDD_SHORT if short else WGMMA_SDD_WIDE if wide
          else WGMMA_SDD).get(b)
     if name not in TC_TAGS or t is None:

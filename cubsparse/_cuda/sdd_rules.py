@@ -163,12 +163,6 @@ def sdd_wide_pays(structure, b: int) -> bool:
     return min(structure.block_shape) * b >= SDD_WIDE_MIN_COLS
 
 
-def sdd_cluster_pays(structure, b: int, cfg: KernelConfig) -> bool:
-    """The one-row TMA tile in clusters of two (``sdd_wgmma_tma_mc``) in place of ``cfg``,
-    the tile the plan took for a long reduction."""
-    return False
-
-
 def _busy_rounds(items: int, slots: int) -> float:
     """The share of ceil(items / slots) rounds of ``slots`` CTAs that ``items`` fill."""
     return items / (-(-items // slots) * slots) if items else 0.0

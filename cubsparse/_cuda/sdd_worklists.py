@@ -31,29 +31,6 @@ def sdd_groups_host(structure, group: int) -> np.ndarray:
                             lambda: _row_groups(structure.host_indptr, group))
 
 
-def sdd_cluster_groups_host(structure, group: int) -> np.ndarray:
-    """:func:`sdd_groups_host`'s groups in pairs for the clustered TMA kernel: rows 2i and
-    2i + 1 run side by side on the two CTAs of a cluster. A block row's groups pair with
-    each other, in row order, so that both CTAs read the same slices of X; each row's odd
-    group left over pairs with the next row's, after all of those; an empty group (row -1,
-    count 0: no copies of X, nothing stored) pads an odd count."""
-
-    def build():
-        groups = sdd_groups_host(structure, group)
-        rows = groups[:, 0]
-        # k: a group's number within its row; a row's last group is left over if k is even
-        first = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-        per_row = np.diff(np.r_[first, rows.shape[0]])
-        k = np.arange(rows.shape[0]) - np.repeat(first, per_row)
-        left = (k == np.repeat(per_row, per_row) - 1) & (k % 2 == 0)
-        table = np.concatenate([groups[~left], groups[left]])
-        if table.shape[0] % 2:
-            table = np.concatenate([table, np.array([[-1, 0, 0]], np.int32)])
-        return np.ascontiguousarray(table, dtype=np.int32)
-
-    return structure.cached(("sdd_cluster_groups", group), build)
-
-
 #: Most block rows whose pairs are matched by shared columns (an overlap matrix of the
 #: rows is built, 16 MiB at this size); past it, block rows 2i and 2i + 1 are paired.
 PAIR_MATCH_MAX_ROWS = 2048
@@ -179,27 +156,21 @@ def sdd_tiles(structure, device: int, tr: int, ts: int):
     return device_tables(structure, device, ("sdd_tile", tr, ts), build)
 
 
-def sdd_work_host(structure, group: int, block_rows: int = 1, panel: bool = False,
-                  cluster: int = 1):
+def sdd_work_host(structure, group: int, block_rows: int = 1, panel: bool = False):
     """The table a wgmma sdd kernel walks, on the host: the dense panels' tiles
     (:func:`sdd_panel_tiles_host`), paired block rows' groups (:func:`sdd_pair_groups_host`,
-    ``block_rows`` 2), runs of one block row's blocks in pairs for clusters of two CTAs
-    (:func:`sdd_cluster_groups_host`) or alone (:func:`sdd_groups_host`)."""
+    ``block_rows`` 2) or runs of one block row's blocks (:func:`sdd_groups_host`)."""
     if panel:
         return sdd_panel_tiles_host(structure, block_rows, group)
     if block_rows == 2:
         return sdd_pair_groups_host(structure, group)
-    if cluster == 2:
-        return sdd_cluster_groups_host(structure, group)
     return sdd_groups_host(structure, group)
 
 
-def sdd_work(structure, device: int, group: int, block_rows: int = 1, panel: bool = False,
-             cluster: int = 1):
+def sdd_work(structure, device: int, group: int, block_rows: int = 1, panel: bool = False):
     """:func:`sdd_work_host`'s table on ``device``."""
-    key = ("sdd_work", group, block_rows, panel, cluster)
-    return device_tables(structure, device, key, lambda: (
-        sdd_work_host(structure, group, block_rows, panel, cluster),))[0]
+    return device_tables(structure, device, ("sdd_work", group, block_rows, panel),
+                         lambda: (sdd_work_host(structure, group, block_rows, panel),))[0]
 
 
 def sdd_panel_tiles_host(structure, rows: int, group: int) -> np.ndarray:

@@ -258,12 +258,6 @@ WGMMA_SDD_WIDE = {8: None, 16: None, 32: None, 64: None,
 #: (d = 0.05: one partial round of groups). The H100 is not measured with 4.
 WGMMA_SDD_TMA = {8: None, 16: None, 32: None, 64: None,
                  128: SddWgmmaTile(2, 2, 1, 4, False)}
-#: The TMA kernel in clusters of two CTAs (``sdd_wgmma_tma_mc``): the same one-row tile,
-#: the two groups of a pair run side by side, each CTA copying half of X's slice for both
-#: where the pair is of one block row (a sixth fewer bytes from L2 at b = 128, where the
-#: tile's time is its copies, bench/NOTES.md 267).
-WGMMA_SDD_CLUSTER = {8: None, 16: None, 32: None, 64: SddWgmmaTile(4, 1, 2, 4, False),
-                     128: SddWgmmaTile(2, 2, 1, 4, False)}
 #: The paired tile of the TMA kernel (b = 64): two block rows together (paired by the
 #: columns they share), D of 2b = 128 rows by ``group`` x b columns over the union of the
 #: two rows' block columns, so each X and dY slice serves twice the MMAs of a one-row
@@ -331,7 +325,6 @@ TABLES = {
     "wgmma_sdd_wide": (WGMMA_SDD_WIDE, SddWgmmaTile),
     "wgmma_sdd_tma": (WGMMA_SDD_TMA, SddWgmmaTile),
     "wgmma_sdd_pair": (WGMMA_SDD_PAIR, SddWgmmaTile),
-    "wgmma_sdd_cluster": (WGMMA_SDD_CLUSTER, SddWgmmaTile),
     "wgmma_sdd_panel": (WGMMA_SDD_PANEL, SddWgmmaTile),
     "sdd_tile": (SDD_TILE, SddTile), "sdd_tile_simt": (SDD_TILE_SIMT, SddSimtTile),
     "sdd_stream": (SDD_STREAM, SddStreamTile),

@@ -114,67 +114,39 @@ struct SddItems {
 // WM x WN consumer warpgroups, warpgroup (wm, wn) owning D's m64 tiles wm * MT .. and its
 // NW columns from wn * NW (as in sdd_wgmma); then one producer warp. D has M = ROWS * B
 // rows and G * B columns.
-// CLUSTER = 2 (sdd_wgmma_tma_mc, one block row a group): the two CTAs of a cluster take
-// the two groups of a pair, rows 2i and 2i + 1 of the table
-// (sdd_worklists.sdd_cluster_groups_host), over the same slices. Where both groups are of
-// one block row they read the same slice of X: each CTA copies half of its boxes (b = 128:
-// one of its two panels; b = 64: half of its rows, the host mapping X in boxes of BK / 2
-// rows) and multicasts them into both, so X's bytes from L2 halve, a sixth of the tile's
-// at b = 128 (40 KB a slice for a CTA, not 48). A pair of two block rows copies X whole in
-// each CTA. Either way a stage is written by both CTAs' producers, so it is released on
-// the `empty` barrier of each, and the two CTAs walk the ring in step.
-template <class Tag, int B, int G, int WM, int WN, int STAGES, int ROWS, bool PANEL,
-          int CLUSTER>
-__device__ __forceinline__ void sdd_tma_body(const TmaMap* xmap, const TmaMap* dmap, int inner,
-                                             int xcols, int dcols,
-                                             const int* __restrict__ groups, int n_groups,
-                                             const int* __restrict__ indices, int whole,
-                                             int splits, float* ws, int* counts, u16* out,
-                                             float alpha, float beta) {
+template <class Tag, int B, int G, int WM, int WN, int STAGES, int ROWS, bool PANEL = false>
+__global__ void __launch_bounds__(WM * WN * 128 + 32, 1)
+    sdd_wgmma_tma(const __grid_constant__ TmaMap xmap, const __grid_constant__ TmaMap dmap,
+                  int inner, int xcols, int dcols, const int* __restrict__ groups, int n_groups,
+                  const int* __restrict__ indices, int whole, int splits, float* ws,
+                  int* counts, u16* out, float alpha, float beta) {
+  grid_dependency();
   constexpr int BK = 64, M = ROWS * B, EB = G * B, MT = M / 64 / WM, NW = EB / WN;
   constexpr int CONSUMERS = WM * WN * 128;
   typedef MnTile<M, BK> TA;
   typedef MnTile<EB, BK> TB;
   typedef typename Pick<PANEL, SddPanels<G, ROWS>, SddGroups<G, ROWS>>::type Groups;
   constexpr int STAGE_BYTES = TA::BYTES + TB::BYTES;
-  // X's boxes a slice: XP panels of 64 columns, each in XSPLIT pieces of XBOX rows (more
-  // than one only where a cluster shares fewer panels than it has CTAs)
-  constexpr int XP = M / 64, XSPLIT = CLUSTER > XP ? CLUSTER / XP : 1, XBOX = BK / XSPLIT;
   static_assert(PANEL ? M == 128 && B <= 32 : ROWS == 1 || ROWS == 2,
                 "one block row or a pair; panels: 128 rows of blocks up to 32");
   static_assert(M % (64 * WM) == 0 && EB % (64 * WN) == 0 && EB <= 256, "bad sdd tile");
   static_assert(TA::PANEL == 64 * 2 * BK && STAGE_BYTES % 1024 == 0,
                 "a TMA box is one 128-byte-swizzled panel");
-  static_assert(CLUSTER == 1 || (CLUSTER == 2 && ROWS == 1 && !PANEL &&
-                                 (XP * XSPLIT) % CLUSTER == 0 && (XBOX * 128) % 1024 == 0),
-                "clusters of two over one block row a group, X in whole swizzle atoms");
   extern __shared__ unsigned char smem_raw[];
   const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;  // launch adds 1 KiB slack
   __shared__ unsigned long long full[STAGES], empty[STAGES];
   __shared__ int s_last;  // split_combine's flag
   const int tid = threadIdx.x;
-  const int rank = CLUSTER > 1 ? (int)cluster_rank() : 0;
-  if (tid == 0) tma_ring_init<STAGES>(full, empty, CONSUMERS / 32 * CLUSTER);
-  if constexpr (CLUSTER > 1)
-    cluster_sync();  // the peer's barriers are ready before any copy or arrival reaches them
-  else
-    __syncthreads();  // the only CTA-wide barrier
-  // items are pairs of groups in clusters (`whole` and `n_groups` are then even)
-  const SddItems items{whole / CLUSTER, (n_groups - whole) / CLUSTER, splits,
-                       (inner + BK - 1) / BK};
-  // (read where used: kept in registers, they made the b = 128 consumers spill)
-  auto first = [] { return CLUSTER > 1 ? (int)cluster_id_x() : (int)blockIdx.x; };
-  auto step = [] { return CLUSTER > 1 ? (int)clusters_x() : (int)gridDim.x; };
+  if (tid == 0) tma_ring_init<STAGES>(full, empty, CONSUMERS / 32);
+  __syncthreads();  // the only CTA-wide barrier
+  const SddItems items{whole, n_groups - whole, splits, (inner + BK - 1) / BK};
   unsigned it = 0;  // slices through the ring so far
 
   if (tid >= CONSUMERS) {  // the producer: lane 0 of the last warp
-    if (tid == CONSUMERS)
-    for (int t = first(); t < items.count(); t += step()) {
+    if (tid != CONSUMERS) return;
+    for (int t = blockIdx.x; t < items.count(); t += gridDim.x) {
       int k0, k1, piece;
-      const int grp = items.group(t, k0, k1, piece) * CLUSTER + rank;
-      // (clusters) whether the pair's two groups read one block row of X
-      const bool shared = CLUSTER > 1 && groups[3 * grp] >= 0 &&
-                          groups[3 * grp] == groups[3 * (grp ^ 1)];
+      const int grp = items.group(t, k0, k1, piece);
       // The first column in X of each 64 of D's rows and in dY of each 64 of its columns;
       // a box wholly past X's or dY's columns (a missing row or member) lands as zeros
       int xcol[M / 64], col[EB / 64];
@@ -203,31 +175,22 @@ __device__ __forceinline__ void sdd_tma_body(const TmaMap* xmap, const TmaMap* d
         mbar_arrive_expect_tx(&full[s], STAGE_BYTES);
         const unsigned sA = base + s * STAGE_BYTES, sB = sA + TA::BYTES;
 #pragma unroll
-        for (int q = 0; q < XP * XSPLIT; ++q) {  // panel q / XSPLIT, piece q % XSPLIT
-          const unsigned dst = sA + q / XSPLIT * TA::PANEL + q % XSPLIT * XBOX * 128;
-          const int c1 = kt * BK + q % XSPLIT * XBOX;
-          if (!shared)
-            tma_load_2d(dst, xmap, xcol[q / XSPLIT], c1, &full[s]);
-          else if (q % CLUSTER == rank)  // this CTA's boxes, into both
-            tma_load_2d_multicast(dst, xmap, xcol[q / XSPLIT], c1, &full[s],
-                                  (1u << CLUSTER) - 1);
-        }
+        for (int p = 0; p < M / 64; ++p)
+          tma_load_2d(sA + p * TA::PANEL, &xmap, xcol[p], kt * BK, &full[s]);
 #pragma unroll
         for (int p = 0; p < EB / 64; ++p)
-          tma_load_2d(sB + p * TB::PANEL, dmap, col[p], kt * BK, &full[s]);
+          tma_load_2d(sB + p * TB::PANEL, &dmap, col[p], kt * BK, &full[s]);
       }
     }
-    if constexpr (CLUSTER > 1)
-      cluster_sync();  // no CTA leaves while its peer may still copy or arrive into it
     return;
   }
 
   const int wm = tid / 128 / WN, wn = tid / 128 % WN;  // consumer warpgroup
   float acc[MT][NW / 2];
-  for (int t = first(); t < items.count(); t += step()) {
+  for (int t = blockIdx.x; t < items.count(); t += gridDim.x) {
     int k0, k1, piece;
-    const int grp = items.group(t, k0, k1, piece) * CLUSTER + rank;
-    consume_tile<STAGES, 1, false, CLUSTER>(k1 - k0, it, acc, full, empty, tid, [&](int s) {
+    const int grp = items.group(t, k0, k1, piece);
+    consume_tile<STAGES, 1, false>(k1 - k0, it, acc, full, empty, tid, [&](int s) {
       const unsigned sA = base + s * STAGE_BYTES;
       sdd_wgmma_slice<Tag, TA, TB, MT, NW, BK>(acc, sA, sA + TA::BYTES, wm, wn);
     });
@@ -239,28 +202,4 @@ __device__ __forceinline__ void sdd_tma_body(const TmaMap* xmap, const TmaMap* d
     sdd_wgmma_store_blocks<Tag, B, false, MT, NW, ROWS>(acc, wm, wn, tid, Groups(groups, grp),
                                                         out, alpha, beta);
   }
-  if constexpr (CLUSTER > 1) cluster_sync();
-}
-
-#define SDD_TMA_PARAMS                                                                      \
-  const __grid_constant__ TmaMap xmap, const __grid_constant__ TmaMap dmap, int inner,     \
-      int xcols, int dcols, const int *__restrict__ groups, int n_groups,                  \
-      const int *__restrict__ indices, int whole, int splits, float *ws, int *counts,      \
-      u16 *out, float alpha, float beta
-#define SDD_TMA_ARGS                                                                        \
-  &xmap, &dmap, inner, xcols, dcols, groups, n_groups, indices, whole, splits, ws, counts, \
-      out, alpha, beta
-
-template <class Tag, int B, int G, int WM, int WN, int STAGES, int ROWS, bool PANEL = false>
-__global__ void __launch_bounds__(WM * WN * 128 + 32, 1) sdd_wgmma_tma(SDD_TMA_PARAMS) {
-  grid_dependency();
-  sdd_tma_body<Tag, B, G, WM, WN, STAGES, ROWS, PANEL, 1>(SDD_TMA_ARGS);
-}
-
-// The same in clusters of two CTAs (grid: an even count; the table in pairs of groups).
-template <class Tag, int B, int G, int WM, int WN, int STAGES, int ROWS>
-__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(WM * WN * 128 + 32, 1)
-    sdd_wgmma_tma_mc(SDD_TMA_PARAMS) {
-  grid_dependency();
-  sdd_tma_body<Tag, B, G, WM, WN, STAGES, ROWS, false, 2>(SDD_TMA_ARGS);
 }
