@@ -7,7 +7,9 @@ launches' results are wrong by design (this is a probe, not a test).
 
 "none" is the kernel as shipped; "store" drops Y's stores (a never-true guard keeps the
 accumulators live); "mma" replaces each k16 step's wgmma with one register add, so the
-ring still turns at the copies' pace; "store+mma" leaves the copies alone.
+ring still turns at the copies' pace; "store+mma" leaves the copies alone; "loads" drops
+the copies (the producer only arrives on each stage's `full` barrier) and leaves the MMAs,
+their ring and the stores.
 """
 
 from __future__ import annotations
@@ -33,7 +35,12 @@ MMA = """            Wgmma<Tag, XN, KN ? 1 : 0>::mma(
                    : wgmma_desc_k<128>(sW + wg * 64 * 128 + kk * 32),
                 wgmma_desc_k<128>(sA + kk * 32));"""
 NO_MMA = """            acc[0][kk] += 1.0f;"""
-MODES = ("none", "store", "mma", "store+mma")
+EXPECT = """        mbar_arrive_expect_tx(&full[s], STAGE_BYTES);
+        const unsigned sA = base + s * STAGE_BYTES, sW = sA + A_BYTES;"""
+NO_LOADS = """        mbar_arrive(&full[s]);
+        if (kt >= 0) continue;
+        const unsigned sA = base + s * STAGE_BYTES, sW = sA + A_BYTES;"""
+MODES = ("none", "store", "mma", "store+mma", "loads")
 _SOURCE = cc.source.__wrapped__
 
 
@@ -58,7 +65,8 @@ def patch_parts(family: str, parts):
 
 
 #: ``compile.source`` with the parts a mode names removed from dsd_wgmma_tma.cu
-patched_source = patch_parts("dsd_wgmma_tma", (("store", STORE, NO_STORE), ("mma", MMA, NO_MMA)))
+patched_source = patch_parts("dsd_wgmma_tma", (("store", STORE, NO_STORE), ("mma", MMA, NO_MMA),
+                                               ("loads", EXPECT, NO_LOADS)))
 
 
 def use_source(source) -> None:

@@ -8,7 +8,9 @@ process only; the patched launches' results are wrong by design (a probe, not a 
 
 "none" is the kernel as shipped; "store" drops the blocks' stores (a never-true guard
 keeps the accumulators live); "mma" replaces each slice's wgmmas with one register add,
-so the ring still turns at the copies' pace; "store+mma" leaves the copies alone. A
+so the ring still turns at the copies' pace; "store+mma" leaves the copies alone; "loads"
+drops the copies (the producer only arrives on each stage's `full` barrier, so the MMAs
+read whatever the stage holds) and leaves the MMAs, their ring and the stores. A
 reduction cut into pieces (the last round's groups) still writes and adds its partials.
 """
 
@@ -21,9 +23,16 @@ NO_MMA = "      acc[0][0] += 1.0f;"
 STORE = ("    sdd_wgmma_store_blocks<Tag, B, false, MT, NW, ROWS>(acc, wm, wn, tid, "
          "Groups(groups, grp),")
 NO_STORE = "    if (acc[0][0] == 1.2345e-30f)\n" + STORE
-MODES = ("none", "store", "mma", "store+mma")
+EXPECT = "        mbar_arrive_expect_tx(&full[s], STAGE_BYTES);"
+LOAD_X = "          tma_load_2d(sA + p * TA::PANEL, &xmap,"
+LOAD_DY = "          tma_load_2d(sB + p * TB::PANEL, &dmap,"
+MODES = ("none", "store", "mma", "store+mma", "loads")
 #: ``compile.source`` with the parts a mode names removed from sdd_wgmma_tma.cu
-patched_source = patch_parts("sdd_wgmma_tma", (("store", STORE, NO_STORE), ("mma", MMA, NO_MMA)))
+patched_source = patch_parts("sdd_wgmma_tma", (
+    ("store", STORE, NO_STORE), ("mma", MMA, NO_MMA),
+    ("loads", EXPECT, "        mbar_arrive(&full[s]);"),
+    ("loads", LOAD_X, "          if (kt < 0) " + LOAD_X.lstrip()),
+    ("loads", LOAD_DY, "          if (kt < 0) " + LOAD_DY.lstrip())))
 
 
 def main():
