@@ -34,12 +34,12 @@ How a call runs
 The weight's storage is wrapped, without a copy, as the values of a
 :class:`~cubsparse.BlockSparseMatrix` whose index structure (:class:`BlockStructure`) was
 built once with the layer, so optimizer updates are seen by the next call. CPU tensors are
-handed to NumPy (``tensor.numpy()`` / ``torch.from_numpy``), CUDA tensors to CuPy through
-DLPack, on torch's current stream; results on CUDA are written into tensors torch
-allocates. ``forward`` computes ``Y = X @ W``; ``backward`` computes ``dX = dY @ W.T``,
-``dW = sampled_matmul(X.T, dY, like=W)`` (the dense ``X.T @ dY`` is never formed) and
-``dbias = dY.sum(0)``, each only where its input needs a gradient. Double backward is not
-supported.
+handed to NumPy (``tensor.numpy()`` / ``torch.from_numpy``), CUDA tensors to CuPy as
+arrays over their memory (address, shape and strides), on torch's current stream; results
+on CUDA are written into tensors torch allocates. ``forward`` computes ``Y = X @ W``;
+``backward`` computes ``dX = dY @ W.T``, ``dW = sampled_matmul(X.T, dY, like=W)`` (the
+dense ``X.T @ dY`` is never formed) and ``dbias = dY.sum(0)``, each only where its input
+needs a gradient. Double backward is not supported.
 
 dtypes are float16, bfloat16 (needs ``ml_dtypes``, the ``[bf16]`` extra, for the NumPy and
 CuPy views of the values), float32 and float64; the input, weight and bias must share one,
@@ -263,6 +263,36 @@ def _as_array(t: torch.Tensor):
     return a.view(_dtypes.bfloat16) if bf16 else a
 
 
+#: The dtypes the layer's CUDA calls view directly (bfloat16 as int16, as in _as_array).
+_CUPY_DTYPES = {torch.float16: np.float16, torch.float32: np.float32, torch.float64: np.float64,
+                torch.bfloat16: np.int16}
+
+
+def _view(t: torch.Tensor, dev: int | None):
+    """A detached tensor as an array sharing its memory, inside :func:`_on_device` (``dev``
+    the device index it yielded, None for the CPU).
+
+    On CUDA the CuPy array is made from the tensor's address, shape and strides, and holds
+    the tensor. DLPack (:func:`_as_array`) would order torch's current stream before
+    CuPy's, but inside :func:`_on_device` the two are one stream, and torch's export looks
+    the device and the streams up on every call: tens of microseconds, eight times in each
+    layer's forward and backward, which left a training step of a few thousand rows bound
+    by the host (``bench/NOTES.md`` 270).
+    """
+    dtype = _CUPY_DTYPES.get(t.dtype)
+    if dev is None or dtype is None or t.numel() == 0:
+        return _as_array(t)
+    if 0 in t.stride() and t.numel() > 1:  # an expanded gradient: give it real rows
+        t = t.contiguous()
+    cupy = _cupy()
+    size = t.element_size()
+    span = (1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride(), strict=True))) * size
+    memory = cupy.cuda.UnownedMemory(t.data_ptr(), span, t, dev)
+    a = cupy.ndarray(tuple(t.shape), dtype, cupy.cuda.MemoryPointer(memory, 0),
+                     tuple(st * size for st in t.stride()))
+    return a.view(_dtypes.bfloat16) if t.dtype == torch.bfloat16 else a
+
+
 def _from_numpy(a: np.ndarray) -> torch.Tensor:
     """A NumPy result as a CPU tensor sharing its memory."""
     if a.dtype == _dtypes.bfloat16:
@@ -277,7 +307,7 @@ _STREAMS: dict = {}
 def _on_device(device: torch.device):
     """Yield cubsparse's device index for ``device`` (None for the CPU); on CUDA, with that
     device current in CuPy and torch's current stream as CuPy's, so that cubsparse's
-    kernels are ordered with torch's work and DLPack hands tensors over without a sync."""
+    kernels are ordered with torch's work and tensors pass between the two without a sync."""
     if device.type == "cpu":
         yield None
         return
@@ -397,8 +427,8 @@ class _SparseLinear(torch.autograd.Function):
     def forward(ctx, x2, weight, bias, structure):
         # Autocast off inside: the operands are already in the dtype they run in.
         with torch.autocast(x2.device.type, enabled=False), _on_device(x2.device) as dev:
-            xa = _as_array(x2.detach())
-            with structure._operand(_as_array(weight.detach().contiguous()), dev) as w:
+            xa = _view(x2.detach(), dev)
+            with structure._operand(_view(weight.detach().contiguous(), dev), dev) as w:
                 y = _dense_product(xa, w, x2, structure.shape[1], dev)
             if bias is not None:
                 y.add_(bias.detach())
@@ -416,16 +446,16 @@ class _SparseLinear(torch.autograd.Function):
         need_x, need_w, need_b, _ = ctx.needs_input_grad
         dx = dw = db = None
         with torch.autocast(dy.device.type, enabled=False), _on_device(dy.device) as dev:
-            dya = _as_array(dy.detach()) if need_x or need_w else None
+            dya = _view(dy.detach(), dev) if need_x or need_w else None
             if need_x:
-                with structure._operand(_as_array(weight.detach().contiguous()), dev) as w:
+                with structure._operand(_view(weight.detach().contiguous(), dev), dev) as w:
                     dx = _dense_product(dya, w.T, dy, structure.shape[0], dev)
             if need_w:
                 dw = torch.empty(structure.weight_shape, dtype=dy.dtype, device=dy.device)
                 # The gradient's own (uninitialised) buffer supplies the layout and receives
                 # the values: `like` is never read.
-                with structure._operand(_as_array(dw), dev) as g:
-                    sampled_matmul(_as_array(x2.detach()).T, dya, like=g, out=g)
+                with structure._operand(_view(dw, dev), dev) as g:
+                    sampled_matmul(_view(x2.detach(), dev).T, dya, like=g, out=g)
             if need_b:
                 db = dy.sum(0)
         return dx, dw, db, None
@@ -437,7 +467,7 @@ def _dense_product(a, w, like: torch.Tensor, cols: int, dev):
     if dev is None:
         return _from_numpy(matmul(a, w))
     y = torch.empty((a.shape[0], cols), dtype=like.dtype, device=like.device)
-    matmul(a, w, out=_as_array(y))
+    matmul(a, w, out=_view(y, dev))
     return y
 
 
