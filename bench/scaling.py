@@ -18,8 +18,7 @@ moved by a quarter from launch to launch, and the efficiency reported that as sc
 (0.94-1.31 at commit b306765, ``bench/NOTES.md``). Most of that part was the host's: since
 commit 621869e the sparse layers hand their tensors to CuPy without DLPack, and a step of
 4096 rows of this model, timed without DDP on one H200, takes 4.3-4.6 ms (5.4-5.8 before,
-``bench/NOTES.md`` 270), still
-bound by the host. GPU counts above what is visible are
+``bench/NOTES.md`` 270), still bound by the host. GPU counts above what is visible are
 recorded as skipped. The table names the GPU; ``--out`` keeps the rows as JSON.
 """
 
