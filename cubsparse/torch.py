@@ -245,52 +245,47 @@ def _cupy():
     return cupy
 
 
-def _as_array(t: torch.Tensor):
+def _as_array(t: torch.Tensor, dev: int | None = None):
     """A detached tensor as a NumPy (CPU) or CuPy (CUDA) array sharing its memory.
 
     bfloat16 travels as int16 and is viewed as ``ml_dtypes.bfloat16`` on the other side:
     NumPy has no bfloat16 of its own, and the int16 view needs no DLPack bfloat16 support.
+
+    A CUDA tensor goes through DLPack, which orders torch's current stream before CuPy's,
+    unless ``dev`` is given: the device index :func:`_on_device` yielded, whose stream the
+    two share. The CuPy array is then made from the tensor's address, shape and strides
+    and holds the tensor, since torch's DLPack export looks the device and the streams up
+    on every call: tens of microseconds, eight times in each layer's forward and backward,
+    which left a training step of a few thousand rows bound by the host
+    (``bench/NOTES.md`` 270).
     """
     bf16 = t.dtype == torch.bfloat16
-    if bf16:
-        t = t.view(torch.int16)
-    if t.device.type == "cpu":
-        a = t.numpy()
+    cuda = t.device.type != "cpu"
+    if cuda and 0 in t.stride() and t.numel() > 1:  # an expanded gradient: give it real rows
+        t = t.contiguous()
+    dtype = _CUPY_DTYPES.get(t.dtype)
+    if cuda and dev is not None and dtype is not None and t.numel():
+        a = _address_view(t, dtype, dev)
     else:
-        if 0 in t.stride() and t.numel() > 1:  # an expanded gradient: give it real rows
-            t = t.contiguous()
-        a = _cupy().from_dlpack(t)
+        u = t.view(torch.int16) if bf16 else t
+        a = _cupy().from_dlpack(u) if cuda else u.numpy()
     return a.view(_dtypes.bfloat16) if bf16 else a
 
 
-#: The dtypes the layer's CUDA calls view directly (bfloat16 as int16, as in _as_array).
+#: The dtypes :func:`_as_array` views by address (bfloat16 as int16).
 _CUPY_DTYPES = {torch.float16: np.float16, torch.float32: np.float32, torch.float64: np.float64,
                 torch.bfloat16: np.int16}
 
 
-def _view(t: torch.Tensor, dev: int | None):
-    """A detached tensor as an array sharing its memory, inside :func:`_on_device` (``dev``
-    the device index it yielded, None for the CPU).
-
-    On CUDA the CuPy array is made from the tensor's address, shape and strides, and holds
-    the tensor. DLPack (:func:`_as_array`) would order torch's current stream before
-    CuPy's, but inside :func:`_on_device` the two are one stream, and torch's export looks
-    the device and the streams up on every call: tens of microseconds, eight times in each
-    layer's forward and backward, which left a training step of a few thousand rows bound
-    by the host (``bench/NOTES.md`` 270).
-    """
-    dtype = _CUPY_DTYPES.get(t.dtype)
-    if dev is None or dtype is None or t.numel() == 0:
-        return _as_array(t)
-    if 0 in t.stride() and t.numel() > 1:  # an expanded gradient: give it real rows
-        t = t.contiguous()
+def _address_view(t: torch.Tensor, dtype, dev: int):
+    """CUDA tensor ``t`` (of one of :data:`_CUPY_DTYPES`, not empty) as a CuPy array of
+    ``dtype`` (the same element size) over its memory on device ``dev``, holding ``t``."""
     cupy = _cupy()
     size = t.element_size()
     span = (1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride(), strict=True))) * size
     memory = cupy.cuda.UnownedMemory(t.data_ptr(), span, t, dev)
-    a = cupy.ndarray(tuple(t.shape), dtype, cupy.cuda.MemoryPointer(memory, 0),
-                     tuple(st * size for st in t.stride()))
-    return a.view(_dtypes.bfloat16) if t.dtype == torch.bfloat16 else a
+    return cupy.ndarray(tuple(t.shape), dtype, cupy.cuda.MemoryPointer(memory, 0),
+                        tuple(st * size for st in t.stride()))
 
 
 def _from_numpy(a: np.ndarray) -> torch.Tensor:
@@ -427,8 +422,8 @@ class _SparseLinear(torch.autograd.Function):
     def forward(ctx, x2, weight, bias, structure):
         # Autocast off inside: the operands are already in the dtype they run in.
         with torch.autocast(x2.device.type, enabled=False), _on_device(x2.device) as dev:
-            xa = _view(x2.detach(), dev)
-            with structure._operand(_view(weight.detach().contiguous(), dev), dev) as w:
+            xa = _as_array(x2.detach(), dev)
+            with structure._operand(_as_array(weight.detach().contiguous(), dev), dev) as w:
                 y = _dense_product(xa, w, x2, structure.shape[1], dev)
             if bias is not None:
                 y.add_(bias.detach())
@@ -446,16 +441,16 @@ class _SparseLinear(torch.autograd.Function):
         need_x, need_w, need_b, _ = ctx.needs_input_grad
         dx = dw = db = None
         with torch.autocast(dy.device.type, enabled=False), _on_device(dy.device) as dev:
-            dya = _view(dy.detach(), dev) if need_x or need_w else None
+            dya = _as_array(dy.detach(), dev) if need_x or need_w else None
             if need_x:
-                with structure._operand(_view(weight.detach().contiguous(), dev), dev) as w:
+                with structure._operand(_as_array(weight.detach().contiguous(), dev), dev) as w:
                     dx = _dense_product(dya, w.T, dy, structure.shape[0], dev)
             if need_w:
                 dw = torch.empty(structure.weight_shape, dtype=dy.dtype, device=dy.device)
                 # The gradient's own (uninitialised) buffer supplies the layout and receives
                 # the values: `like` is never read.
-                with structure._operand(_view(dw, dev), dev) as g:
-                    sampled_matmul(_view(x2.detach(), dev).T, dya, like=g, out=g)
+                with structure._operand(_as_array(dw, dev), dev) as g:
+                    sampled_matmul(_as_array(x2.detach(), dev).T, dya, like=g, out=g)
             if need_b:
                 db = dy.sum(0)
         return dx, dw, db, None
@@ -467,7 +462,7 @@ def _dense_product(a, w, like: torch.Tensor, cols: int, dev):
     if dev is None:
         return _from_numpy(matmul(a, w))
     y = torch.empty((a.shape[0], cols), dtype=like.dtype, device=like.device)
-    matmul(a, w, out=_view(y, dev))
+    matmul(a, w, out=_as_array(y, dev))
     return y
 
 

@@ -392,7 +392,7 @@ def test_cuda_views_share_the_tensors_memory(dtype):
 
     import cupy
 
-    from cubsparse.torch import _on_device, _view
+    from cubsparse.torch import _as_array, _on_device
 
     base = torch.randn(6, 40, device="cuda").to(dtype)
     row = torch.randn(8, device="cuda").to(dtype)
@@ -400,7 +400,7 @@ def test_cuda_views_share_the_tensors_memory(dtype):
              torch.ones(1, 8, device="cuda", dtype=dtype).expand(5, 8)]
     with _on_device(base.device) as dev:
         for t in cases:
-            a = _view(t, dev)
+            a = _as_array(t, dev)
             assert isinstance(a.data.mem, cupy.cuda.UnownedMemory)
             assert a.shape == tuple(t.shape)
             got = torch.from_dlpack(a.view("int16") if dtype == torch.bfloat16 else a)
@@ -409,14 +409,14 @@ def test_cuda_views_share_the_tensors_memory(dtype):
             if t.numel() == 1 or 0 not in t.stride():  # (else a contiguous copy)
                 assert a.data.ptr == t.data_ptr()
                 assert a.strides == tuple(st * t.element_size() for st in t.stride())
-        a = _view(base[1:5], dev)
+        a = _as_array(base[1:5], dev)
         a[...] = 0
         assert (base[1:5] == 0).all()
         assert not (base[0] == 0).any()
         assert not (base[5] == 0).any()
         kept = torch.randn(3, 7, device="cuda").to(dtype)
         alive = weakref.ref(kept)
-        a = _view(kept, dev)
+        a = _as_array(kept, dev)
         del kept
         assert alive() is not None  # held by the view
         del a

@@ -1,7 +1,8 @@
 """A training step of examples/ddp_train.py's model on one GPU (no DDP; hidden 12288, b = 32,
 Watts-Strogatz d = 0.05, float16 autocast, GradScaler, Adam), with the layer's CUDA views by
-address (cubsparse.torch._view) against DLPack (cubsparse.torch._as_array), alternating in one
-process: ms a step synchronized and host ms, by rows, and one sparse layer's forward and backward.
+address (cubsparse.torch._as_array given the device) against DLPack (without it), alternating
+in one process: ms a step synchronized and host ms, by rows, and one sparse layer's forward
+and backward.
 
     PYTHONPATH=. python3 tools/torch_step_views.py
 """
@@ -24,7 +25,7 @@ model = dt.make_model(width, b, degree_for(d, width, b), 0).to(dev)
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 scaler = torch.amp.GradScaler("cuda")
 teacher = dt.Teacher(width, 0).to(dev)
-VIEW = ct._view
+AS_ARRAY = ct._as_array
 
 
 def step(x, y):
@@ -63,7 +64,7 @@ def layer_step():
 
 print(torch.cuda.get_device_name(), "torch", torch.__version__)
 for variant in ("view", "dlpack", "view", "dlpack"):
-    ct._view = VIEW if variant == "view" else (lambda t, dev: ct._as_array(t))
+    ct._as_array = AS_ARRAY if variant == "view" else (lambda t, dev=None: AS_ARRAY(t))
     for rows in (1024, 4096, 16384, 32768):
         x = torch.randn(rows, dt.INPUTS, device=dev)
         y = teacher(x)
