@@ -67,20 +67,30 @@ def eager_matmul(x, w, tf32=None, out=None):
     return _CUDA.dsd_eager(x, base, True, tf32, out)
 
 
-def _eager_sampled(a, b, like, tf32):
-    """:func:`sampled_matmul` of 2-D CuPy operands into a new matrix, as
-    :func:`eager_matmul`: the data of the result, or None."""
+def _eager_sampled(a, b, like, tf32, out=None):
+    """:func:`sampled_matmul` of 2-D CuPy operands into a new matrix, or into ``out``
+    where it is a matrix of ``like``'s very layout, as :func:`eager_matmul`: the data of
+    the result, or None."""
     t = _CUPY_ARRAY
     if type(a) is not t or type(b) is not t or not isinstance(like, SparseOperand):
         return None
+    out_data = None
+    if out is not None:  # (a transposed `out` goes with a transposed `like`: not here)
+        if not isinstance(out, SparseOperand) or out._structure is not like._structure or (
+                out._base is not None):
+            return None
+        out_data = out._data
+        if type(out_data) is not t:
+            return None
     if tf32 is None:  # a repeated call through the compiled path
         fast = like.__dict__.get("_fast")
         if fast is not None and like._base is None:
-            data = fast.sdd(a, b, like)
+            data = fast.sdd(a, b, like, out_data)
             if data is not None:
                 return data
     data = like._data
-    if type(data) is not t or like._base is not None:
+    if type(data) is not t or like._base is not None or (
+            out_data is not None and out_data.dtype != data.dtype):
         return None
     dtype, sa, sb = data.dtype, a.shape, b.shape
     if len(sa) != 2 or len(sb) != 2 or a.dtype != dtype or b.dtype != dtype:
@@ -88,7 +98,7 @@ def _eager_sampled(a, b, like, tf32):
     bs, bsz = like._structure.block_shape, like._blocksize
     if sa[0] != bs[0] * bsz or sb[1] != bs[1] * bsz or sa[1] != sb[0]:
         return None
-    return _CUDA.sdd_eager(a, b, like, _use_tf32(tf32, dtype))
+    return _CUDA.sdd_eager(a, b, like, _use_tf32(tf32, dtype), out_data)
 
 
 def _check_dense(name: str, array, backend: str, dtype, sparse: str = "the sparse operand"):
@@ -391,10 +401,11 @@ def sampled_matmul(
     >>> bool(np.allclose(dW.toarray(), ref, atol=1e-4))
     True
     """
-    if out is None and type(alpha) is float and type(beta) is float and (
-            alpha == 1.0 and beta == 0.0):
-        data = _eager_sampled(a, b, like, tf32)
+    if type(alpha) is float and type(beta) is float and alpha == 1.0 and beta == 0.0:
+        data = _eager_sampled(a, b, like, tf32, out)
         if data is not None:
+            if out is not None:
+                return out
             return type(like)._from_parts(data, like._structure, like._blocksize)
     base, a, b = _sampled_operands(a, b, like, out, alpha, beta)
     out_data = None if out is None else out._data

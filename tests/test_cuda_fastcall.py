@@ -62,12 +62,18 @@ DSD_CASES = {
     "stream, in-launch sum": (16, 32, 1024, 1024, "float16",
                               {"dense": False, "stream": True, "stream_run": 2,
                                "stream_share": True}, "split", False),
+    # W's blocks copied by a first launch into a buffer the runner keeps per stream
+    "panels": (32, 256, 1024, 768, "float16", {"dense": False, "panel": True}, "wcopy", True),
+    "blocks transposed": (64, 300, 512, 512, "bfloat16",
+                          {"dense": False, "panel": False, "kn": False, "tall": False},
+                          "wcopy", True),
 }
 
 
 def _features(spec):
-    names, _, tma, ymap, split = spec
-    return {"tma": tma, "ymap": ymap, "split": split, "finish": "finish" in names}
+    names, _, tma, ymap, split, wcopy = spec
+    return {"tma": tma, "ymap": ymap, "split": split, "finish": "finish" in names,
+            "wcopy": wcopy and names[0] == "copy"}
 
 
 @pytest.mark.parametrize("case", list(DSD_CASES))
@@ -104,9 +110,12 @@ def test_repeated_products_take_the_compiled_path(backend, case, trans):
         spec = _spec(w, "dsd")
         assert spec is not None
         if feature is not None:
-            assert _features(spec)[feature], f"{case}: the plan has no {feature}"
+            if feature == "wcopy" and trans and not forced.get("panel"):
+                feature = None  # dy @ W.T reads the blocks as stored
+            else:
+                assert _features(spec)[feature], f"{case}: the plan has no {feature}"
         table = w.__dict__["_fast"]
-        if feature != "ymap":
+        if not _features(spec)["ymap"]:
             # the first call builds the runner, the second arms the entry: the others are C's
             assert table.hits >= CALLS - 2
         # A loop that drops each result gets the same output back: every call is C's, the
@@ -148,6 +157,8 @@ CHAIN_CASES = {  # (b, rows of X, C = K, dtype, forced plan decisions, Hopper on
                     False),
     "stream": (16, 32, 1024, "float16", {"dense": False, "stream": True, "stream_run": 1000},
                False),
+    # each call copies W's blocks into the buffer the call before read
+    "panels": (32, 256, 1024, "float16", {"dense": False, "panel": True}, True),
 }
 
 
@@ -182,7 +193,8 @@ def test_calls_that_read_the_last_ones_output(backend, case):
         g = cs.sampled_matmul(h.T, h2, like=w)
         cupy.cuda.get_current_stream().synchronize()
         # (a TMA kernel's map is for one address: a step whose X is new to it is Python's)
-        assert w.__dict__["_fast"].hits - hits >= steps - (2 if case == "tma" else 0)
+        assert w.__dict__["_fast"].hits - hits >= steps - (2 if case in ("tma", "panels")
+                                                           else 0)
     ref = to_numpy(x).astype(np.float64)
     for i in range(steps):
         ref = ref @ (wd.T if i % 2 else wd)
@@ -370,3 +382,126 @@ def test_products_into_out_take_the_compiled_path(backend, case):
                                        **tol)
             with pytest.raises(TypeError, match="dtype"):
                 cs.matmul(x, op, out=cupy.empty(y.shape, np.float64))
+
+
+def test_w_copies_kept_per_stream_and_a_graph_of_its_own(backend):
+    """A plan that copies W's blocks (the dense panels) keeps one buffer for the stream of
+    its calls: calls that move between two streams, a CUDA graph captured between them
+    (which copies into a buffer of its own) and W's values changed in place are each
+    right, and the calls on one stream are C's once armed there."""
+    import cupy
+
+    from cubsparse._cuda import plans
+
+    if not _hopper():
+        pytest.skip("a Hopper plan")
+    dtype = "float16"
+    w = _matrix(32, 1024, 768, dtype, seed=9)
+    rng = np.random.default_rng(9)
+    x = cupy.asarray(rng.standard_normal((256, 1024)).astype(dtype))
+    hx = to_numpy(x).astype(np.float64)
+    s = cupy.cuda.Stream(non_blocking=True)
+
+    def check(op, trans):
+        wd = to_numpy(w.toarray()).astype(np.float64)
+        y = x @ op if not trans else x[:, :768] @ op
+        ref = hx @ wd if not trans else hx[:, :768] @ wd.T
+        np.testing.assert_allclose(to_numpy(y).astype(np.float64), ref, rtol=2e-2, atol=0.2)
+
+    with plans.override(dense=False, panel=True):
+        for stream in (None, s, None, s, s):
+            with stream if stream is not None else cupy.cuda.Stream.null:
+                for _ in range(3):
+                    check(w, False)
+                    check(w.T, True)
+        assert _features(_spec(w, "dsd"))["wcopy"]
+        with s:
+            s.begin_capture()
+            y = x @ w
+            graph = s.end_capture()
+            check(w, False)  # eager again on the stream the graph was captured on
+            w.data[...] = cupy.asarray(rng.standard_normal(w.data.shape).astype(dtype))
+            graph.launch(s)
+            s.synchronize()
+        np.testing.assert_allclose(to_numpy(y).astype(np.float64),
+                                   hx @ to_numpy(w.toarray()).astype(np.float64),
+                                   rtol=2e-2, atol=0.2)
+        hits = w.__dict__["_fast"].hits
+        for _ in range(CALLS):
+            check(w, False)
+        assert w.__dict__["_fast"].hits - hits >= CALLS - 1
+
+
+def _two_part_layout(b):
+    """A band of blocks and a few far from it: dense panels over the band, the others left
+    to the weight gradient's second part."""
+    nbk = 4 * 128 // b
+    lay = np.abs(np.subtract.outer(np.arange(nbk), np.arange(nbk))) <= 128 // b
+    for i, j in ((0, nbk - 1), (nbk - 1, 0), (2, nbk - 3), (nbk - 2, 1)):
+        lay[i, j] = True
+    return lay
+
+
+# (b, rows of X, forced plan decisions, the spec's feature)
+SDD_TMA_CASES = {
+    "tma": (128, 256, {"sdd_tma": True, "sdd_short": False}, "tma"),
+    "tma, last round in pieces": (128, 200, {"sdd_tma": True, "sdd_short": False,
+                                             "grid_limit": 2, "sdd_tail_splits": 3}, "split"),
+    "two parts": (32, 256, {"sdd_hybrid": True, "sdd_short": False, "sdd_rest_splits": 1,
+                            "sdd_rest_beside": False}, "tma"),
+    "two parts, second split": (32, 256, {"sdd_hybrid": True, "sdd_short": False,
+                                          "sdd_rest_splits": 3, "sdd_rest_beside": False},
+                                "split"),
+    "two parts beside": (32, 256, {"sdd_hybrid": True, "sdd_short": False,
+                                   "sdd_rest_splits": 1, "sdd_rest_beside": True}, "tma"),
+}
+
+
+@pytest.mark.parametrize("into", ["new", "out"])
+@pytest.mark.parametrize("case", list(SDD_TMA_CASES))
+def test_tma_weight_gradients_take_the_compiled_path(backend, case, into):
+    """The persistent TMA weight gradient (its last round in pieces or not) and the one in
+    two parts (panels, then the other blocks by pointer, after them or beside them on a
+    side stream): repeated, into a new matrix or into ``out`` (poisoned before each call,
+    as the PyTorch layer's gradient buffer), on the null stream and on another, each call
+    is right and C's once armed on its stream."""
+    import cupy
+
+    from cubsparse._cuda import plans
+
+    if not _hopper():
+        pytest.skip("a Hopper plan")
+    b, n, forced, feature = SDD_TMA_CASES[case]
+    dtype = "float16"
+    rng = np.random.default_rng(10)
+    lay = (_two_part_layout(b) if "two parts" in case
+           else cs.layouts.random(4, 6, 0.5, seed=10))
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=11, backend="cuda")
+    mask = np.kron(lay, np.ones((b, b)))
+    x = cupy.empty((n, w.shape[0]), dtype)
+    dy = cupy.empty((n, w.shape[1]), dtype)
+    out = w.copy() if into == "out" else None
+    s = cupy.cuda.Stream(non_blocking=True)
+    with plans.override(dense=False, **forced):
+        for i in range(2 * CALLS + 4):
+            if i == CALLS + 2:  # the second half on another stream
+                s.use()
+            hx = rng.standard_normal(x.shape).astype(dtype)
+            hdy = rng.standard_normal(dy.shape).astype(dtype)
+            x[...], dy[...] = cupy.asarray(hx), cupy.asarray(hdy)
+            if out is not None:
+                out.data.fill(np.nan)
+            g = cs.sampled_matmul(x.T, dy, like=w, out=out)
+            assert out is None or g is out
+            expect = (hx.astype(np.float64).T @ hdy.astype(np.float64)) * mask
+            np.testing.assert_allclose(to_numpy(g.toarray()).astype(np.float64), expect,
+                                       rtol=2e-2, atol=0.2)
+            if i == 1:
+                hits = w.__dict__["_fast"].hits
+        cupy.cuda.Stream.null.use()
+        s.synchronize()
+        spec = _spec(w, "sdd")
+        assert _features(spec)[feature], f"{case}: the plan has no {feature}"
+        assert spec[0] == (("main", "rest") if "two parts" in case else ("main",))
+        # a Python call arms each stream: the others are C's
+        assert w.__dict__["_fast"].hits - hits >= 2 * CALLS - 1

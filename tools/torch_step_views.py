@@ -1,18 +1,24 @@
 """A training step of examples/ddp_train.py's model on one GPU (no DDP; hidden 12288, b = 32,
-Watts-Strogatz d = 0.05, float16 autocast, GradScaler, Adam), with the layer's CUDA views by
-address (cubsparse.torch._as_array given the device) against DLPack (without it), alternating
-in one process: ms a step synchronized and host ms, by rows, and one sparse layer's forward
-and backward.
+Watts-Strogatz d = 0.05, float16 autocast, GradScaler, Adam), two ways alternating in one
+process: ms a step synchronized and host ms, by rows, and one sparse layer's forward and
+backward. ``--compare views`` (the default): the layer's CUDA views by address
+(cubsparse.torch._as_array given the device) against DLPack (without it). ``--compare
+compiled``: the compiled call path (cubsparse._cuda.fastcall) on against off.
 
-    PYTHONPATH=. python3 tools/torch_step_views.py
+    PYTHONPATH=. python3 tools/torch_step_views.py [--compare views|compiled]
 """
+import argparse
+import gc
+import statistics
 import sys
 import time
 
 import torch
 import torch.nn.functional as F
 
+import cubsparse as cs
 import cubsparse.torch as ct
+from cubsparse._cuda import fastcall
 
 sys.path.insert(0, "examples")
 import ddp_train as dt
@@ -62,14 +68,37 @@ def layer_step():
     out.backward(gl)
 
 
-print(torch.cuda.get_device_name(), "torch", torch.__version__)
-for variant in ("view", "dlpack", "view", "dlpack"):
-    ct._as_array = AS_ARRAY if variant == "view" else (lambda t, dev=None: AS_ARRAY(t))
-    for rows in (1024, 4096, 16384, 32768):
+def compiled(on: bool) -> None:
+    """The compiled call path on or off; off, the matrices' tables of entries dropped."""
+    fastcall.ENABLED = on
+    if not on:
+        for o in gc.get_objects():
+            if isinstance(o, cs.BlockSparseMatrix):
+                o.__dict__.pop("_fast", None)
+
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--compare", choices=("views", "compiled"), default="views")
+ap.add_argument("--rows", default="1024,4096,16384,32768", help="batch rows of the step")
+ap.add_argument("--rounds", type=int, default=2, help="times each variant runs, alternating")
+args = ap.parse_args()
+pair = ("view", "dlpack") if args.compare == "views" else ("compiled", "python")
+print(torch.cuda.get_device_name(), "torch", torch.__version__, "fastcall", fastcall.active())
+seen = {}
+for variant in pair * args.rounds:
+    ct._as_array = AS_ARRAY if variant != "dlpack" else (lambda t, dev=None: AS_ARRAY(t))
+    compiled(variant != "python")
+    for rows in (int(r) for r in args.rows.split(",")):
         x = torch.randn(rows, dt.INPUTS, device=dev)
         y = teacher(x)
         ms, host = timed(lambda x=x, y=y: step(x, y))
-        print(f"{variant:6s} step rows {rows:6d}  {ms:7.3f} ms  host {host:7.3f} ms", flush=True)
+        seen.setdefault((f"step rows {rows:6d}", variant), []).append(ms)
+        print(f"{variant:8s} step rows {rows:6d}  {ms:7.3f} ms  host {host:7.3f} ms", flush=True)
     ms, host = timed(layer_step)
-    print(f"{variant:6s} one layer fwd+bwd 4096 rows  {ms:7.3f} ms  host {host:7.3f} ms",
+    seen.setdefault(("one layer fwd+bwd, host", variant), []).append(host)
+    print(f"{variant:8s} one layer fwd+bwd 4096 rows  {ms:7.3f} ms  host {host:7.3f} ms",
           flush=True)
+print(f"\n== medians over {args.rounds} rounds (ms): {pair[0]} / {pair[1]}")
+for what in dict.fromkeys(k[0] for k in seen):
+    a, b = (statistics.median(seen[what, v]) for v in pair)
+    print(f"{what:26s} {a:7.3f} / {b:7.3f}  ({b / a:.2f}x)")

@@ -35,7 +35,7 @@ ctypedef int (*coop_fn)(void*, unsigned int, unsigned int, unsigned int, unsigne
 
 #: The interface of this module that :mod:`.fastcall` was written for: a build of another
 #: (an in-place build older than its sources) is not used.
-API = 6
+API = 7
 
 # cuLaunchKernelEx's configuration, as cuda.h lays it out (the extension is built without
 # the CUDA headers): a launch attribute is an id, padding to 8 bytes and a 64-byte value.
@@ -51,6 +51,9 @@ cdef struct LaunchConfig:
     unsigned int n_attrs
 
 ctypedef int (*launch_ex_fn)(const LaunchConfig*, void*, void**, void**) noexcept nogil
+# cuEventRecord(event, stream) and cuStreamWaitEvent(stream, event, flags)
+ctypedef int (*event_record_fn)(void*, void*) noexcept nogil
+ctypedef int (*wait_event_fn)(void*, void*, unsigned int) noexcept nogil
 
 cdef enum:
     PROGRAMMATIC_STREAM_SERIALIZATION = 6  # CU_LAUNCH_ATTRIBUTE_..., CUDA 11.8 and newer
@@ -59,6 +62,8 @@ cdef enum:
 cdef launch_fn _launch = NULL
 cdef coop_fn _coop = NULL
 cdef launch_ex_fn _launch_ex = NULL
+cdef event_record_fn _event_record = NULL
+cdef wait_event_fn _wait_event = NULL
 cdef LaunchAttribute _pdl_attr
 cdef bint _pdl = False  # launch with programmatic dependent launch where an entry may
 cdef object _ndarray = None
@@ -69,15 +74,17 @@ cdef object _options = None
 
 
 def bind(ndarray, get_device, get_stream, size_t launch, size_t coop, size_t launch_ex,
-         list generation, options):
+         list generation, options, size_t event_record, size_t wait_event):
     """Set CuPy's array type, its current device and stream queries, the driver's
     ``cuLaunchKernel``, ``cuLaunchCooperativeKernel`` and ``cuLaunchKernelEx`` (addresses;
-    0 where the driver has no ``cuLaunchKernelEx``), the plans' generation (a one-item list)
-    and the options module (its ``KEY``)."""
+    0 where the driver has no ``cuLaunchKernelEx``), the plans' generation (a one-item list),
+    the options module (its ``KEY``), and the driver's ``cuEventRecord`` and
+    ``cuStreamWaitEvent``."""
     global _launch, _coop, _launch_ex, _ndarray, _get_device, _get_stream, _generation
-    global _options
+    global _options, _event_record, _wait_event
     _ndarray, _get_device, _get_stream = ndarray, get_device, get_stream
     _launch, _coop, _launch_ex = <launch_fn>launch, <coop_fn>coop, <launch_ex_fn>launch_ex
+    _event_record, _wait_event = <event_record_fn>event_record, <wait_event_fn>wait_event
     _generation, _options = generation, options
     _pdl_attr.id = PROGRAMMATIC_STREAM_SERIALIZATION
     (<int*>_pdl_attr.value)[0] = 1
@@ -227,6 +234,30 @@ cdef inline bint _same(object key, Py_ssize_t a, Py_ssize_t b):
     return (<tuple>key)[0] == a and (<tuple>key)[1] == b
 
 
+cdef inline int _launch_rec(LaunchRec* r, Py_ssize_t stream, bint pdl) noexcept nogil:
+    """Launch ``r`` on ``stream`` (with programmatic dependent launch where ``pdl``): the
+    driver's result."""
+    cdef LaunchConfig cfg
+    if r.coop:
+        return _coop(r.fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1],
+                     r.block[2], r.smem, <void*>stream, r.params)
+    if pdl:
+        cfg.grid_x, cfg.grid_y, cfg.grid_z = r.grid[0], r.grid[1], r.grid[2]
+        cfg.block_x, cfg.block_y = r.block[0], r.block[1]
+        cfg.block_z, cfg.smem = r.block[2], r.smem
+        cfg.stream, cfg.attrs, cfg.n_attrs = <void*>stream, &_pdl_attr, 1
+        return _launch_ex(&cfg, r.fn, r.params, NULL)
+    return _launch(r.fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1],
+                   r.block[2], r.smem, <void*>stream, r.params, NULL)
+
+
+cdef inline bint _same3(object key, Py_ssize_t a, Py_ssize_t b, Py_ssize_t c):
+    """``key == (a, b, c)`` for the sdd runner's kept (address, row stride, rows) keys."""
+    if type(key) is not tuple or len(<tuple>key) != 3:
+        return False
+    return (<tuple>key)[0] == a and (<tuple>key)[1] == b and (<tuple>key)[2] == c
+
+
 cdef inline bint _overlap(Py_ssize_t a, Py_ssize_t a0, Py_ssize_t a_rows, Py_ssize_t a_bytes,
                           Py_ssize_t b, Py_ssize_t b0, Py_ssize_t b_rows, Py_ssize_t b_bytes):
     """Whether two arrays (at ``a`` and ``b``: ``a_rows`` rows ``a0`` bytes apart of
@@ -272,6 +303,12 @@ cdef class Entry:
     cdef bint tma        # the X map, and the tile counter's stream, read from the runner
     cdef bint ymap       # the output's map too
     cdef bint split      # a workspace and counters of the runner's split stream
+    cdef bint wcopy      # dsd: W's blocks copied (transposed or into panels) by the first
+                         # launch into the runner's buffer of its copy stream
+    cdef object sides    # sdd in two parts beside each other: the side streams by (device,
+                         # thread, caller stream) (`run._SIDE_STREAMS`), else None
+    cdef void* fork      # and the runner's events that order the side launch and join it
+    cdef void* join
     cdef bint pdl        # the device takes programmatic dependent launch
     cdef int nw, nl
     cdef Write writes[MAX_WRITES]
@@ -280,9 +317,12 @@ cdef class Entry:
     def __init__(self, runner, tuple names, list writes, outputs, dtype, structure,
                  Py_ssize_t dev, Py_ssize_t cols, Py_ssize_t b_cols, Py_ssize_t inner,
                  int tf32, bint tma, bint ymap, bint split, Py_ssize_t width=0,
-                 Py_ssize_t out_align=0, Py_ssize_t w_bytes=0, bint pdl=False):
+                 Py_ssize_t out_align=0, Py_ssize_t w_bytes=0, bint pdl=False,
+                 bint wcopy=False, beside=None):
         """``names``: the runner's attributes holding its launches (:class:`.launch.Launch`);
-        ``writes``: ``(address, kind letter, source name)``."""
+        ``writes``: ``(address, kind letter, source name)``; ``beside``: ``(side streams,
+        fork event, join event)`` where the second launch runs on a side stream
+        (:class:`.run._Beside`)."""
         if len(writes) > MAX_WRITES or len(names) > MAX_LAUNCHES or not names:
             raise ValueError(f"{len(writes)} writes and {len(names)} launches: at most "
                              f"{MAX_WRITES} and 1-{MAX_LAUNCHES}")
@@ -297,7 +337,14 @@ cdef class Entry:
         self.generation = _generation[0]
         self.options = _options.KEY
         self.tf32, self.tma, self.ymap, self.split = tf32, tma, ymap, split
-        self.pdl = pdl
+        self.pdl, self.wcopy = pdl, wcopy
+        self.sides = None
+        if beside is not None:
+            if len(names) != 2 or _event_record == NULL or _wait_event == NULL:
+                raise ValueError("a launch beside another needs two launches and the "
+                                 "driver's event calls")
+            self.sides = beside[0]
+            self.fork, self.join = <void*><size_t>beside[1], <void*><size_t>beside[2]
         self.nw = len(writes)
         for i, (addr, kind, src) in enumerate(writes):
             self.writes[i].addr = <char*><size_t>addr
@@ -342,17 +389,16 @@ cdef class Entry:
                 return False
         return self._unchanged()
 
-    cdef object _run(self, Py_ssize_t* vals, Py_ssize_t stream):
-        """Write the parameters from ``vals`` and launch; False where the driver refused
-        (the Python path then repeats the call and reports or recovers)."""
+    cdef object _run(self, Py_ssize_t* vals, Py_ssize_t stream, Py_ssize_t side=0):
+        """Write the parameters from ``vals`` and launch (the second launch on ``side``
+        where the entry runs it beside the first); False where the driver refused (the
+        Python path then repeats the call and reports or recovers)."""
         cdef int i
         cdef Write* w
-        cdef LaunchRec* r
         cdef int res = 0
         cdef int nl = self.nl
         cdef LaunchRec* recs = self.rec
         cdef bint pdl = _pdl and self.pdl
-        cdef LaunchConfig cfg
         for i in range(self.nw):
             w = &self.writes[i]
             if w.kind == K_U64:
@@ -367,23 +413,23 @@ cdef class Entry:
                 (<double*>w.addr)[0] = <double>vals[w.src]
         # without the GIL, as CuPy's launches: a full launch queue blocks only this thread
         with nogil:
-            for i in range(nl):
-                r = &recs[i]
-                if r.coop:
-                    res = _coop(r.fn, r.grid[0], r.grid[1], r.grid[2], r.block[0],
-                                r.block[1], r.block[2], r.smem, <void*>stream, r.params)
-                elif pdl:
-                    cfg.grid_x, cfg.grid_y, cfg.grid_z = r.grid[0], r.grid[1], r.grid[2]
-                    cfg.block_x, cfg.block_y = r.block[0], r.block[1]
-                    cfg.block_z, cfg.smem = r.block[2], r.smem
-                    cfg.stream, cfg.attrs, cfg.n_attrs = <void*>stream, &_pdl_attr, 1
-                    res = _launch_ex(&cfg, r.fn, r.params, NULL)
-                else:
-                    res = _launch(r.fn, r.grid[0], r.grid[1], r.grid[2], r.block[0],
-                                  r.block[1], r.block[2], r.smem, <void*>stream, r.params,
-                                  NULL)
-                if res != 0:
-                    break
+            if side:  # as run._Beside: fork, the first launch, the side one, join
+                res = _event_record(self.fork, <void*>stream)
+                if res == 0:
+                    res = _launch_rec(&recs[0], stream, pdl)
+                if res == 0:
+                    res = _wait_event(<void*>side, self.fork, 0)
+                if res == 0:  # (after an event wait: no dependent launch)
+                    res = _launch_rec(&recs[1], side, False)
+                if res == 0:
+                    res = _event_record(self.join, <void*>side)
+                if res == 0:
+                    res = _wait_event(<void*>stream, self.join, 0)
+            else:
+                for i in range(nl):
+                    res = _launch_rec(&recs[i], stream, pdl)
+                    if res != 0:
+                        break
         return res == 0
 
     cdef object dsd(self, x, tuple shape, w, out):
@@ -414,10 +460,14 @@ cdef class Entry:
             return None
         stream = _get_stream().ptr
         r = self.runner
+        # A copy of W's blocks goes to the buffer the runner keeps for one stream, which
+        # its launches (and W's map) point at: this call's stream, or the Python path.
+        if self.wcopy and r._wt_stream != stream:
+            return None
         if self.tma:  # the maps of X and W kept by the runner must be these arrays'
             xrow = _map_rows(n, cols, s0, it)
             if xrow < 0 or not _same(r._xkey, ptr, xrow) or r._ctr_stream != stream or (
-                    r._wptr != wptr):
+                    not self.wcopy and r._wptr != wptr):
                 return None
         if self.split and r._split_stream != stream:
             return None
@@ -450,11 +500,12 @@ cdef class Entry:
         vals[SRC_ONE], vals[SRC_ZERO], vals[SRC_W_PTR] = 1, 0, wptr
         return y if self._run(vals, stream) else None
 
-    cdef object sdd(self, a, b, tuple sa, tuple sb, like):
+    cdef object sdd(self, a, b, tuple sa, tuple sb, like, out):
         """``a @ b`` on W's blocks for ``a = x.T`` and ``b = dy`` (the layer gradient,
-        both read in place), or None."""
+        both read in place), into ``out`` (a CuPy array of W's blocks) where given, or
+        None."""
         cdef Py_ssize_t vals[N_SRC]
-        cdef Py_ssize_t it = self.it, stream, ap, bp, a0, a1, b0, b1
+        cdef Py_ssize_t it = self.it, stream, ap, bp, a0, a1, b0, b1, xrow, drow, side
         if sa[0] != self.cols or sb[1] != self.b_cols or sb[0] != self.inner:
             return None
         if a.dtype is not self.dtype or b.dtype is not self.dtype or (
@@ -472,12 +523,40 @@ cdef class Entry:
         if a0 != it or b1 != it or (a1 | b0 | ap | bp) & 15:
             return None
         stream = _get_stream().ptr
-        y = self.outputs.take(stream)
+        r = self.runner
+        if self.tma:  # the maps of X and dY kept by the runner must be these arrays'
+            xrow = _map_rows(self.inner, self.cols, a1, it)
+            drow = _map_rows(self.inner, self.b_cols, b0, it)
+            if xrow < 0 or drow < 0:
+                return None
+            maps = r._maps
+            if not (_same3(maps[0], ap, xrow, self.inner) and
+                    _same3(maps[1], bp, drow, self.inner)):
+                return None
+        if self.split and r._split_stream != stream:
+            return None
+        side = 0
+        if self.sides is not None:  # the caller stream's side stream, where made already
+            s = self.sides.get((self.dev, self.thread, stream))
+            if s is None:
+                return None
+            side = s
+        if out is None:
+            y = self.outputs.take(stream)
+        else:  # W's blocks as the matrix holds them: contiguous, 16-byte aligned
+            y = out
+            if y.dtype is not self.dtype or y.shape != self.outputs.shape:
+                return None
+            ymem = y.data
+            st = y.strides
+            if ymem.device_id != self.dev or ymem.ptr & 15 or st[2] != it or (
+                    st[1] != y.shape[2] * it or st[0] != y.shape[1] * st[1]):
+                return None
         vals[SRC_A_PTR], vals[SRC_A_LD], vals[SRC_B_PTR], vals[SRC_B_LD] = (
             ap, a1 // it, bp, b0 // it)
         vals[SRC_Y_PTR], vals[SRC_Y_LD] = y.data.ptr, 0
         vals[SRC_ONE], vals[SRC_ZERO], vals[SRC_W_PTR] = 1, 0, 0
-        return y if self._run(vals, stream) else None
+        return y if self._run(vals, stream, side) else None
 
 
 cdef class Table:
@@ -526,10 +605,12 @@ cdef class Table:
             self.hits += 1
         return y
 
-    def sdd(self, a, b, like):
+    def sdd(self, a, b, like, out=None):
         """``a @ b`` on the blocks of ``like`` (the matrix that holds this table; the layer
-        gradient ``x.T @ dy``) through an entry: the result's blocks, or None."""
-        if _launch == NULL or type(a) is not _ndarray or type(b) is not _ndarray:
+        gradient ``x.T @ dy``) through an entry, into ``out`` (a CuPy array of ``like``'s
+        blocks) where given: the result's blocks, or None."""
+        if _launch == NULL or type(a) is not _ndarray or type(b) is not _ndarray or (
+                out is not None and type(out) is not _ndarray):
             return None
         sa, sb = a.shape, b.shape
         if len(<tuple>sa) != 2 or len(<tuple>sb) != 2 or sa[1] != sb[0]:
@@ -537,7 +618,7 @@ cdef class Table:
         e = self._sdd.get(sa[1])
         if e is None:
             return None
-        y = (<Entry>e).sdd(a, b, sa, sb, like)
+        y = (<Entry>e).sdd(a, b, sa, sb, like, out)
         if y is not None:
             self.hits += 1
         return y

@@ -30,7 +30,7 @@ try:
     from . import _fastcall
 except ImportError:  # not built
     _fastcall = None
-if _fastcall is not None and getattr(_fastcall, "API", None) != 6:
+if _fastcall is not None and getattr(_fastcall, "API", None) != 7:
     # an in-place build older than these sources (a checkout updated without
     # `pip install -e .`): the Python path until it is rebuilt
     warnings.warn("cubsparse: the compiled call path (cubsparse/_cuda/_fastcall) was built "
@@ -65,8 +65,10 @@ def _bind() -> None:
         coop = ctypes.cast(lib.cuLaunchCooperativeKernel, ctypes.c_void_p).value
         ex = getattr(lib, "cuLaunchKernelEx", None)
         ex = ctypes.cast(ex, ctypes.c_void_p).value if ex is not None else 0
+        record = ctypes.cast(lib.cuEventRecord, ctypes.c_void_p).value
+        wait = ctypes.cast(lib.cuStreamWaitEvent, ctypes.c_void_p).value
         _fastcall.bind(cupy.ndarray, cupy.cuda.runtime.getDevice, cupy.cuda.get_current_stream,
-                       addr, coop, ex, GENERATION, _options)
+                       addr, coop, ex, GENERATION, _options, record, wait)
         _fastcall.set_pdl(PDL)
         _bound = True
 
@@ -87,9 +89,10 @@ def table(w):
 def _arm(w, op: str, key: int, runner, dev, cols, b_cols, inner, tf32) -> None:
     """Make ``runner``'s entry under ``key`` in ``w``'s table, unless it is there and in
     force; none where the runner's call does more than the compiled path (``fast_spec``
-    None). ``fast_spec`` is ``(names, writes, tma, ymap, split)``, with ``writes`` as
-    ``(launch name, parameter index, source)``."""
+    None). ``fast_spec`` is ``(names, writes, tma, ymap, split, wcopy)``, with ``writes``
+    as ``(launch name, parameter index, source)``."""
     from . import device
+    from .run import _SIDE_STREAMS
 
     t = table(w)
     if t is None:
@@ -100,14 +103,16 @@ def _arm(w, op: str, key: int, runner, dev, cols, b_cols, inner, tf32) -> None:
     spec = runner.fast_spec()
     if spec is None:
         return
-    names, writes, tma, ymap, split = spec
+    names, writes, tma, ymap, split, wcopy = spec
     raw = [(*getattr(runner, n).slot(i), src) for n, i, src in writes]
+    b = getattr(runner, "beside", None)  # the second launch on a side stream (run._Beside)
+    beside = None if b is None else (_SIDE_STREAMS, b.fork, b.join)
     dtype = w._data.dtype
     t.set(op, key, _fastcall.Entry(
         runner, tuple(names), raw, runner.outputs, dtype, w._structure, dev, cols, b_cols,
         inner, -1 if dtype.char != "f" else int(tf32), tma, ymap, split,
         getattr(runner, "width", 0), getattr(runner, "out_align", 0), w._data.nbytes,
-        device.arch(dev) >= 90))
+        device.arch(dev) >= 90, wcopy, beside))
 
 
 def arm_dsd(w, runner, n: int, trans: bool, tf32: bool, dev: int) -> None:

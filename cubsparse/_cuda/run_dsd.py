@@ -20,6 +20,7 @@ from .run import (
     _aligned,
     _check_devices,
     _cupy,
+    _current_stream,
     _held,
     _key,
     _map_rows,
@@ -209,24 +210,41 @@ class _DsdRunner(StreamLaunches, DensePath):
         self._xkey, self._wptr, self._ctr_stream = None, None, None  # set by the first call
         self._ykey = None
         self._split_stream = None  # the stream whose workspace the parameters hold, if kept
+        # W's copy: a buffer kept for one stream (`_wt_for`), whose launches run in order,
+        # so each call's copy follows the last call's kernel; inside a capture a buffer of
+        # the graph's own. `_wt_stream`: the stream whose buffer the launches point at once
+        # a call has set them (the compiled path's guard), else None.
+        self._wt, self._wt_for, self._wt_stream = None, None, None
 
     def _copy_w(self, wdata, stream):
-        """W's blocks transposed, or gathered into panels, where the kernel reads them so."""
+        """W's blocks transposed, or gathered into panels, where the kernel reads them so:
+        the copy, and whether it went to the buffer kept for ``stream``."""
         cupy = _cupy()
         if self.copy is not None:
-            t = _held(cupy.ndarray((self.copy_blocks, self.b, self.b), wdata.dtype))
+            kept = not _current_stream().is_capturing()
+            if not kept:  # the graph replays into its own buffer
+                t = _held(cupy.ndarray((self.copy_blocks, self.b, self.b), wdata.dtype))
+            else:
+                if self._wt is None or self._wt_for != stream or self._wt.dtype != (
+                        wdata.dtype):
+                    self._wt = cupy.ndarray((self.copy_blocks, self.b, self.b), wdata.dtype)
+                    self._wt_for = stream
+                t = self._wt
             self.copy.v[0].value, self.copy.v[1].value = wdata.data.ptr, t.data.ptr
             self.copy(stream)
-            return t
+            return t, kept
         # TF32 reads [n][k] blocks too
-        return _held(cupy.ascontiguousarray(wdata.transpose(0, 2, 1)))
+        return _held(cupy.ascontiguousarray(wdata.transpose(0, 2, 1))), False
 
     def __call__(self, x, wdata, y, alpha, beta, stream):
         if self.streamed:
             return self._call_stream(x, wdata, y, alpha, beta, stream)
         it = self.it
+        copied = None
         if self.w_copy:
-            wdata = self._copy_w(wdata, stream)
+            self._wt_stream = None  # until the launches point at the kept buffer
+            wdata, kept = self._copy_w(wdata, stream)
+            copied = stream if kept else None
         L = self.main
         v = L.v
         if self.tma:
@@ -267,24 +285,33 @@ class _DsdRunner(StreamLaunches, DensePath):
             v[self.i_counts].value = counts.data.ptr
             self._split_stream = stream if self.split.kept(stream) else None
         L(stream)
+        if self.w_copy:  # every launch now points at the buffer kept for this stream
+            self._wt_stream = copied
 
     def fast_spec(self):
         """What a repeated eager call writes, for the compiled path (:mod:`.fastcall`):
-        ``(launches, writes, tma, ymap, split)``, or None where a call does more (copies
-        W's blocks, or runs the dense path)."""
+        ``(launches, writes, tma, ymap, split, wcopy)``, or None where a call does more
+        (copies W's blocks by CuPy, maps a stand-in, or runs the dense path)."""
         if not self.eager:
             return None
         if self.streamed:
             return self._stream_spec()
-        if self.w_copy or self.stand_in is not None:
+        if (self.w_copy and self.copy is None) or self.stand_in is not None:
             return None
-        # under TMA the maps of X and W are the runner's, checked by the call
-        writes = [] if self.tma else [("main", 0, "a"), ("main", 1, "lda"),
-                                      ("main", self.i_w, "w")]
+        # under TMA the maps of X and W are the runner's, checked by the call; W's copy
+        # reads W and writes the buffer kept for the call's stream
+        names, writes = ("main",), []
+        if self.copy is not None:
+            names, writes = ("copy", "main"), [("copy", 0, "w")]
+        if not self.tma:
+            writes += [("main", 0, "a"), ("main", 1, "lda")]
+            if self.copy is None:
+                writes.append(("main", self.i_w, "w"))
         writes += _output_writes("main", self.i_y)
         if self.epilogue:  # the TMA store on: a call checks that the runner's Y map is its Y's
             writes.append(("main", self.i_ctr + 3, "one"))
-        return ("main",), writes, self.tma, bool(self.epilogue), self.split is not None
+        return (names, writes, self.tma, bool(self.epilogue), self.split is not None,
+                self.copy is not None)
 
     def _map_y(self, y, beta):
         """Points the epilogue's TMA store at ``y`` where it can take it (beta 0, rows

@@ -96,4 +96,4 @@ class StreamLaunches:
         if self.finish is not None:
             names += ("finish",)
             writes += _output_writes("finish", 5)
-        return names, writes, False, False, self.split is not None
+        return names, writes, False, False, self.split is not None, False

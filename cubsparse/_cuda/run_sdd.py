@@ -131,13 +131,18 @@ def sdd(a, b_mat, like, out_data, alpha: float, beta: float, tf32: bool = False)
     return data
 
 
-def sdd_eager(a, b_mat, like, tf32: bool):
-    """``a @ b_mat`` on ``like``'s blocks for the call an eager loop makes (no ``out``,
-    ``alpha`` 1, ``beta`` 0; types, dtypes and shapes checked by the caller), through a
-    runner already built, or None where :func:`sdd` must run."""
+def sdd_eager(a, b_mat, like, tf32: bool, out_data=None):
+    """``a @ b_mat`` on ``like``'s blocks for the call an eager loop makes (``alpha`` 1,
+    ``beta`` 0; types, dtypes and shapes checked by the caller), into ``out_data`` (the
+    blocks of a matrix of ``like``'s layout) where given, through a runner already built,
+    or None where :func:`sdd` must run (a first call, another device, an ``out_data`` the
+    kernels cannot store into directly)."""
     dev = run._get_device()
     if a.data.device_id != dev or b_mat.data.device_id != dev or (
             like._data.data.device_id != dev):
+        return None
+    if out_data is not None and (out_data.data.device_id != dev or out_data.data.ptr % 16
+                                 or not out_data.flags.c_contiguous):
         return None
     runners = like.__dict__.get("_runners")
     if runners is None or a.shape[1] == 0 or like._structure.nnzb == 0:
@@ -150,13 +155,14 @@ def sdd_eager(a, b_mat, like, tf32: bool):
     if r is None:
         return None
     stream = run._current_stream().ptr
-    data = r.outputs.take(stream)
+    data = r.outputs.take(stream) if out_data is None else out_data
     if ops is None:
         if r.direct is not None:
             r.direct(*lg, data.data.ptr, stream)
-            fastcall.arm_sdd(like, r, a, b_mat, dev)
-            return data
-        ops = (*lg, True, False, a.shape[1], ())
+        else:
+            r(a, b_mat, (*lg, True, False, a.shape[1], ()), data, 1.0, 0.0, stream)
+        fastcall.arm_sdd(like, r, a, b_mat, dev)
+        return data
     r(a, b_mat, ops, data, 1.0, 0.0, stream)
     return data
 
@@ -187,6 +193,9 @@ class _SddRunner:
         self.rest_scratch = None  # its split reduction's workspace and counters
         self.beside = None  # where it runs beside the panels: their streams and events
         self.tail_scratch = None  # the TMA kernel's last-round pieces' workspace, counters
+        # the stream whose kept workspaces and counters (tail_scratch, rest_scratch) the
+        # launches hold since the last call, else None: the compiled path's guard
+        self._split_stream = None
         cfg = p.kernel
         # Every sdd kernel stores at least pairs of outputs (the wgmma kernels and the dense
         # path's gather 16-byte vectors): a result whose values are a view one element into a
@@ -267,14 +276,24 @@ class _SddRunner:
                        s.indices, splits, 0, 0, None, None, None])
 
     def fast_spec(self):
-        """What :meth:`_direct` writes, for the compiled path (:mod:`.fastcall`), or None
-        where the eager call is not direct."""
-        if self.direct is None:
-            return None
+        """What a repeated layer gradient writes, for the compiled path (:mod:`.fastcall`):
+        the operands and output of :meth:`_direct`, or the output of the TMA kernel (whose
+        maps of X and dY the call checks are the runner's) and the operands and output of
+        its second launch (on a side stream where the runner has one); None for the dense
+        path."""
         m = "main"
-        writes = [(m, 0, "a"), (m, 1, "lda"), (m, 2, "b"), (m, 3, "ldb"), (m, -3, "y"),
-                  (m, -2, "one"), (m, -1, "zero")]
-        return (m,), writes, False, False, False
+        ops = [(m, 0, "a"), (m, 1, "lda"), (m, 2, "b"), (m, 3, "ldb")]
+        out = [(m, -3, "y"), (m, -2, "one"), (m, -1, "zero")]
+        if self.direct is not None:
+            return (m,), ops + out, False, False, False, False
+        if self.plan.path != "sparse" or not self.plan.kernel.tma:
+            return None
+        names, writes = (m,), out
+        if self.rest is not None:
+            names += ("rest",)
+            writes += [("rest", i, src) for _, i, src in ops + out]
+        split = self.tail_scratch is not None or self.rest_scratch is not None
+        return names, writes, True, False, split, False
 
     def _direct(self, a_ptr, a_ld, b_ptr, b_ld, out_ptr, stream):
         """The eager call of a kernel that reads its operands by pointer: ``a`` and ``b``
@@ -302,6 +321,7 @@ class _SddRunner:
             v[0].value, v[4].value = prod.data.ptr, target.data.ptr
             v[5].value, v[6].value = alpha, beta
         elif self.plan.kernel.tma:
+            self._split_stream = None  # until the launches hold this stream's workspaces
             # X and dY as maps of their rows (ops: addresses and row strides, 16-byte aligned
             # as every wgmma sdd reads them); kept while a loop passes the same arrays.
             # Reversed or overlapping rows (a negative or zero stride) are copied first.
@@ -342,6 +362,10 @@ class _SddRunner:
             self.main(stream)
             if self.rest is not None:
                 self.rest(stream)
+        if not dense and self.plan.kernel.tma:
+            self._split_stream = stream if all(
+                sc is None or sc.kept(stream) for sc in (self.tail_scratch, self.rest_scratch)
+            ) else None
         if target is not data:
             data[...] = target
 
