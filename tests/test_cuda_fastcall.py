@@ -281,12 +281,13 @@ def test_a_graph_captured_through_the_compiled_path_replays(backend):
                                rtol=2e-2, atol=0.5)
 
 
-@pytest.mark.parametrize(("b", "n"), [(32, 40), (64, 300), (16, 32)],
-                         ids=["tile kernels", "tma (Hopper)", "stream"])
-def test_values_rebound_to_other_storage_are_read(backend, b, n):
+@pytest.mark.parametrize(("b", "n", "forced"),
+                         [(32, 40, {}), (64, 300, {}), (16, 32, {}), (32, 256, {"panel": True})],
+                         ids=["tile kernels", "tma (Hopper)", "stream", "panels (Hopper)"])
+def test_values_rebound_to_other_storage_are_read(backend, b, n, forced):
     """A matrix whose values are rebound to another array (the PyTorch layer reuses one
     matrix per call with that call's values): the compiled path reads the new storage,
-    for ``x @ W`` and ``dy @ W.T``."""
+    for ``x @ W`` and ``dy @ W.T`` (where the dense panels copy W's blocks first, too)."""
     import cupy
 
     from cubsparse._cuda import plans
@@ -296,7 +297,7 @@ def test_values_rebound_to_other_storage_are_read(backend, b, n):
     rng = np.random.default_rng(5)
     x = cupy.asarray(rng.standard_normal((n, 512)).astype(dtype))
     hx = to_numpy(x).astype(np.float64)
-    with plans.override(dense=False):
+    with plans.override(dense=False, **forced):
         for _ in range(3):  # built, armed, compiled
             x @ w, x @ w.T
         hits = w.__dict__["_fast"].hits
@@ -385,10 +386,11 @@ def test_products_into_out_take_the_compiled_path(backend, case):
 
 
 def test_w_copies_kept_per_stream_and_a_graph_of_its_own(backend):
-    """A plan that copies W's blocks (the dense panels) keeps one buffer for the stream of
-    its calls: calls that move between two streams, a CUDA graph captured between them
-    (which copies into a buffer of its own) and W's values changed in place are each
-    right, and the calls on one stream are C's once armed there."""
+    """A plan that copies W's blocks first (the dense panels) copies into the layout's
+    buffer for the call's stream: calls that move between two streams, a CUDA graph
+    captured between them (which copies into a buffer of its own, through the Python path)
+    and replayed after eager calls on both streams, and W's values changed in place, are
+    each right; the calls on one stream are C's once armed there."""
     import cupy
 
     from cubsparse._cuda import plans
@@ -408,28 +410,37 @@ def test_w_copies_kept_per_stream_and_a_graph_of_its_own(backend):
         ref = hx @ wd if not trans else hx[:, :768] @ wd.T
         np.testing.assert_allclose(to_numpy(y).astype(np.float64), ref, rtol=2e-2, atol=0.2)
 
+    null = cupy.cuda.Stream.null
     with plans.override(dense=False, panel=True):
-        for stream in (None, s, None, s, s):
-            with stream if stream is not None else cupy.cuda.Stream.null:
+        for stream in (null, s, null, s, s):
+            with stream:
                 for _ in range(3):
                     check(w, False)
                     check(w.T, True)
         assert _features(_spec(w, "dsd"))["wcopy"]
+        table = w.__dict__["_fast"]
         with s:
+            hits = table.hits
             s.begin_capture()
             y = x @ w
             graph = s.end_capture()
+            assert table.hits == hits  # the capture took the Python path
             check(w, False)  # eager again on the stream the graph was captured on
+        for stream in (null, s):
+            with stream:
+                check(w, False)
+                check(w.T, True)
+        with s:
             w.data[...] = cupy.asarray(rng.standard_normal(w.data.shape).astype(dtype))
             graph.launch(s)
             s.synchronize()
         np.testing.assert_allclose(to_numpy(y).astype(np.float64),
                                    hx @ to_numpy(w.toarray()).astype(np.float64),
                                    rtol=2e-2, atol=0.2)
-        hits = w.__dict__["_fast"].hits
+        hits = table.hits
         for _ in range(CALLS):
             check(w, False)
-        assert w.__dict__["_fast"].hits - hits >= CALLS - 1
+        assert table.hits - hits >= CALLS - 1
 
 
 def _two_part_layout(b):
@@ -463,8 +474,9 @@ def test_tma_weight_gradients_take_the_compiled_path(backend, case, into):
     """The persistent TMA weight gradient (its last round in pieces or not) and the one in
     two parts (panels, then the other blocks by pointer, after them or beside them on a
     side stream): repeated, into a new matrix or into ``out`` (poisoned before each call,
-    as the PyTorch layer's gradient buffer), on the null stream and on another, each call
-    is right and C's once armed on its stream."""
+    as the PyTorch layer's gradient buffer), on the null stream, another and the null one
+    again, with X moved to another buffer: each call is right, and C's but where its stream
+    or X's address changed."""
     import cupy
 
     from cubsparse._cuda import plans
@@ -478,30 +490,42 @@ def test_tma_weight_gradients_take_the_compiled_path(backend, case, into):
            else cs.layouts.random(4, 6, 0.5, seed=10))
     w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=11, backend="cuda")
     mask = np.kron(lay, np.ones((b, b)))
-    x = cupy.empty((n, w.shape[0]), dtype)
-    dy = cupy.empty((n, w.shape[1]), dtype)
     out = w.copy() if into == "out" else None
     s = cupy.cuda.Stream(non_blocking=True)
+    null = cupy.cuda.Stream.null
+    # two X buffers: the runner's map of X is for one address
+    xs = [cupy.empty((n, w.shape[0]), dtype) for _ in range(2)]
+    dy = cupy.empty((n, w.shape[1]), dtype)
+    calls = 0
     with plans.override(dense=False, **forced):
-        for i in range(2 * CALLS + 4):
-            if i == CALLS + 2:  # the second half on another stream
-                s.use()
-            hx = rng.standard_normal(x.shape).astype(dtype)
-            hdy = rng.standard_normal(dy.shape).astype(dtype)
-            x[...], dy[...] = cupy.asarray(hx), cupy.asarray(hdy)
-            if out is not None:
-                out.data.fill(np.nan)
-            g = cs.sampled_matmul(x.T, dy, like=w, out=out)
-            assert out is None or g is out
-            expect = (hx.astype(np.float64).T @ hdy.astype(np.float64)) * mask
-            np.testing.assert_allclose(to_numpy(g.toarray()).astype(np.float64), expect,
-                                       rtol=2e-2, atol=0.2)
-            if i == 1:
-                hits = w.__dict__["_fast"].hits
-        cupy.cuda.Stream.null.use()
-        s.synchronize()
-        spec = _spec(w, "sdd")
+        # null, then s, then null again; each stream's run ends with the other X buffer
+        for stream, xi in ((null, [0] * (CALLS + 2) + [1, 1]), (s, [0] * CALLS),
+                           (null, [0] * CALLS)):
+            with stream:
+                for i in xi:
+                    x = xs[i]
+                    hx = rng.standard_normal(x.shape).astype(dtype)
+                    hdy = rng.standard_normal(dy.shape).astype(dtype)
+                    x[...], dy[...] = cupy.asarray(hx), cupy.asarray(hdy)
+                    if out is not None:
+                        out.data.fill(np.nan)
+                    g = cs.sampled_matmul(x.T, dy, like=w, out=out)
+                    assert out is None or g is out
+                    expect = (hx.astype(np.float64).T @ hdy.astype(np.float64)) * mask
+                    np.testing.assert_allclose(to_numpy(g.toarray()).astype(np.float64),
+                                               expect, rtol=2e-2, atol=0.2)
+                    calls += 1
+                    if calls == 2:
+                        hits = w.__dict__["_fast"].hits
+                stream.synchronize()
+        if out is not None:
+            with pytest.raises(TypeError, match="float16 matrix"):  # the checks, as before
+                cs.sampled_matmul(xs[0].T, dy, like=w, out=w.astype(np.float32))
+        runner = [r for k, r in w.__dict__["_runners"].items() if k[0] == "sdd"][-1]
+        assert (runner.beside is not None) == forced.get("sdd_rest_beside", False)
+        spec = runner.fast_spec()
         assert _features(spec)[feature], f"{case}: the plan has no {feature}"
         assert spec[0] == (("main", "rest") if "two parts" in case else ("main",))
-        # a Python call arms each stream: the others are C's
-        assert w.__dict__["_fast"].hits - hits >= 2 * CALLS - 1
+        # the first call plans and the second arms; after them a Python call at most where
+        # X moves to the other buffer or the stream changes (three times), C's the others
+        assert w.__dict__["_fast"].hits - hits >= calls - 2 - 3

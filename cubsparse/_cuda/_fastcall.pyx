@@ -54,6 +54,8 @@ ctypedef int (*launch_ex_fn)(const LaunchConfig*, void*, void**, void**) noexcep
 # cuEventRecord(event, stream) and cuStreamWaitEvent(stream, event, flags)
 ctypedef int (*event_record_fn)(void*, void*) noexcept nogil
 ctypedef int (*wait_event_fn)(void*, void*, unsigned int) noexcept nogil
+# cuStreamIsCapturing(stream, &status)
+ctypedef int (*is_capturing_fn)(void*, int*) noexcept nogil
 
 cdef enum:
     PROGRAMMATIC_STREAM_SERIALIZATION = 6  # CU_LAUNCH_ATTRIBUTE_..., CUDA 11.8 and newer
@@ -64,6 +66,7 @@ cdef coop_fn _coop = NULL
 cdef launch_ex_fn _launch_ex = NULL
 cdef event_record_fn _event_record = NULL
 cdef wait_event_fn _wait_event = NULL
+cdef is_capturing_fn _is_capturing = NULL
 cdef LaunchAttribute _pdl_attr
 cdef bint _pdl = False  # launch with programmatic dependent launch where an entry may
 cdef object _ndarray = None
@@ -74,17 +77,19 @@ cdef object _options = None
 
 
 def bind(ndarray, get_device, get_stream, size_t launch, size_t coop, size_t launch_ex,
-         list generation, options, size_t event_record, size_t wait_event):
+         list generation, options, size_t event_record, size_t wait_event,
+         size_t is_capturing):
     """Set CuPy's array type, its current device and stream queries, the driver's
     ``cuLaunchKernel``, ``cuLaunchCooperativeKernel`` and ``cuLaunchKernelEx`` (addresses;
     0 where the driver has no ``cuLaunchKernelEx``), the plans' generation (a one-item list),
-    the options module (its ``KEY``), and the driver's ``cuEventRecord`` and
-    ``cuStreamWaitEvent``."""
+    the options module (its ``KEY``), and the driver's ``cuEventRecord``,
+    ``cuStreamWaitEvent`` and ``cuStreamIsCapturing``."""
     global _launch, _coop, _launch_ex, _ndarray, _get_device, _get_stream, _generation
-    global _options, _event_record, _wait_event
+    global _options, _event_record, _wait_event, _is_capturing
     _ndarray, _get_device, _get_stream = ndarray, get_device, get_stream
     _launch, _coop, _launch_ex = <launch_fn>launch, <coop_fn>coop, <launch_ex_fn>launch_ex
     _event_record, _wait_event = <event_record_fn>event_record, <wait_event_fn>wait_event
+    _is_capturing = <is_capturing_fn>is_capturing
     _generation, _options = generation, options
     _pdl_attr.id = PROGRAMMATIC_STREAM_SERIALIZATION
     (<int*>_pdl_attr.value)[0] = 1
@@ -460,9 +465,12 @@ cdef class Entry:
             return None
         stream = _get_stream().ptr
         r = self.runner
-        # A copy of W's blocks goes to the buffer the runner keeps for one stream, which
-        # its launches (and W's map) point at: this call's stream, or the Python path.
-        if self.wcopy and r._wt_stream != stream:
+        # A copy of W's blocks goes to the layout's buffer for one stream, which the runner's
+        # launches (and W's map) point at: this call's stream, or the Python path; and a
+        # call being captured copies into a buffer of its graph's own (the Python path)
+        cdef int capturing = 1
+        if self.wcopy and (r._wt_stream != stream or _is_capturing == NULL or _is_capturing(
+                <void*>stream, &capturing) != 0 or capturing != 0):
             return None
         if self.tma:  # the maps of X and W kept by the runner must be these arrays'
             xrow = _map_rows(n, cols, s0, it)

@@ -69,8 +69,9 @@ def _bind() -> None:
         ex = ctypes.cast(ex, ctypes.c_void_p).value if ex is not None else 0
         record = ctypes.cast(lib.cuEventRecord, ctypes.c_void_p).value
         wait = ctypes.cast(lib.cuStreamWaitEvent, ctypes.c_void_p).value
+        capturing = ctypes.cast(lib.cuStreamIsCapturing, ctypes.c_void_p).value
         _fastcall.bind(cupy.ndarray, cupy.cuda.runtime.getDevice, cupy.cuda.get_current_stream,
-                       addr, coop, ex, GENERATION, _options, record, wait)
+                       addr, coop, ex, GENERATION, _options, record, wait, capturing)
         _fastcall.set_pdl(PDL)
         _bound = True
 

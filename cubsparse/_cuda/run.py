@@ -168,6 +168,17 @@ class _SplitScratch:
         return ws, counts
 
 
+def _stream_buffer(structure, dev: int, stream: int, shape: tuple, dtype):
+    """An array of ``shape`` and ``dtype`` for the work of ``stream`` on device ``dev`` in
+    this thread, kept in the layout's cache for every runner of the layout (W's blocks
+    copied before a product): a stream's launches run in order, so each call that fills it
+    follows the kernels that read it before. Never replaced, so a launch that points at it
+    never reads memory handed back; a call being captured takes a buffer of its own
+    (:func:`_held`), which its graph keeps."""
+    return structure.cached(("stream_buffer", dev, _get_ident(), stream, shape, dtype.str),
+                            lambda: _cupy().ndarray(shape, dtype))
+
+
 def _runner(w, key, build):
     runners = w.__dict__.setdefault("_runners", {})
     r = runners.get(key)

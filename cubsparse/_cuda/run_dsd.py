@@ -29,6 +29,7 @@ from .run import (
     _set_output,
     _SplitScratch,
     _stream,
+    _stream_buffer,
     _stride_grid,
 )
 from .run_dsd_dense import DensePath
@@ -210,26 +211,21 @@ class _DsdRunner(StreamLaunches, DensePath):
         self._xkey, self._wptr, self._ctr_stream = None, None, None  # set by the first call
         self._ykey = None
         self._split_stream = None  # the stream whose workspace the parameters hold, if kept
-        # W's copy: a buffer kept for one stream (`_wt_for`), whose launches run in order,
-        # so each call's copy follows the last call's kernel; inside a capture a buffer of
-        # the graph's own. `_wt_stream`: the stream whose buffer the launches point at once
-        # a call has set them (the compiled path's guard), else None.
-        self._wt, self._wt_for, self._wt_stream = None, None, None
+        # W's copy goes to the layout's buffer for the call's stream (_stream_buffer); the
+        # stream whose buffer the launches point at once a call has set them (the compiled
+        # path's guard), else None
+        self._wt_stream = None
+        self._structure = s
 
     def _copy_w(self, wdata, stream):
         """W's blocks transposed, or gathered into panels, where the kernel reads them so:
         the copy, and whether it went to the buffer kept for ``stream``."""
         cupy = _cupy()
         if self.copy is not None:
+            shape = (self.copy_blocks, self.b, self.b)
             kept = not _current_stream().is_capturing()
-            if not kept:  # the graph replays into its own buffer
-                t = _held(cupy.ndarray((self.copy_blocks, self.b, self.b), wdata.dtype))
-            else:
-                if self._wt is None or self._wt_for != stream or self._wt.dtype != (
-                        wdata.dtype):
-                    self._wt = cupy.ndarray((self.copy_blocks, self.b, self.b), wdata.dtype)
-                    self._wt_for = stream
-                t = self._wt
+            t = (_stream_buffer(self._structure, self.dev, stream, shape, wdata.dtype) if kept
+                 else _held(cupy.ndarray(shape, wdata.dtype)))  # the graph's own
             self.copy.v[0].value, self.copy.v[1].value = wdata.data.ptr, t.data.ptr
             self.copy(stream)
             return t, kept

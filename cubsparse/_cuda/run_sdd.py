@@ -337,9 +337,10 @@ class _SddRunner:
                 dc = _held(_cupy().ascontiguousarray(b_mat))
                 dptr, drow = dc.data.ptr, dc.strides[0]
             xkey, dkey = (xptr, xrow, inner), (dptr, drow, inner)
-            if xkey != self._maps[0]:
+            maps, self._maps = self._maps, (None, None)  # (until both maps are set)
+            if xkey != maps[0]:
                 self.main.set_map(0, device.tensor_map(xptr, self.xcols, inner, xrow, 64, 64))
-            if dkey != self._maps[1]:
+            if dkey != maps[1]:
                 self.main.set_map(1, device.tensor_map(dptr, self.dcols, inner, drow, 64, 64))
             self._maps = (xkey, dkey)
             v[-3].value, v[-2].value, v[-1].value = target.data.ptr, alpha, beta
