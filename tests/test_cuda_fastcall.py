@@ -10,7 +10,7 @@ import pytest
 from conftest import BACKENDS, to_numpy
 
 import cubsparse as cs
-from cubsparse._cuda import fastcall
+from cubsparse._cuda import fastcall, run
 
 pytestmark = [
     pytest.mark.parametrize("backend", [p for p in BACKENDS if p.values == ("cuda",)],
@@ -292,6 +292,8 @@ def test_values_rebound_to_other_storage_are_read(backend, b, n, forced):
 
     from cubsparse._cuda import plans
 
+    if forced and not _hopper():
+        pytest.skip("a Hopper plan")
     dtype = "float16"
     w = _matrix(b, 512, 512, dtype, seed=5)
     rng = np.random.default_rng(5)
@@ -310,7 +312,14 @@ def test_values_rebound_to_other_storage_are_read(backend, b, n, forced):
                     y = x @ op
                     np.testing.assert_allclose(to_numpy(y).astype(np.float64), hx @ ref,
                                                rtol=2e-2, atol=0.2)
-        assert w.__dict__["_fast"].hits > hits
+                    del y  # (the panels' TMA store maps one output: the next gets it back)
+        made = w.__dict__["_fast"].hits - hits
+        if forced:  # the copy reads W where it now is: every call is C's
+            for k, r in w.__dict__["_runners"].items():
+                assert k[0] != "dsd" or _features(r.fast_spec())["wcopy"]
+            assert made == 8
+        else:  # each op's second call after a rebind at least (a map of W is remade)
+            assert made >= 4
 
 
 def test_options_set_back_to_equal_values_keep_the_compiled_path(backend):
@@ -419,12 +428,20 @@ def test_w_copies_kept_per_stream_and_a_graph_of_its_own(backend):
                     check(w.T, True)
         assert _features(_spec(w, "dsd"))["wcopy"]
         table = w.__dict__["_fast"]
+        runner = next(r for k, r in w.__dict__["_runners"].items()
+                      if k[0] == "dsd" and k[2] == 256 and not k[3])
         with s:
             hits = table.hits
+            check(w, False)
+            assert table.hits == hits + 1  # armed on s: C's
             s.begin_capture()
             y = x @ w
             graph = s.end_capture()
-            assert table.hits == hits  # the capture took the Python path
+            assert table.hits == hits + 1  # the capture took the Python path,
+            assert runner._wt_stream is None  # and a buffer of its own
+            kept = run._stream_buffer(w._structure, runner.dev, s.ptr,
+                                      (runner.copy_blocks, 32, 32), w.data.dtype)
+            assert runner.copy.v[1].value != kept.data.ptr
             check(w, False)  # eager again on the stream the graph was captured on
         for stream in (null, s):
             with stream:

@@ -35,7 +35,7 @@ ctypedef int (*coop_fn)(void*, unsigned int, unsigned int, unsigned int, unsigne
 
 #: The interface of this module that :mod:`.fastcall` was written for: a build of another
 #: (an in-place build older than its sources) is not used.
-API = 7
+API = 8
 
 # cuLaunchKernelEx's configuration, as cuda.h lays it out (the extension is built without
 # the CUDA headers): a launch attribute is an id, padding to 8 bytes and a 64-byte value.

@@ -32,7 +32,7 @@ try:
     from . import _fastcall
 except ImportError:  # not built
     _fastcall = None
-if _fastcall is not None and getattr(_fastcall, "API", None) != 7:
+if _fastcall is not None and getattr(_fastcall, "API", None) != 8:
     # an in-place build older than these sources (a checkout updated without
     # `pip install -e .`): the Python path until it is rebuilt
     warnings.warn("cubsparse: the compiled call path (cubsparse/_cuda/_fastcall) was built "
