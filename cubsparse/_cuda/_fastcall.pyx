@@ -309,7 +309,7 @@ cdef class Entry:
     cdef bint ymap       # the output's map too
     cdef bint split      # a workspace and counters of the runner's split stream
     cdef bint wcopy      # dsd: W's blocks copied (transposed or into panels) by the first
-                         # launch into the runner's buffer of its copy stream
+                         # launch into the layout's buffer for the runner's `_wt_stream`
     cdef object sides    # sdd in two parts beside each other: the side streams by (device,
                          # thread, caller stream) (`run._SIDE_STREAMS`), else None
     cdef void* fork      # and the runner's events that order the side launch and join it

@@ -7,9 +7,9 @@ made here from the runner after the Python path has run it (:func:`arm_dsd`,
 :func:`arm_sdd`). An entry names the runner's launches and which of their parameters a
 call writes; the runner's own cached state (its tensor maps, its tile counter's stream,
 its split workspace's stream) is read by the C path on every call, so a call that would
-change any of it goes to the Python path instead. That state includes the buffer a runner
-copies W's blocks into, kept for the stream of its calls, and the side stream and events
-of a weight gradient whose second launch runs beside its first.
+change any of it goes to the Python path instead. That state includes the stream whose
+buffer (the layout keeps one a stream) a runner's copy of W's blocks goes to, and the side
+stream and events of a weight gradient whose second launch runs beside its first.
 
 On Hopper and newer the C function launches with programmatic dependent launch
 (``cuLaunchKernelEx``): the GPU takes in a launch while the kernel before it runs, and
