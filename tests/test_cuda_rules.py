@@ -357,3 +357,80 @@ def test_set_tiles_clears_every_builder():
     finally:
         configs.set_tiles(sdd_stream={key: kept})
     assert sdd_configs.sdd_stream_config("float16", 8, 100) == before
+
+
+def _layouts_for_runs():
+    rng = np.random.default_rng(5)
+    hub = rng.random((40, 30)) < 0.2
+    hub[:, 7] = True  # a list longer than most runs
+    hub[:, [0, 12, 29]] = False  # empty lists, first, inside and last
+    return {"random": cs.layouts.random(96, 96, 0.25, seed=1),
+            "barabasi-albert": cs.layouts.barabasi_albert(64, 3, seed=2),
+            "hub and empty lists": hub, "empty": np.zeros((5, 4), dtype=bool)}
+
+
+@pytest.mark.parametrize("name", list(_layouts_for_runs()))
+@pytest.mark.parametrize("trans", [False, True])
+@pytest.mark.parametrize("ctas", [1, 3, 7, 264, 5000])
+def test_streamk_runs_cover_every_entry_once(name, trans, ctas):
+    """The stream-K cut (worklists.streamk_host): every list entry in exactly one item,
+    each item inside one list, run c holding entries cuts[c]..cuts[c + 1] (equal to one),
+    every output block stored once (an uncut item, or the last piece adding its cut list's
+    consecutive slots), at most a cut list at each end of a run."""
+    lay = _layouts_for_runs()[name]
+    s = _structure(lay)
+    work, _, _, segs, ranges, n_slots = worklists.streamk_host(s, trans, ctas)
+    ptr = worklists.lists(s, trans, 1)[0].astype(np.int64)
+    total, n_out = int(ptr[-1]), ptr.shape[0] - 1
+    assert ranges.shape == (ctas + 1,)
+    assert ranges[0] == 0
+    assert ranges[-1] == work.shape[0]
+    assert np.all(np.diff(ranges) >= 0)
+    seen = np.zeros(total, dtype=int)
+    for j, q0, length, _ in work:
+        assert ptr[j] <= q0
+        assert q0 + length <= ptr[j + 1]
+        seen[q0:q0 + length] += 1
+    assert np.all(seen == 1)
+    counts = [int(work[ranges[c]:ranges[c + 1], 2].sum()) for c in range(ctas)]
+    assert max(counts, default=0) - min(counts, default=0) <= 1
+    assert sum(counts) == total
+    for j in range(n_out):  # every output block once: whole, or in consecutive slots
+        items = work[work[:, 0] == j]
+        assert items.shape[0] >= 1
+        if items.shape[0] == 1:
+            assert items[0, 3] == -1
+        else:
+            slots = items[:, 3]
+            assert np.array_equal(slots, np.arange(slots[0], slots[0] + slots.shape[0]))
+            assert np.all(segs[slots] == [slots[0], slots.shape[0]])
+    assert n_slots == int((work[:, 3] >= 0).sum()) == segs.shape[0]
+    for c in range(ctas):  # cut lists only at a run's ends
+        cut = np.flatnonzero(work[ranges[c]:ranges[c + 1], 3] >= 0)
+        assert np.all((cut == 0) | (cut == ranges[c + 1] - ranges[c] - 1))
+
+
+@pytest.mark.parametrize("b", [64, 128])
+def test_small_n_takes_the_stream_k_runs_on_hopper(b):
+    """At most SMALL_ROWS rows of X, 16-bit, b = 64 / 128 on Hopper: the TMA kernel's small
+    tile (32 or 64 rows as wgmma's N) in a run per CTA; not past SMALL_ROWS, off Hopper,
+    in float32, or forced off."""
+    lay = cs.layouts.random(8192 // b, 8192 // b, 0.1, seed=3)
+    s = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", backend="cpu")._structure
+    for n, rows in ((1, 32), (32, 32), (33, 64), (64, 64)):
+        for trans in (False, True):
+            p = plans.plan_dsd(s, "float16", b, n, trans, False, 90, SMS)
+            assert p.runs, str(p)
+            assert p.kernel.tma
+            assert p.kernel.rows_per_cta == rows
+            assert p.grid == (dsd_rules.streamk_ctas(s.nnzb, SMS * p.kernel.persistent),)
+            assert p.split == 0
+            assert p.slots == worklists.streamk_host(s, trans, p.grid[0])[5] > 0
+            assert "runs of equal entries" in str(p)
+            assert p.reads_w_as_stored
+            assert p.w_copy is None
+    assert not plans.plan_dsd(s, "float16", b, 65, False, False, 90, SMS).runs
+    assert not plans.plan_dsd(s, "float16", b, 32, False, False, 80, SMS).runs
+    assert not plans.plan_dsd(s, "float32", b, 32, False, False, 90, SMS).runs
+    with plans.override(streamk=False):
+        assert not plans.plan_dsd(s, "float16", b, 32, False, False, 90, SMS).runs

@@ -1297,3 +1297,72 @@ def test_short_tiles_at_many_rows_match_scipy(backend, dtype, tf32, b, split):
             got = to_numpy(cs.matmul(a, op, out=poison((n, cols), w.dtype, backend),
                                      tf32=tf32).astype("float64"))
             assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < tol
+
+
+@pytest.mark.parametrize("b", [64, 128])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("n", [1, 17, 32, 33, 64])
+@pytest.mark.parametrize("grid_limit", [None, 3])
+def test_small_n_stream_k_runs_match_scipy(backend, monkeypatch, force, b, dtype, n,
+                                           grid_limit):
+    """The small-N TMA tile in runs of equal entries (stream-K): X's 1-64 rows in tiles of
+    32 or 64 (rows past X read as zeros, never stored), a list of nine blocks cut across
+    the runs of three CTAs, empty output blocks (zeros), every CTA of a full grid with
+    a run of one or no entry; alpha and beta on top, which needs the partials' counters
+    back at zero after each call."""
+    force(streamk=True, grid_limit=grid_limit, dense=False)
+    rng = np.random.default_rng(n + b)
+    lay = rng.random((9, 7)) < 0.4
+    lay[:, 4] = True  # X @ W: a list of eight blocks
+    lay[:, 2] = False  # X @ W: an empty output block
+    lay[6, :] = False  # dY @ W.T: an empty output block
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, backend=backend)
+    for rows_in, op in ((9, w), (7, w.T)):
+        x = to_backend(rng.standard_normal((n, rows_in * b)).astype(np.float32),
+                       backend).astype(w.dtype)
+        plan = cs.matmul_plan(x, op)
+        assert plan.runs, str(plan)
+        assert plan.kernel.rows_per_cta == (32 if n <= 32 else 64)
+        if grid_limit:
+            assert plan.grid == (grid_limit,)
+            assert plan.slots > 0
+    check_dsd_products(backend, monkeypatch, lay, b, dtype, n, rng, {False: 2, True: 6})
+
+
+@pytest.mark.parametrize("b", [64, 128])
+@pytest.mark.parametrize("n", [8, 64])
+def test_small_n_stream_k_runs_are_deterministic(backend, force, b, n):
+    """The stream-K runs on a Barabási-Albert layout (hub lists cut across many CTAs) over
+    the whole grid: the same bits call after call, on two streams, and in a CUDA graph
+    replayed after eager calls, each against float64 NumPy."""
+    import cupy
+
+    force(streamk=True, dense=False)
+    lay = cs.layouts.barabasi_albert(3072 // b, 2, seed=4)
+    w = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", seed=3, backend=backend)
+    wd = to_numpy(w.toarray().astype("float64"))
+    x = to_backend(np.random.default_rng(b).standard_normal((n, w.shape[0])).astype(
+        np.float32), backend).astype(w.dtype)
+    plan = cs.matmul_plan(x, w)
+    assert plan.runs, str(plan)
+    assert plan.slots > 0
+    ref = to_numpy(x.astype("float64")) @ wd
+    first = to_numpy(cs.matmul(x, w))
+    assert np.linalg.norm(first - ref) / np.linalg.norm(ref) < cs._dtypes.TOLERANCE["float16"]
+    side = cupy.cuda.Stream(non_blocking=True)
+    for stream in (cupy.cuda.Stream.null, side, cupy.cuda.Stream.null):
+        with stream:
+            for _ in range(3):
+                out = poison((n, w.shape[1]), "float16", backend)
+                assert np.array_equal(to_numpy(cs.matmul(x, w, out=out)), first)
+    out = poison((n, w.shape[1]), "float16", backend)
+    with side:
+        side.begin_capture()
+        cs.matmul(x, w, out=out)
+        graph = side.end_capture()
+        for _ in range(2):
+            cs.matmul(x, w)
+            out[...] = 0
+            graph.launch(side)
+        side.synchronize()
+    assert np.array_equal(to_numpy(out), first)

@@ -1,8 +1,10 @@
 """The kernels of the whole-slice panels, the panels' TMA store, the two-part weight
 gradient, the TMA weight gradient's last round in pieces and the TMA dsd's tiles taken
-by deadline on small shapes, for compute-sanitizer runs of their own (racecheck over
-every case of tests/gpu_sanitize_cases.py outlasts a device call).
-``python tools/racecheck_new.py order`` runs the deadline cases alone."""
+by deadline, and the small-N tiles in stream-K runs, on small shapes, for
+compute-sanitizer runs of their own (racecheck over every case of
+tests/gpu_sanitize_cases.py outlasts a device call).
+``python tools/racecheck_new.py order`` runs the deadline cases alone, ``runs`` the
+stream-K runs alone."""
 import sys
 
 import cupy as cp
@@ -13,6 +15,30 @@ from cubsparse._cuda import plans, sdd_worklists
 
 rng = np.random.default_rng(3)
 bad = 0
+# the small-N TMA tiles in stream-K runs: a list of nine blocks cut across three CTAs'
+# runs, an empty output block, 17 and 64 rows; then the whole grid, runs of one entry
+only = sys.argv[1] if len(sys.argv) > 1 else None
+if only in (None, "runs"):
+    for b, n, limit in ((64, 17, 3), (128, 64, 3), (128, 17, None), (64, 64, None)):
+        lay = rng.random((9, 7)) < 0.4
+        lay[:, 4] = True
+        lay[:, 2] = False
+        W = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", seed=5, backend="cuda")
+        Wd = cp.asnumpy(W.toarray()).astype(np.float64)
+        for op, rows_in, wd in ((W, 9, Wd), (W.T, 7, Wd.T)):
+            x = cp.asarray(rng.standard_normal((n, rows_in * b))).astype("float16")
+            ref = cp.asnumpy(x).astype(np.float64) @ wd
+            with plans.override(streamk=True, grid_limit=limit, dense=False):
+                plan = cs.matmul_plan(x, op)
+                bad += not plan.runs
+                got = cp.asnumpy(cs.matmul(x, op)).astype(np.float64)
+            err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
+            bad += not err < 1e-2
+            print(b, n, plan.kernel.name, f"{plan.grid[0]} runs", f"{err:.1e}")
+    if only == "runs":
+        cp.cuda.Device().synchronize()
+        print("mismatches", bad)
+        sys.exit(0)
 # the TMA dsd's tall, clustered and two-block tiles taking their tiles by deadline: a hub
 # list beside lists of one block, 700 rows (a partial last row tile), a few CTAs
 for b, forced in ((128, {}), (64, {"cluster": True}), (64, {"dsd_pair": True})):
@@ -29,7 +55,7 @@ for b, forced in ((128, {}), (64, {"cluster": True}), (64, {"dsd_pair": True})):
     err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
     bad += not err < 1e-2
     print(b, plan.kernel.name, "by deadline", f"{err:.1e}")
-if sys.argv[1:] == ["order"]:
+if only == "order":
     cp.cuda.Device().synchronize()
     print("mismatches", bad)
     sys.exit(0)

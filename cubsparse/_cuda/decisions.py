@@ -16,7 +16,7 @@ DECISIONS = ("panel", "panel_whole", "union", "group", "tall", "cluster", "dsd_p
              "sdd_tiled", "sdd_short", "sdd_wide", "sdd_tma", "sdd_pair", "sdd_panel",
              "sdd_hybrid", "sdd_rest_splits", "sdd_rest_beside", "sdd_tail_splits",
              "split", "grid_limit", "band", "tile_order", "dense", "fill", "stream",
-             "stream_run", "stream_share",
+             "stream_run", "stream_share", "streamk",
              "sdd_stream", "sdd_stream_grid")
 
 
@@ -100,6 +100,10 @@ def override(**decisions):
         Chunks of X's block columns per CTA of that dsd (at least 1, at most its tile's
         ``max_run``; at least as many as there are means one CTA per group of output
         blocks, writing Y itself).
+    ``streamk`` : bool
+        At most SMALL_ROWS rows of X on Hopper (b = 64, 128, 16-bit), take (or not) the
+        TMA kernel's small tile with the lists cut into one run of equal entries per CTA
+        (stream-K, :func:`.worklists.streamk_host`), ahead of the short tiles.
     ``sdd_stream`` : bool
         Take (or not) the short-reduction sdd that stages dY's chunks in shared memory,
         wherever a tile of ``tiles.SDD_STREAM`` holds the reduction's rows (16-bit, x and

@@ -29,6 +29,7 @@ from .tiles import (
     WGMMA_DSD_PAIR,
     WGMMA_DSD_PANEL,
     WGMMA_DSD_PANEL_TMA,
+    WGMMA_DSD_SMALL,
     WGMMA_DSD_TALL,
     WGMMA_DSD_UNION,
     WGMMA_DSD_WS,
@@ -79,6 +80,13 @@ def stream_key(b: int, n: int) -> tuple | None:
     return _rows_key(DSD_STREAM, b, n)
 
 
+def small_rows(b: int, n: int) -> int:
+    """Rows of the small-N TMA tile (:data:`WGMMA_DSD_SMALL`) that holds ``n`` rows of X at
+    block size ``b``, or 0 where none does."""
+    key = _rows_key(WGMMA_DSD_SMALL, b, n)
+    return 0 if key is None or WGMMA_DSD_SMALL[key] is None else key[1]
+
+
 def stream_tile(b: int, n: int):
     """The small-N dsd's tile for ``n`` rows of X at block size ``b``, or None."""
     key = stream_key(b, n)
@@ -121,7 +129,7 @@ def _union_instance(tag: str, b: int, u, kn: bool, panel: bool) -> KernelConfig:
 @memoized
 def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
                  tall: bool = False, panel: bool = False, cluster: bool = False,
-                 pair: bool = False, whole: bool = False) -> KernelConfig | None:
+                 pair: bool = False, whole: bool = False, small: int = 0) -> KernelConfig | None:
     """The Hopper wgmma dsd, or None where no wgmma kernel serves ``b``.
 
     ``kn``: X @ W with W's blocks read as stored ([k][n]). ``union=False``: the kernel
@@ -133,7 +141,8 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
     where none is set. ``pair``: the WGMMA_DSD_PAIR tile (two output blocks per tile), or
     None where none is set. ``whole`` (with ``panel``): the TMA kernel's panels over lists
     of whole 64-column slices of X (:func:`.worklists.lists`), or None where the panels are
-    the union kernel's."""
+    the union kernel's. ``small`` > 0: the WGMMA_DSD_SMALL tile for that many rows of X,
+    or None where none holds them (:func:`small_rows`)."""
     name = dtype_name(dtype)
     if name not in TC_TAGS:
         return None
@@ -149,6 +158,14 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
         return None
     elif union and WGMMA_DSD_UNION.get(b) is not None:
         return _union_instance(tag, b, WGMMA_DSD_UNION[b], kn, False)
+    elif small:
+        key = _rows_key(WGMMA_DSD_SMALL, b, small)
+        p = None if key is None else WGMMA_DSD_SMALL[key]
+        if p is None:
+            return None
+        if not (p.tma and p.rows > 0 and p.cluster == 1 and p.cols == 1):
+            raise ValueError(f"the small-N tiles take TMA copies and X's rows as N (rows > 0), "
+                             f"one CTA a cluster and one block a tile, got {p} at b = {b}")
     elif cluster or pair:
         p = (WGMMA_DSD_PAIR if pair else WGMMA_DSD_CLUSTER).get(b)
         if p is None:

@@ -152,6 +152,10 @@ SPLIT_MEAN_LIST = (16, 48)
 #: One SM's share of the device's memory bandwidth, bytes per microsecond (H100/H200:
 #: 3.3-4.8 TB/s over 132 SMs).
 SM_BYTES_PER_US = 30_000
+#: The stream-K runs of the small-N TMA tile hold at least this many list entries: at
+#: b = 128, C = K = 8192, d = 0.1 (410 entries) runs of 1.6 entries on 264 CTAs ran
+#: 0.77-0.99x the split tile kernels' lists of four (bench/NOTES.md).
+STREAMK_MIN_RUN = 4
 #: A launch covers at most this many row tiles (the grid's y limit).
 MAX_GRID_Y = 65535
 #: Bytes of float32 partial sums a split product may use.
@@ -357,6 +361,19 @@ def dsd_pair_pays(cfg: KernelConfig, structure, trans: bool, n: int, n_out: int,
     tiles = -(-n_out // cfg.group) * -(-n // cfg.rows_per_cta)
     return (n >= cfg.rows_per_cta and tiles >= TALL_MIN_WAVES * ctas
             and worklists.sharing(structure, trans, cfg.group) >= DSD_PAIR_MIN_SHARING)
+
+
+def streamk_ctas(entries: int, slots: int) -> int:
+    """CTAs of the stream-K runs over ``entries`` list entries on ``slots`` CTA slots: a
+    slot each, but no run shorter than STREAMK_MIN_RUN entries (a short run's partial
+    tile and its fill cost as much as its blocks)."""
+    return max(1, min(slots, entries // STREAMK_MIN_RUN))
+
+
+def streamk_pays(structure, n: int, b: int, slots: int) -> bool:
+    """The small-N TMA tile in runs of equal entries (stream-K) for ``n`` rows of X: W has
+    blocks, and the float32 partials of its ``slots`` cut lists fit MAX_WORKSPACE."""
+    return structure.nnzb > 0 and slots * n * b * 4 <= MAX_WORKSPACE
 
 
 def short_pays(cfg: KernelConfig, n: int, n_out: int, sms: int) -> bool:

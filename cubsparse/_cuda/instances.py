@@ -62,7 +62,7 @@ def _family_configs(fam: str, dt: str, b: int) -> list[KernelConfig]:
                 out += [wcfg, transpose_config(b), wgmma_config(dt, b, True, union)]
                 if not union and WGMMA_DSD_TALL.get(b) is not None:
                     out += [wgmma_config(dt, b, kn, False, True) for kn in (False, True)]
-                for kw in ({"cluster": True}, {"pair": True}):
+                for kw in ({"cluster": True}, {"pair": True}, {"small": 32}, {"small": 64}):
                     if not union and wgmma_config(dt, b, False, False, **kw) is not None:
                         out += [wgmma_config(dt, b, kn, False, **kw) for kn in (False, True)]
     elif fam == "sdd_sm90":

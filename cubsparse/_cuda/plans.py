@@ -29,6 +29,7 @@ from .decisions import DECISIONS, decide, decide_ahead, forced, override
 from .dsd_configs import (
     dsd_config,
     group_config,
+    small_rows,
     stream_config,
     stream_ctas,
     stream_key,
@@ -72,6 +73,9 @@ class DsdPlan:
     # dsd_stream with partial products: the group's CTAs add them in the launch (a
     # cooperative launch, every CTA resident at once), else a second launch does
     shared_sum: bool = False
+    # the lists cut into one run of equal entries per CTA (stream-K,
+    # worklists.streamk_host), each CTA's run fixed: the small-N TMA tile
+    runs: bool = False
     # the TMA kernel's tiles taken by deadline (worklists.tile_order), else in its own order
     order: bool = False
 
@@ -111,6 +115,10 @@ class DsdPlan:
                             + ("by the group's CTAs (one cooperative launch)" if self.shared_sum
                                else "by a second launch") if self.slots
                             else ", Y written by the CTA"))
+        elif self.runs:
+            parts.append(f"lists cut into {self.grid[0]} runs of equal entries, one a CTA "
+                         f"(stream-K; {self.slots} partial tiles, added by each list's last "
+                         "CTA)")
         elif self.split:
             parts.append(f"lists split at {self.split} ({self.slots} partial tiles, added "
                          "by each list's last CTA)")
@@ -217,9 +225,22 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
                       and decide("stream_share", lambda: n <= dsd_rules.STREAM_SHARE_MAX_ROWS))
             return DsdPlan(product, n, name, b, "sparse", scfg, True, None, run,
                            runs if runs > 1 else 0, (groups, runs), None, shared_sum=shared)
+    # A few rows on Hopper (b = 64, 128, the rows of a WGMMA_DSD_SMALL tile): the TMA
+    # kernel's small tile, its CTAs streaming runs of equal entries (stream-K), where the
+    # tile kernels' CTAs took whole or split lists in a last partial wave (bench/NOTES.md).
+    runs, n_slots = None, 0
+    rows = small_rows(b, n) if arch == 90 and name in TC_TAGS else 0
+    if rows:
+        runs = wgmma_config(name, b, not trans, False, small=rows)
+        if runs is not None:
+            ctas = dsd_rules.streamk_ctas(structure.nnzb, persistent_ctas(runs, sms))
+            n_slots = worklists.streamk_host(structure, trans, ctas)[5]
+            if not decide("streamk", dsd_rules.streamk_pays, structure, n, b, n_slots):
+                runs = None
     # The kernel ladder: Hopper wgmma (dense panels, union, persistent, tall), else
     # grouped mma.sync, else one block per CTA on mma.sync or CUDA cores.
-    wcfg, kn = (_wgmma_choice(structure, name, b, n, n_out, trans, sms, panels)
+    wcfg, kn = ((runs, not trans) if runs is not None else
+                _wgmma_choice(structure, name, b, n, n_out, trans, sms, panels)
                 if name in TC_TAGS and not small and arch == 90 else (None, False))
     gcfg = group_config(name, b, trans) if wcfg is None and not small else None
     if gcfg is not None and not decide("group", dsd_rules.group_pays, structure, trans, gcfg.group):
@@ -246,8 +267,8 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
     # blocks whole).
     row_tiles = -(-n // cfg.rows_per_cta)
     split = 0
-    if name != "float64" and n <= dsd_rules.MAX_GRID_Y * cfg.rows_per_cta and not (
-            cfg.tma and cfg.group > 1):
+    if runs is None and name != "float64" and n <= dsd_rules.MAX_GRID_Y * cfg.rows_per_cta and (
+            not (cfg.tma and cfg.group > 1)):
         split = forced("split")
         if split is None:
             split = dsd_rules.split_rule(worklists.list_lengths(structure, trans, cfg.group),
@@ -255,18 +276,21 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
                                          dense_model.itemsize(name))
     # (the TMA kernel's panels walk lists padded to whole 64-deep slices)
     pad = 64 // b if panel and cfg.tma else 1
-    work, _, _, _, n_slots = worklists.dsd_host(structure, trans, split, cfg.group, pad,
-                                                cfg.whole)
-    if split and n_slots * n * cfg.group * b * 4 > dsd_rules.MAX_WORKSPACE:
-        split = 0
-        work, _, _, _, n_slots = worklists.dsd_host(structure, trans, 0, cfg.group, pad,
+    if runs is not None:  # a CTA a run (n_slots: the cut lists' pieces)
+        work, grid = None, (ctas,)
+    else:
+        work, _, _, _, n_slots = worklists.dsd_host(structure, trans, split, cfg.group, pad,
                                                     cfg.whole)
-    if not n_slots:  # no list longer than a segment: nothing to add up
-        split = 0
-    grid = (work.shape[0], row_tiles)
-    if cfg.persistent:  # one 1-D grid walks every (work item, row tile), by clusters
-        c = cfg.cluster
-        grid = (min(grid[0] * -(-grid[1] // c) * c, persistent_ctas(cfg, sms)),)
+        if split and n_slots * n * cfg.group * b * 4 > dsd_rules.MAX_WORKSPACE:
+            split = 0
+            work, _, _, _, n_slots = worklists.dsd_host(structure, trans, 0, cfg.group, pad,
+                                                        cfg.whole)
+        if not n_slots:  # no list longer than a segment: nothing to add up
+            split = 0
+        grid = (work.shape[0], row_tiles)
+        if cfg.persistent:  # one 1-D grid walks every (work item, row tile), by clusters
+            c = cfg.cluster
+            grid = (min(grid[0] * -(-grid[1] // c) * c, persistent_ctas(cfg, sms)),)
     # The dense model's ratios are those of the other kernels; the panel kernel's time
     # follows the share of W its panels cover.
     panel_ratio = (dsd_rules.panel_time(structure, trans, cfg.group, b, pad, cfg.whole)
@@ -278,6 +302,9 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
         return DsdPlan(product, n, name, b, "dense",
                        (fill_config if fill else scatter_config)(name, b), kn or trans, None,
                        0, 0, (), ratio)
+    if runs is not None:
+        return DsdPlan(product, n, name, b, "sparse", cfg, True, None, 0, n_slots, grid, ratio,
+                       runs=True)
     band = forced("band", dsd_rules.tile_band(structure, cfg, b, dense_model.itemsize(name))
                   ) if cfg.tma else 1
     if not (isinstance(band, int) and band >= 1):

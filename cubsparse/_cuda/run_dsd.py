@@ -141,8 +141,12 @@ class _DsdRunner(StreamLaunches, DensePath):
         if cfg.family == "dsd_stream":
             self._init_stream(s, dev, n, trans, dtype)
             return
-        work, blk, gidx, segs = worklists.dsd_tables(s, dev, trans, p.split, cfg.group, p.pad,
-                                                     cfg.whole)
+        ranges = None  # the stream-K runs' first work items (plan.runs)
+        if p.runs:
+            work, blk, gidx, segs, ranges = worklists.streamk_tables(s, dev, trans, p.grid[0])
+        else:
+            work, blk, gidx, segs = worklists.dsd_tables(s, dev, trans, p.split, cfg.group,
+                                                         p.pad, cfg.whole)
         panel_tma = p.panel and cfg.tma
         width = cfg.group * b
         # split lists: a counter per (list, row tile), indexed by the list's first slot
@@ -151,14 +155,14 @@ class _DsdRunner(StreamLaunches, DensePath):
         f = "d" if p.dtype == "float64" else "f"  # alpha, beta: float32 but for float64
         if cfg.tma:
             #   xmap wmap rows xcols wrows work nwork blk gidx y ldy alpha beta
-            #   ws ws_ld segs counts nout ctr band ymap ytma order
-            sig = "ttiiipipppl" + f + f + "plppipitip"
+            #   ws ws_ld segs counts nout ctr band ymap ytma order ranges
+            sig = "ttiiipipppl" + f + f + "plppipitipp"
             order = (worklists.tile_order_table(
                 s, dev, trans, p.split, cfg.group, *dsd_rules.tile_queue(cfg, n, p.grid),
                 dsd_rules.ORDER_SLACK, dsd_rules.ORDER_TILE_COST) if p.order else None)
             vals = [None, None, n, w.shape[1] if trans else w.shape[0], None, work,
                     work.shape[0], blk, gidx, None, None, None, None, 0, n * width, segs, 0,
-                    n_out, None, p.band, device.BLANK_MAP, 0, order]
+                    n_out, None, p.band, device.BLANK_MAP, 0, order, ranges]
             # (whole slices of X: one box of 64 columns per slice, 128-byte rows)
             self.x_box = (64 if cfg.whole else min(b, 64), min(cfg.rows_per_cta, 256))
         else:
@@ -176,7 +180,8 @@ class _DsdRunner(StreamLaunches, DensePath):
         self.i_ws = self.i_y + 4  # then ws_ld, segs, counts
         self.i_counts = self.i_ws + 3
         self.tma = cfg.tma
-        self.i_ctr = len(sig) - 5 if cfg.tma else None  # then band, ymap, ytma, order
+        # then band, ymap, ytma, order, ranges
+        self.i_ctr = len(sig) - 6 if cfg.tma else None
         if cfg.tma:
             # W's map: rows of w_inner elements in boxes of w_box, each CTA of a cluster
             # copying 1 / cluster of a block's (or a slice of panels') rows

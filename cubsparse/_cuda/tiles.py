@@ -195,6 +195,19 @@ WGMMA_DSD_CLUSTER = {32: None, 64: PersistentTile(1, 1, 2, 2, 0, True, 256, 2, e
 #: read once for both), taken where the two share enough of their lists
 #: (dsd_rules.dsd_pair_pays), storing by TMA in rounds of 64 rows.
 WGMMA_DSD_PAIR = {64: PersistentTile(1, 2, 4, 1, 1, True, 256, 1, 2, epilogue=64)}
+#: The small-N tiles of the TMA kernel, by (block size, rows of X up to), X's rows as
+#: wgmma's N: at most SMALL_ROWS rows the products are bound by reading W, so the plan
+#: cuts the lists into one run of equal entries per CTA (stream-K,
+#: :func:`.worklists.streamk_host`) and each CTA streams its blocks through deep stages.
+#: On an H200 (C = K = 8192 / 12288, d = 0.1-0.5, random, fp16, CUDA graphs) against the
+#: split tile kernels: 1.1-1.7x at d >= 0.25; b = 128 keeps one CTA an SM with 8-10
+#: stages (1.03-1.2x two CTAs of 4-5 at d >= 0.25), b = 64 two of 6-8 (one of 12-16 ran
+#: 0.8-0.95x). A 128-row tile for 65-128 rows lost to the tall tile's whole lists
+#: (0.6-1.1x): there X's slices are as many bytes as W's blocks (bench/NOTES.md).
+WGMMA_DSD_SMALL = {(64, 32): PersistentTile(1, 1, 8, 2, 0, True, 32),
+                   (64, 64): PersistentTile(1, 1, 6, 2, 0, True, 64),
+                   (128, 32): PersistentTile(1, 2, 10, 1, 0, True, 32),
+                   (128, 64): PersistentTile(1, 2, 8, 1, 0, True, 64)}
 #: Where set, replaces the kernels above when neighbouring output columns share enough
 #: of their lists (dsd_rules.union_pays).
 WGMMA_DSD_UNION = {16: UnionTile(16, 2, 2, 4, 1)}
@@ -317,6 +330,7 @@ TABLES = {
     "wgmma_ws": (WGMMA_DSD_WS, PersistentTile), "wgmma_tall": (WGMMA_DSD_TALL, PersistentTile),
     "wgmma_cluster": (WGMMA_DSD_CLUSTER, PersistentTile),
     "wgmma_pair": (WGMMA_DSD_PAIR, PersistentTile),
+    "wgmma_small": (WGMMA_DSD_SMALL, PersistentTile),
     "wgmma_union": (WGMMA_DSD_UNION, UnionTile), "wgmma_panel": (WGMMA_DSD_PANEL, UnionTile),
     "wgmma_panel_tma": (WGMMA_DSD_PANEL_TMA, PersistentTile),
     "wgmma_sdd": (WGMMA_SDD, SddWgmmaTile),

@@ -125,6 +125,63 @@ def dsd_tables(structure, device: int, trans: bool, split: int = 0, group: int =
                          lambda: dsd_host(structure, trans, split, group, pad, whole)[:4])
 
 
+def streamk_host(structure, trans: bool, ctas: int):
+    """(work, blk, gidx, segs, ranges, n_slots) on the host: the lists of single output
+    blocks cut into ``ctas`` runs of (near) equal entries, one run a CTA (stream-K).
+
+    The lists, concatenated in output order, are cut at ``ctas + 1`` points; a run's
+    pieces of lists are its work items, in order, as :func:`dsd_host`'s rows (output
+    block, first entry, length, slot). A list wholly inside a run keeps slot -1 (the CTA
+    stores its block); a list cut between runs gives each piece a slot, a list's pieces
+    consecutive slots in run order, and ``segs`` row s is (first slot, piece count) of
+    slot s's list, so the CTA that stores its last piece adds the partials in slot order.
+    An empty list is one item of length 0 (the CTA writes its zeros) in the run where its
+    place in the concatenation falls. ``ranges[c] .. ranges[c + 1] - 1`` are run ``c``'s
+    items; a run holds at most two cut lists, its first and its last.
+    """
+    if ctas < 1:
+        raise ValueError(f"stream-K runs need at least one CTA, got ctas = {ctas}")
+
+    def build():
+        ptr, blk, gidx = lists(structure, trans, 1)
+        ptr = ptr.astype(np.int64)
+        lo, hi = ptr[:-1], ptr[1:]
+        n_out = lo.shape[0]
+        cuts = np.arange(ctas + 1, dtype=np.int64) * int(ptr[-1]) // ctas
+        # the runs holding each list's first and last entry (an empty list: its place)
+        first_run = np.minimum(np.searchsorted(cuts, lo, side="right") - 1, ctas - 1)
+        last_run = np.where(hi > lo, np.minimum(
+            np.searchsorted(cuts, hi - 1, side="right") - 1, ctas - 1), first_run)
+        nrun = last_run - first_run + 1
+        out = np.repeat(np.arange(n_out, dtype=np.int64), nrun)
+        run = np.repeat(first_run, nrun) + (np.arange(int(nrun.sum()))
+                                            - np.repeat(np.cumsum(nrun) - nrun, nrun))
+        start = np.maximum(lo[out], cuts[run])
+        end = np.minimum(hi[out], cuts[run + 1])
+        keep = (end > start) | (hi[out] == lo[out])  # (empty runs give empty pieces)
+        out, run, start, length = out[keep], run[keep], start[keep], (end - start)[keep]
+        pieces = np.bincount(out, minlength=n_out)
+        cut = pieces > 1
+        slot0 = np.full(n_out, -1, dtype=np.int64)
+        slot0[cut] = np.cumsum(pieces[cut]) - pieces[cut]
+        k = np.arange(out.shape[0]) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+        slot = np.where(cut[out], slot0[out] + k, -1)
+        n_slots = int(pieces[cut].sum())
+        segs = np.stack([np.repeat(slot0[cut], pieces[cut]), np.repeat(pieces[cut], pieces[cut])],
+                        axis=1).astype(np.int32).reshape(n_slots, 2)
+        work = np.stack([out, start, length, slot], axis=1).astype(np.int32)
+        ranges = np.searchsorted(run, np.arange(ctas + 1)).astype(np.int32)
+        return work, blk, gidx, segs, ranges, n_slots
+
+    return structure.cached(("dsd_streamk", trans, ctas), build)
+
+
+def streamk_tables(structure, device: int, trans: bool, ctas: int):
+    """:func:`streamk_host`'s (work, blk, gidx, segs, ranges) on ``device``."""
+    return device_tables(structure, device, ("dsd_streamk", trans, ctas),
+                         lambda: streamk_host(structure, trans, ctas)[:5])
+
+
 def tile_costs(lens: np.ndarray, takers: int, tile_cost: float) -> tuple[np.ndarray, float]:
     """(each tile's cost, one taker's share of a row tile) for lists of ``lens`` blocks
     over ``takers`` persistent CTAs (or clusters): a tile costs its list's blocks plus

@@ -304,7 +304,8 @@ __device__ __forceinline__ void dsd_tma_body(
     const int4* __restrict__ work, int nwork, const int* __restrict__ blk,
     const int* __restrict__ gidx, u16* y, i64 ldy, float alpha, float beta, float* ws,
     i64 ws_stride, const int2* __restrict__ segs, int* counts, int nout, int* next_tile,
-    int band, const TmaMap* ymap, int ytma, const int* __restrict__ order) {
+    int band, const TmaMap* ymap, int ytma, const int* __restrict__ order,
+    const int* __restrict__ ranges) {
   constexpr int BK = 64, BM = XN ? XN : 64 * MW * WG, CONSUMERS = WG * 128;
   constexpr int EK = B < BK ? B : BK, EPS = BK / EK, SPE = B / EK;  // per entry / slice
   constexpr int BT = B * COLS;  // columns of W per stage: the tile's blocks side by side
@@ -321,8 +322,8 @@ __device__ __forceinline__ void dsd_tma_body(
   static_assert(!PANEL || (B <= 32 && !KN && MW == 1 && BT <= 256 &&
                            (BT / CLUSTER * 128) % 1024 == 0),
                 "panels: b <= 32, K-major blocks, one m64 tile per warpgroup, N <= 256");
-  static_assert(!XN || (WG == BT / 64 && MW == 1 && XN % 64 == 0 && XN <= 256),
-                "XN: one m64 warpgroup per 64 columns of the tile, up to 256 rows");
+  static_assert(!XN || (WG == BT / 64 && MW == 1 && XN % 32 == 0 && XN <= 256),
+                "XN: one m64 warpgroup per 64 columns of the tile, 32 to 256 rows");
   static_assert(COLS == 1 || PANEL || (COLS == 2 && B == 64 && XN > 0 && CLUSTER == 1),
                 "two-block tiles: b = 64, X's rows as N, no cluster");
   static_assert(EPI == 0 || ((XN > 0 || (PANEL && EPI == 64)) && WG <= 2),
@@ -365,17 +366,24 @@ __device__ __forceinline__ void dsd_tma_body(
   // starts near the end). Rank 0's producer maps each tile it takes; the queue carries the
   // mapped tile, and past the last one, t itself (>= ntiles, the end).
   auto placed = [&](int t) { return order != nullptr && t < ntiles ? __ldg(order + t) : t; };
+  // Fixed runs (`ranges`, the small-N plan's stream-K cut, one CTA a run): CTA c takes
+  // tiles ranges[c] .. ranges[c + 1] - 1 in order and no counter, so each CTA streams the
+  // count of W's blocks the plan gave it; then ntiles, the end.
+  const int run_end = ranges != nullptr ? __ldg(ranges + blockIdx.x + 1) : 0;
+  auto in_run = [&](int t) { return t < run_end ? t : ntiles; };
   unsigned it = 0;
 
   // the producer warp: the list by the warp, copies by lane 0 (panels: by lanes 0..EPS)
   if (tid >= CONSUMERS) {
     const int lane = tid - CONSUMERS;
     // rank 0 takes the cluster's tiles (its first by cluster index); the others read them
-    const int first = CLUSTER == 1 ? placed((int)blockIdx.x)
-                      : rank == 0  ? placed((int)cluster_id_x())
-                                   : tiles.take(tid, ntaken);
-    for (int t = first;;
-         t = rank == 0 ? placed(tiles.next(next_tile, ntiles, lane)) : tiles.take(tid, ntaken)) {
+    const int first = ranges != nullptr ? in_run(__ldg(ranges + blockIdx.x))
+                      : CLUSTER == 1 ? placed((int)blockIdx.x)
+                      : rank == 0    ? placed((int)cluster_id_x())
+                                     : tiles.take(tid, ntaken);
+    for (int t = first;; t = ranges != nullptr ? in_run(t + 1)
+                         : rank == 0           ? placed(tiles.next(next_tile, ntiles, lane))
+                                               : tiles.take(tid, ntaken)) {
       if (rank == 0 && lane == 0) tiles.publish(t, ntaken);
       if (t >= ntiles) break;
       int w, rt;
@@ -592,10 +600,10 @@ __device__ __forceinline__ void dsd_tma_body(
       const int *__restrict__ blk, const int *__restrict__ gidx, u16 *y, i64 ldy,          \
       float alpha, float beta, float *ws, i64 ws_stride, const int2 *__restrict__ segs,    \
       int *counts, int nout, int *next_tile, int band, const __grid_constant__ TmaMap ymap, \
-      int ytma, const int *__restrict__ order
+      int ytma, const int *__restrict__ order, const int *__restrict__ ranges
 #define DSD_TMA_ARGS                                                                       \
   &xmap, &wmap, nrows, xcols, wrows, work, nwork, blk, gidx, y, ldy, alpha, beta, ws,      \
-      ws_stride, segs, counts, nout, next_tile, band, &ymap, ytma, order
+      ws_stride, segs, counts, nout, next_tile, band, &ymap, ytma, order, ranges
 
 template <class Tag, int B, int MW, int WG, int STAGES, bool KN, int MINB, int INFLIGHT,
           int XN = 0, int COLS = 1, int EPI = 0, bool WHOLE = false>
