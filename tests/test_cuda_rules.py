@@ -415,7 +415,7 @@ def test_small_n_takes_the_stream_k_runs_on_hopper(b):
     """At most SMALL_ROWS rows of X, 16-bit, b = 64 / 128 on Hopper: the TMA kernel's small
     tile (32 or 64 rows as wgmma's N) in a run per CTA; not past SMALL_ROWS, off Hopper,
     in float32, or forced off."""
-    lay = cs.layouts.random(8192 // b, 8192 // b, 0.1, seed=3)
+    lay = cs.layouts.random(12288 // b, 12288 // b, 0.1, seed=3)
     s = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", backend="cpu")._structure
     for n, rows in ((1, 32), (32, 32), (33, 64), (64, 64)):
         for trans in (False, True):
@@ -434,3 +434,26 @@ def test_small_n_takes_the_stream_k_runs_on_hopper(b):
     assert not plans.plan_dsd(s, "float32", b, 32, False, False, 90, SMS).runs
     with plans.override(streamk=False):
         assert not plans.plan_dsd(s, "float16", b, 32, False, False, 90, SMS).runs
+    # W of fewer bytes than STREAMK_MIN_BYTES keeps the tile kernels (b = 128)
+    small = cs.layouts.random(8192 // b, 8192 // b, 0.1, seed=3)
+    ss = cs.BlockSparseMatrix.from_layout(small, b, dtype="float16", backend="cpu")._structure
+    assert ss.nnzb * b * b * 2 < 20 << 20
+    # (13.4 MB: b = 64 takes the runs there, b = 128 keeps the tile kernels)
+    assert plans.plan_dsd(ss, "float16", b, 32, False, False, 90, SMS).runs == (b == 64)
+
+
+def test_small_n_stream_k_runs_at_b32_from_33_rows():
+    """b = 32 takes its small tile (64 rows of X as M) in stream-K runs from 33 to 64 rows,
+    ahead of the stream kernel; up to 32 rows the stream kernel (or the short tiles)
+    stays."""
+    lay = cs.layouts.random(256, 256, 0.5, seed=3)
+    s = cs.BlockSparseMatrix.from_layout(lay, 32, dtype="float16", backend="cpu")._structure
+    for n in (33, 48, 64):
+        for trans in (False, True):
+            p = plans.plan_dsd(s, "float16", 32, n, trans, False, 90, SMS)
+            assert p.runs, str(p)
+            assert p.kernel.rows_per_cta == 64
+    for n in (1, 32):
+        p = plans.plan_dsd(s, "float16", 32, n, False, False, 90, SMS)
+        assert not p.runs, str(p)
+    assert not plans.plan_dsd(s, "float16", 32, 65, False, False, 90, SMS).runs

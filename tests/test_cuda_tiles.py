@@ -1299,14 +1299,15 @@ def test_short_tiles_at_many_rows_match_scipy(backend, dtype, tf32, b, split):
             assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < tol
 
 
-@pytest.mark.parametrize("b", [64, 128])
+@pytest.mark.parametrize("b", [32, 64, 128])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("n", [1, 17, 32, 33, 64])
 @pytest.mark.parametrize("grid_limit", [None, 3])
 def test_small_n_stream_k_runs_match_scipy(backend, monkeypatch, force, b, dtype, n,
                                            grid_limit):
     """The small-N TMA tile in runs of equal entries (stream-K): X's 1-64 rows in tiles of
-    32 or 64 (rows past X read as zeros, never stored), a list of nine blocks cut across
+    32 or 64 rows as wgmma's N (b = 64, 128) or 64 as M (b = 32; rows past X read as
+    zeros, never stored), a list of nine blocks cut across
     the runs of three CTAs, empty output blocks (zeros), every CTA of a full grid with
     a run of one or no entry; alpha and beta on top, which needs the partials' counters
     back at zero after each call."""
@@ -1322,7 +1323,7 @@ def test_small_n_stream_k_runs_match_scipy(backend, monkeypatch, force, b, dtype
                        backend).astype(w.dtype)
         plan = cs.matmul_plan(x, op)
         assert plan.runs, str(plan)
-        assert plan.kernel.rows_per_cta == (32 if n <= 32 else 64)
+        assert plan.kernel.rows_per_cta == (32 if n <= 32 and b > 32 else 64)
         if grid_limit:
             assert plan.grid == (grid_limit,)
             assert plan.slots > 0

@@ -19,7 +19,8 @@ bad = 0
 # runs, an empty output block, 17 and 64 rows; then the whole grid, runs of one entry
 only = sys.argv[1] if len(sys.argv) > 1 else None
 if only in (None, "runs"):
-    for b, n, limit in ((64, 17, 3), (128, 64, 3), (128, 17, None), (64, 64, None)):
+    for b, n, limit in ((64, 17, 3), (128, 64, 3), (128, 17, None), (64, 64, None),
+                        (32, 40, 3), (32, 64, None)):
         lay = rng.random((9, 7)) < 0.4
         lay[:, 4] = True
         lay[:, 2] = False

@@ -163,9 +163,10 @@ def wgmma_config(dtype, b: int, kn: bool = False, union: bool = True,
         p = None if key is None else WGMMA_DSD_SMALL[key]
         if p is None:
             return None
-        if not (p.tma and p.rows > 0 and p.cluster == 1 and p.cols == 1):
-            raise ValueError(f"the small-N tiles take TMA copies and X's rows as N (rows > 0), "
-                             f"one CTA a cluster and one block a tile, got {p} at b = {b}")
+        if not (p.tma and (p.rows > 0 or b == 32) and p.cluster == 1 and p.cols == 1):
+            raise ValueError(f"the small-N tiles take TMA copies, X's rows as N (rows > 0; as M "
+                             f"at b = 32), one CTA a cluster and one block a tile, got {p} at "
+                             f"b = {b}")
     elif cluster or pair:
         p = (WGMMA_DSD_PAIR if pair else WGMMA_DSD_CLUSTER).get(b)
         if p is None:

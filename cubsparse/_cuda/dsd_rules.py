@@ -156,6 +156,14 @@ SM_BYTES_PER_US = 30_000
 #: b = 128, C = K = 8192, d = 0.1 (410 entries) runs of 1.6 entries on 264 CTAs ran
 #: 0.77-0.99x the split tile kernels' lists of four (bench/NOTES.md).
 STREAMK_MIN_RUN = 4
+#: ... and take X of at least this many rows, by block size: up to 32 rows at b = 32 the
+#: stream kernel (X in shared memory) ran 1.0-1.6x the b = 32 tile's runs, from 33 rows
+#: the runs 1.0-1.6x the stream and mma.sync kernels (H200, bench/NOTES.md).
+STREAMK_MIN_ROWS = {32: 33}
+#: ... and W of at least this many bytes of blocks: at C = K = 8192, d = 0.1 (13.4 MB) the
+#: runs ran 0.8-1.0x the tile kernels at b = 32 and 0.92-1.0x at b = 128 (1.05-1.18x at
+#: b = 64), from 30 MB (C = K = 12288, d = 0.1) 1.0-1.3x at both.
+STREAMK_MIN_BYTES = {32: 20 << 20, 128: 20 << 20}
 #: A launch covers at most this many row tiles (the grid's y limit).
 MAX_GRID_Y = 65535
 #: Bytes of float32 partial sums a split product may use.
@@ -372,8 +380,11 @@ def streamk_ctas(entries: int, slots: int) -> int:
 
 def streamk_pays(structure, n: int, b: int, slots: int) -> bool:
     """The small-N TMA tile in runs of equal entries (stream-K) for ``n`` rows of X: W has
-    blocks, and the float32 partials of its ``slots`` cut lists fit MAX_WORKSPACE."""
-    return structure.nnzb > 0 and slots * n * b * 4 <= MAX_WORKSPACE
+    blocks, at least STREAMK_MIN_BYTES of them (in 16-bit), X at least STREAMK_MIN_ROWS
+    rows, and the float32 partials of its ``slots`` cut lists fit MAX_WORKSPACE."""
+    return (structure.nnzb > 0 and n >= STREAMK_MIN_ROWS.get(b, 1)
+            and structure.nnzb * b * b * 2 >= STREAMK_MIN_BYTES.get(b, 0)
+            and slots * n * b * 4 <= MAX_WORKSPACE)
 
 
 def short_pays(cfg: KernelConfig, n: int, n_out: int, sms: int) -> bool:

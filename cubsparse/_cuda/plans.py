@@ -205,10 +205,24 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
     tc = name in TC_TAGS or tf32
     small = n <= SMALL_ROWS
     product = "X @ W.T" if trans else "X @ W"
+    # A few rows on Hopper (b = 32-128, the rows of a WGMMA_DSD_SMALL tile): the TMA
+    # kernel's small tile, its CTAs streaming runs of equal entries (stream-K), where the
+    # tile kernels' CTAs took whole or split lists in a last partial wave (bench/NOTES.md);
+    # ahead of the stream kernel below, but where its rule leaves that one the rows.
+    streamk, n_slots = None, 0
+    rows = small_rows(b, n) if arch == 90 and name in TC_TAGS else 0
+    if rows:
+        streamk = wgmma_config(name, b, not trans, False, small=rows)
+        if streamk is not None:
+            ctas = dsd_rules.streamk_ctas(structure.nnzb, persistent_ctas(streamk, sms))
+            n_slots = worklists.streamk_host(structure, trans, ctas)[5]
+            if not decide_ahead("streamk", ("stream",), dsd_rules.streamk_pays, structure, n,
+                                b, n_slots):
+                streamk = None
     # At a few rows of X and small blocks, X in shared memory and W streamed once; it beats
     # the dense path there too (the path's rewrite of W alone costs more), so no ratio.
     # Past 64 rows (b = 8) its rule keeps it to the sizes of W where it was measured so.
-    scfg = stream_config(name, b, trans, n) if arch >= 80 else None
+    scfg = stream_config(name, b, trans, n) if arch >= 80 and streamk is None else None
     per_sm = min(dsd_rules.STREAM_CTAS_PER_SM, stream_ctas(b, n, arch)) if scfg is not None else 0
     if per_sm:  # (its shared memory fits the device)
         stile = stream_tile(b, n)
@@ -225,21 +239,9 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
                       and decide("stream_share", lambda: n <= dsd_rules.STREAM_SHARE_MAX_ROWS))
             return DsdPlan(product, n, name, b, "sparse", scfg, True, None, run,
                            runs if runs > 1 else 0, (groups, runs), None, shared_sum=shared)
-    # A few rows on Hopper (b = 64, 128, the rows of a WGMMA_DSD_SMALL tile): the TMA
-    # kernel's small tile, its CTAs streaming runs of equal entries (stream-K), where the
-    # tile kernels' CTAs took whole or split lists in a last partial wave (bench/NOTES.md).
-    runs, n_slots = None, 0
-    rows = small_rows(b, n) if arch == 90 and name in TC_TAGS else 0
-    if rows:
-        runs = wgmma_config(name, b, not trans, False, small=rows)
-        if runs is not None:
-            ctas = dsd_rules.streamk_ctas(structure.nnzb, persistent_ctas(runs, sms))
-            n_slots = worklists.streamk_host(structure, trans, ctas)[5]
-            if not decide("streamk", dsd_rules.streamk_pays, structure, n, b, n_slots):
-                runs = None
     # The kernel ladder: Hopper wgmma (dense panels, union, persistent, tall), else
     # grouped mma.sync, else one block per CTA on mma.sync or CUDA cores.
-    wcfg, kn = ((runs, not trans) if runs is not None else
+    wcfg, kn = ((streamk, not trans) if streamk is not None else
                 _wgmma_choice(structure, name, b, n, n_out, trans, sms, panels)
                 if name in TC_TAGS and not small and arch == 90 else (None, False))
     gcfg = group_config(name, b, trans) if wcfg is None and not small else None
@@ -267,7 +269,7 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
     # blocks whole).
     row_tiles = -(-n // cfg.rows_per_cta)
     split = 0
-    if runs is None and name != "float64" and n <= dsd_rules.MAX_GRID_Y * cfg.rows_per_cta and (
+    if streamk is None and name != "float64" and n <= dsd_rules.MAX_GRID_Y * cfg.rows_per_cta and (
             not (cfg.tma and cfg.group > 1)):
         split = forced("split")
         if split is None:
@@ -276,7 +278,7 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
                                          dense_model.itemsize(name))
     # (the TMA kernel's panels walk lists padded to whole 64-deep slices)
     pad = 64 // b if panel and cfg.tma else 1
-    if runs is not None:  # a CTA a run (n_slots: the cut lists' pieces)
+    if streamk is not None:  # a CTA a run (n_slots: the cut lists' pieces)
         work, grid = None, (ctas,)
     else:
         work, _, _, _, n_slots = worklists.dsd_host(structure, trans, split, cfg.group, pad,
@@ -302,7 +304,7 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
         return DsdPlan(product, n, name, b, "dense",
                        (fill_config if fill else scatter_config)(name, b), kn or trans, None,
                        0, 0, (), ratio)
-    if runs is not None:
+    if streamk is not None:
         return DsdPlan(product, n, name, b, "sparse", cfg, True, None, 0, n_slots, grid, ratio,
                        runs=True)
     band = forced("band", dsd_rules.tile_band(structure, cfg, b, dense_model.itemsize(name))

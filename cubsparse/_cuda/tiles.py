@@ -204,7 +204,8 @@ WGMMA_DSD_PAIR = {64: PersistentTile(1, 2, 4, 1, 1, True, 256, 1, 2, epilogue=64
 #: stages (1.03-1.2x two CTAs of 4-5 at d >= 0.25), b = 64 two of 6-8 (one of 12-16 ran
 #: 0.8-0.95x). A 128-row tile for 65-128 rows lost to the tall tile's whole lists
 #: (0.6-1.1x): there X's slices are as many bytes as W's blocks (bench/NOTES.md).
-WGMMA_DSD_SMALL = {(64, 32): PersistentTile(1, 1, 8, 2, 0, True, 32),
+WGMMA_DSD_SMALL = {(32, 64): PersistentTile(1, 1, 5, 3, 0, True, 0),
+                   (64, 32): PersistentTile(1, 1, 8, 2, 0, True, 32),
                    (64, 64): PersistentTile(1, 1, 6, 2, 0, True, 64),
                    (128, 32): PersistentTile(1, 2, 10, 1, 0, True, 32),
                    (128, 64): PersistentTile(1, 2, 8, 1, 0, True, 64)}
