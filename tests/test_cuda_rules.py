@@ -457,3 +457,27 @@ def test_small_n_stream_k_runs_at_b32_from_33_rows():
         p = plans.plan_dsd(s, "float16", 32, n, False, False, 90, SMS)
         assert not p.runs, str(p)
     assert not plans.plan_dsd(s, "float16", 32, 65, False, False, 90, SMS).runs
+
+
+@pytest.mark.parametrize("b", [32, 128])
+def test_small_n_stream_k_runs_below_the_bytes_only_on_skewed_layouts(b):
+    """Below STREAMK_MIN_BYTES the runs are taken where the longest list passes
+    STREAMK_SKEW times the mean (a Barabási-Albert hub, which the tile kernels leave to one
+    CTA) and W holds STREAMK_MIN_BYTES_SKEWED; a random layout of the same size keeps the
+    tile kernels, and so does a skewed one below that."""
+    from bench.cases import ba_m_for_density
+
+    n = 33 if b == 32 else 32
+    rows = 8192 // b
+    hub = cs.layouts.barabasi_albert(rows, ba_m_for_density(rows, 0.1), seed=1)
+    flat = cs.layouts.random(rows, rows, 0.1, seed=1)
+    for lay, want in ((hub, True), (flat, False)):
+        s = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", backend="cpu")._structure
+        assert dsd_rules.STREAMK_MIN_BYTES_SKEWED <= s.nnzb * b * b * 2 < \
+            dsd_rules.STREAMK_MIN_BYTES[b]
+        for trans in (False, True):
+            assert plans.plan_dsd(s, "float16", b, n, trans, False, 90, SMS).runs == want
+    rows = 4096 // b  # 3 MB: below both
+    small = cs.layouts.barabasi_albert(rows, ba_m_for_density(rows, 0.1), seed=1)
+    s = cs.BlockSparseMatrix.from_layout(small, b, dtype="float16", backend="cpu")._structure
+    assert not plans.plan_dsd(s, "float16", b, n, False, False, 90, SMS).runs

@@ -164,6 +164,12 @@ STREAMK_MIN_ROWS = {32: 33}
 #: runs ran 0.8-1.0x the tile kernels at b = 32 and 0.92-1.0x at b = 128 (1.05-1.18x at
 #: b = 64), from 30 MB (C = K = 12288, d = 0.1) 1.0-1.3x at both.
 STREAMK_MIN_BYTES = {32: 20 << 20, 128: 20 << 20}
+#: ... but on layouts whose longest list passes STREAMK_SKEW times the mean (Barabási-
+#: Albert at d = 0.1: 3.0-3.8; random ones at most 2.2) from this many: there at
+#: C = K = 8192 (14 MB) the runs ran 1.4-1.8x at b = 32 and 1.07-1.24x at b = 128, at
+#: C = K = 4096 (3 MB) 0.55-1.03x (H200, bench/NOTES.md).
+STREAMK_SKEW = 2.5
+STREAMK_MIN_BYTES_SKEWED = 8 << 20
 #: A launch covers at most this many row tiles (the grid's y limit).
 MAX_GRID_Y = 65535
 #: Bytes of float32 partial sums a split product may use.
@@ -378,13 +384,22 @@ def streamk_ctas(entries: int, slots: int) -> int:
     return max(1, min(slots, entries // STREAMK_MIN_RUN))
 
 
-def streamk_pays(structure, n: int, b: int, slots: int) -> bool:
+def streamk_pays(structure, trans: bool, n: int, b: int, slots: int) -> bool:
     """The small-N TMA tile in runs of equal entries (stream-K) for ``n`` rows of X: W has
-    blocks, at least STREAMK_MIN_BYTES of them (in 16-bit), X at least STREAMK_MIN_ROWS
-    rows, and the float32 partials of its ``slots`` cut lists fit MAX_WORKSPACE."""
-    return (structure.nnzb > 0 and n >= STREAMK_MIN_ROWS.get(b, 1)
-            and structure.nnzb * b * b * 2 >= STREAMK_MIN_BYTES.get(b, 0)
-            and slots * n * b * 4 <= MAX_WORKSPACE)
+    blocks, at least STREAMK_MIN_BYTES of them in 16-bit (STREAMK_MIN_BYTES_SKEWED where
+    the longest list passes STREAMK_SKEW times the mean, which the runs share out and the
+    tile kernels leave to one CTA), X at least STREAMK_MIN_ROWS rows, and the float32
+    partials of its ``slots`` cut lists fit MAX_WORKSPACE."""
+    if not (structure.nnzb > 0 and n >= STREAMK_MIN_ROWS.get(b, 1)
+            and slots * n * b * 4 <= MAX_WORKSPACE):
+        return False
+    least = STREAMK_MIN_BYTES.get(b, 0)
+    if least:
+        lens = worklists.list_lengths(structure, trans, 1)
+        lens = lens[lens > 0]
+        if lens.max() > STREAMK_SKEW * lens.mean():
+            least = min(least, STREAMK_MIN_BYTES_SKEWED)
+    return structure.nnzb * b * b * 2 >= least
 
 
 def short_pays(cfg: KernelConfig, n: int, n_out: int, sms: int) -> bool:
