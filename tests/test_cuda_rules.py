@@ -392,6 +392,11 @@ def test_streamk_runs_cover_every_entry_once(name, trans, ctas):
         assert q0 + length <= ptr[j + 1]
         seen[q0:q0 + length] += 1
     assert np.all(seen == 1)
+    cuts = np.arange(ctas + 1) * total // ctas
+    for c in range(ctas):  # run c: entries cuts[c] .. cuts[c + 1] - 1, in order
+        got = [np.arange(q0, q0 + length) for _, q0, length, _ in work[ranges[c]:ranges[c + 1]]]
+        assert np.array_equal(np.concatenate(got or [np.empty(0, int)]),
+                              np.arange(cuts[c], cuts[c + 1]))
     counts = [int(work[ranges[c]:ranges[c + 1], 2].sum()) for c in range(ctas)]
     assert max(counts, default=0) - min(counts, default=0) <= 1
     assert sum(counts) == total

@@ -1307,10 +1307,10 @@ def test_small_n_stream_k_runs_match_scipy(backend, monkeypatch, force, b, dtype
                                            grid_limit):
     """The small-N TMA tile in runs of equal entries (stream-K): X's 1-64 rows in tiles of
     32 or 64 rows as wgmma's N (b = 64, 128) or 64 as M (b = 32; rows past X read as
-    zeros, never stored), a list of nine blocks cut across
-    the runs of three CTAs, empty output blocks (zeros), every CTA of a full grid with
-    a run of one or no entry; alpha and beta on top, which needs the partials' counters
-    back at zero after each call."""
+    zeros, never stored), a list of eight blocks cut across
+    the runs of three CTAs, empty output blocks (zeros), or the grid of the rule (runs of
+    at least STREAMK_MIN_RUN entries); alpha and beta on top, which needs the partials'
+    counters back at zero after each call."""
     force(streamk=True, grid_limit=grid_limit, dense=False)
     rng = np.random.default_rng(n + b)
     lay = rng.random((9, 7)) < 0.4

@@ -16,7 +16,7 @@ from cubsparse._cuda import plans, sdd_worklists
 rng = np.random.default_rng(3)
 bad = 0
 # the small-N TMA tiles in stream-K runs: a list of nine blocks cut across three CTAs'
-# runs, an empty output block, 17 and 64 rows; then the whole grid, runs of one entry
+# runs, an empty output block, 17 to 64 rows; then the rule's grid (runs of 4 entries)
 only = sys.argv[1] if len(sys.argv) > 1 else None
 if only in (None, "runs"):
     for b, n, limit in ((64, 17, 3), (128, 64, 3), (128, 17, None), (64, 64, None),

@@ -104,7 +104,8 @@ def override(**decisions):
         At most SMALL_ROWS rows of X on Hopper (b = 32-128, 16-bit), take (or not) the
         TMA kernel's small tile with the lists cut into one run of equal entries per CTA
         (stream-K, :func:`.worklists.streamk_host`), ahead of the stream kernel and the
-        short tiles. Where left to the rule, a forced ``stream`` keeps it off.
+        short tiles. Where left to the rule, a forced ``stream``, ``split`` or ``short``
+        keeps it off.
     ``sdd_stream`` : bool
         Take (or not) the short-reduction sdd that stages dY's chunks in shared memory,
         wherever a tile of ``tiles.SDD_STREAM`` holds the reduction's rows (16-bit, x and

@@ -162,8 +162,9 @@ STREAMK_MIN_RUN = 4
 STREAMK_MIN_ROWS = {32: 33}
 #: ... and W of at least this many bytes of blocks: at C = K = 8192, d = 0.1 (13.4 MB) the
 #: runs ran 0.8-1.0x the tile kernels at b = 32 and 0.92-1.0x at b = 128 (1.05-1.18x at
-#: b = 64), from 30 MB (C = K = 12288, d = 0.1) 1.0-1.3x at both.
-STREAMK_MIN_BYTES = {32: 20 << 20, 128: 20 << 20}
+#: b = 64), from 30 MB (C = K = 12288, d = 0.1) 1.0-1.3x at both; b = 64 below 8 MB was
+#: not measured, so it keeps the tile kernels there.
+STREAMK_MIN_BYTES = {32: 20 << 20, 64: 8 << 20, 128: 20 << 20}
 #: ... but on layouts whose longest list passes STREAMK_SKEW times the mean (Barabási-
 #: Albert at d = 0.1: 3.0-3.8; random ones at most 2.2) from this many: there at
 #: C = K = 8192 (14 MB) the runs ran 1.4-1.8x at b = 32 and 1.07-1.24x at b = 128, at

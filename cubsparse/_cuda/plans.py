@@ -117,8 +117,8 @@ class DsdPlan:
                             else ", Y written by the CTA"))
         elif self.runs:
             parts.append(f"lists cut into {self.grid[0]} runs of equal entries, one a CTA "
-                         f"(stream-K; {self.slots} partial tiles, added by each list's last "
-                         "CTA)")
+                         "(stream-K" + (f"; {self.slots} partial tiles, added by each list's "
+                                        "last CTA)" if self.slots else ")"))
         elif self.split:
             parts.append(f"lists split at {self.split} ({self.slots} partial tiles, added "
                          "by each list's last CTA)")
@@ -216,8 +216,8 @@ def plan_dsd(structure, dtype, b: int, n: int, trans: bool, tf32: bool, arch: in
         if streamk is not None:
             ctas = dsd_rules.streamk_ctas(structure.nnzb, persistent_ctas(streamk, sms))
             n_slots = worklists.streamk_host(structure, trans, ctas)[5]
-            if not decide_ahead("streamk", ("stream",), dsd_rules.streamk_pays, structure,
-                                trans, n, b, n_slots):
+            if not decide_ahead("streamk", ("stream", "split", "short"),
+                                dsd_rules.streamk_pays, structure, trans, n, b, n_slots):
                 streamk = None
     # At a few rows of X and small blocks, X in shared memory and W streamed once; it beats
     # the dense path there too (the path's rewrite of W alone costs more), so no ratio.

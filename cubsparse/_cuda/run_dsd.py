@@ -142,7 +142,11 @@ class _DsdRunner(StreamLaunches, DensePath):
             self._init_stream(s, dev, n, trans, dtype)
             return
         ranges = None  # the stream-K runs' first work items (plan.runs)
-        if p.runs:
+        if p.runs:  # (a run's items are tiles: one row tile, one CTA a cluster, no bands)
+            if n > cfg.rows_per_cta or cfg.cluster != 1 or p.band != 1:
+                raise ValueError(f"stream-K runs take one row tile of X on CTAs of their own, "
+                                 f"got {n} rows for tiles of {cfg.rows_per_cta}, clusters of "
+                                 f"{cfg.cluster}, bands of {p.band}")
             work, blk, gidx, segs, ranges = worklists.streamk_tables(s, dev, trans, p.grid[0])
         else:
             work, blk, gidx, segs = worklists.dsd_tables(s, dev, trans, p.split, cfg.group,

@@ -196,7 +196,8 @@ WGMMA_DSD_CLUSTER = {32: None, 64: PersistentTile(1, 1, 2, 2, 0, True, 256, 2, e
 #: (dsd_rules.dsd_pair_pays), storing by TMA in rounds of 64 rows.
 WGMMA_DSD_PAIR = {64: PersistentTile(1, 2, 4, 1, 1, True, 256, 1, 2, epilogue=64)}
 #: The small-N tiles of the TMA kernel, by (block size, rows of X up to), X's rows as
-#: wgmma's N: at most SMALL_ROWS rows the products are bound by reading W, so the plan
+#: wgmma's N (b = 64, 128; as M in b = 32's tile of 64 rows, rows 0): at most SMALL_ROWS
+#: rows the products are bound by reading W, so the plan
 #: cuts the lists into one run of equal entries per CTA (stream-K,
 #: :func:`.worklists.streamk_host`) and each CTA streams its blocks through deep stages.
 #: On an H200 (C = K = 8192 / 12288, d = 0.1-0.5, random, fp16, CUDA graphs) against the

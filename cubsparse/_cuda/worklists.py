@@ -134,7 +134,8 @@ def streamk_host(structure, trans: bool, ctas: int):
     block, first entry, length, slot). A list wholly inside a run keeps slot -1 (the CTA
     stores its block); a list cut between runs gives each piece a slot, a list's pieces
     consecutive slots in run order, and ``segs`` row s is (first slot, piece count) of
-    slot s's list, so the CTA that stores its last piece adds the partials in slot order.
+    slot s's list, so the CTA that finishes the list's last piece to be stored (whichever
+    piece it holds) adds the partials in slot order.
     An empty list is one item of length 0 (the CTA writes its zeros) in the run where its
     place in the concatenation falls. ``ranges[c] .. ranges[c + 1] - 1`` are run ``c``'s
     items; a run holds at most two cut lists, its first and its last.

@@ -322,8 +322,9 @@ __device__ __forceinline__ void dsd_tma_body(
   static_assert(!PANEL || (B <= 32 && !KN && MW == 1 && BT <= 256 &&
                            (BT / CLUSTER * 128) % 1024 == 0),
                 "panels: b <= 32, K-major blocks, one m64 tile per warpgroup, N <= 256");
-  static_assert(!XN || (WG == BT / 64 && MW == 1 && XN % 32 == 0 && XN <= 256),
-                "XN: one m64 warpgroup per 64 columns of the tile, 32 to 256 rows");
+  static_assert(!XN || (WG == BT / 64 && MW == 1 &&
+                        (XN == 32 || XN == 64 || XN == 128 || XN == 256)),
+                "XN: one m64 warpgroup per 64 columns of the tile, 32, 64, 128 or 256 rows");
   static_assert(COLS == 1 || PANEL || (COLS == 2 && B == 64 && XN > 0 && CLUSTER == 1),
                 "two-block tiles: b = 64, X's rows as N, no cluster");
   static_assert(EPI == 0 || ((XN > 0 || (PANEL && EPI == 64)) && WG <= 2),
