@@ -83,6 +83,23 @@ def list_lengths(structure, trans: bool, group: int) -> np.ndarray:
                             lambda: np.diff(lists(structure, trans, group)[0]))
 
 
+def _piece_slots(pieces: np.ndarray):
+    """(list, index in its list, slot, segs, n_slots) of every piece of lists cut into
+    ``pieces[i]`` pieces each, the pieces in list order: a cut list's pieces take
+    consecutive workspace slots, an uncut list's one piece slot -1, and ``segs`` row s is
+    (first slot, piece count) of slot s's list, what ``split_finish`` reads."""
+    owner = np.repeat(np.arange(pieces.shape[0]), pieces)
+    k = np.arange(owner.shape[0]) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+    cut = pieces > 1
+    slot0 = np.full(pieces.shape[0], -1, dtype=np.int64)
+    slot0[cut] = np.cumsum(pieces[cut]) - pieces[cut]
+    slot = np.where(cut[owner], slot0[owner] + k, -1)
+    n_slots = int(pieces[cut].sum())
+    segs = np.stack([np.repeat(slot0[cut], pieces[cut]), np.repeat(pieces[cut], pieces[cut])],
+                    axis=1).astype(np.int32).reshape(n_slots, 2)
+    return owner, k, slot, segs, n_slots
+
+
 def dsd_host(structure, trans: bool, split: int = 0, group: int = 1, pad: int = 1,
              whole: bool = False):
     """(work, blk, gidx, segs, n_slots) on the host, built once per layout, split, group
@@ -100,20 +117,12 @@ def dsd_host(structure, trans: bool, split: int = 0, group: int = 1, pad: int = 
         ptr, blk, gidx = lists(structure, trans, group, pad, whole)
         lens = np.diff(ptr).astype(np.int64)
         nseg = np.ones_like(lens) if split <= 0 else np.maximum(1, -(-lens // split))
-        out = np.repeat(np.arange(lens.shape[0]), nseg)
-        k = np.arange(out.shape[0]) - np.repeat(np.cumsum(nseg) - nseg, nseg)  # segment no.
+        out, k, slot, segs, n_slots = _piece_slots(nseg)
         first = ptr[out] + (lens[out] * k) // nseg[out]
         length = ptr[out] + (lens[out] * (k + 1)) // nseg[out] - first
-        split_blocks = np.flatnonzero(nseg > 1)
-        slot0 = np.full(lens.shape[0], -1, dtype=np.int64)
-        slot0[split_blocks] = np.cumsum(nseg[split_blocks]) - nseg[split_blocks]
-        slot = np.where(nseg[out] > 1, slot0[out] + k, -1)
         order = np.argsort(-length, kind="stable")
         work = np.stack([out, first, length, slot], axis=1)[order].astype(np.int32)
-        n_slots = int(nseg[split_blocks].sum())
-        segs = np.stack([np.repeat(slot0[split_blocks], nseg[split_blocks]),
-                         np.repeat(nseg[split_blocks], nseg[split_blocks])], axis=1)
-        return work, blk, gidx, segs.astype(np.int32).reshape(n_slots, 2), n_slots
+        return work, blk, gidx, segs, n_slots
 
     return structure.cached(("dsd", trans, split, group, pad, whole), build)
 
@@ -161,15 +170,8 @@ def streamk_host(structure, trans: bool, ctas: int):
         end = np.minimum(hi[out], cuts[run + 1])
         keep = (end > start) | (hi[out] == lo[out])  # (empty runs give empty pieces)
         out, run, start, length = out[keep], run[keep], start[keep], (end - start)[keep]
-        pieces = np.bincount(out, minlength=n_out)
-        cut = pieces > 1
-        slot0 = np.full(n_out, -1, dtype=np.int64)
-        slot0[cut] = np.cumsum(pieces[cut]) - pieces[cut]
-        k = np.arange(out.shape[0]) - np.repeat(np.cumsum(pieces) - pieces, pieces)
-        slot = np.where(cut[out], slot0[out] + k, -1)
-        n_slots = int(pieces[cut].sum())
-        segs = np.stack([np.repeat(slot0[cut], pieces[cut]), np.repeat(pieces[cut], pieces[cut])],
-                        axis=1).astype(np.int32).reshape(n_slots, 2)
+        # (the pieces are in list order, so _piece_slots numbers them as they stand)
+        _, _, slot, segs, n_slots = _piece_slots(np.bincount(out, minlength=n_out))
         work = np.stack([out, start, length, slot], axis=1).astype(np.int32)
         ranges = np.searchsorted(run, np.arange(ctas + 1)).astype(np.int32)
         return work, blk, gidx, segs, ranges, n_slots
