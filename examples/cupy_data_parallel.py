@@ -45,6 +45,7 @@ import argparse
 import dataclasses
 import hashlib
 import importlib
+import json
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -97,6 +98,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--init-file", help="file through which rank 0 hands NCCL's id to the "
                    "other ranks (default: one in the temporary directory, named after the "
                    "launch; across machines give a path on a shared file system)")
+    p.add_argument("--json", help="rank 0 writes the result dict (see main) to this file")
     args = p.parse_args(argv)
     if args.backend == "cuda" and not cs.cuda_available():
         p.error("--backend cuda needs CuPy and a GPU it can see (pip install "
@@ -343,6 +345,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     if args.backend == "cuda":
         clock(rep.xp)  # nothing may still be queued on the communicator
         comm.destroy()
+    if args.json and rank == 0:
+        with open(args.json, "w") as f:
+            json.dump(result, f)
     return result
 
 

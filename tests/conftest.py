@@ -5,6 +5,9 @@ skipped *visibly* on machines without CuPy or a GPU: the summary ends with one l
 skip reason and its count (``-rs`` lists every skipped test), so a green CPU-only run never
 pretends to have exercised the kernels.
 
+On a machine of several GPUs, ``CUBSPARSE_TEST_DEVICES=0,1`` (with ``-n``) gives each
+xdist worker one of them.
+
 Hypothesis profiles: ``fast`` (default, CI), ``thorough`` and ``gpu``; pick one with the
 environment variable ``CUBSPARSE_HYPOTHESIS_PROFILE``. The chosen profile is printed in
 the pytest header.
@@ -14,6 +17,14 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+
+# `CUBSPARSE_TEST_DEVICES=0,1 pytest -n 28` spreads the xdist workers over those GPUs, one
+# GPU a worker (worker k gets the k-th modulo their count). It is set before anything can
+# open a CUDA context; a worker then sees one GPU, so the two-GPU tests need a run without it.
+_DEVICES = os.environ.get("CUBSPARSE_TEST_DEVICES", "").split(",")
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw0", "gw1", ...
+if _DEVICES != [""] and _WORKER.startswith("gw"):
+    os.environ["CUDA_VISIBLE_DEVICES"] = _DEVICES[int(_WORKER[2:]) % len(_DEVICES)]
 
 import numpy as np
 import pytest
@@ -36,6 +47,19 @@ PROFILE = os.environ.get(PROFILE_ENV, "fast") or "fast"
 settings.load_profile(PROFILE)  # raises InvalidArgument naming the profiles on a typo
 
 CUDA_SKIP_REASON = "no CUDA device (cupy not importable or no GPU)"
+
+
+def _gpu_count() -> int:
+    if not cubsparse.cuda_available():
+        return 0
+    import cupy
+
+    return cupy.cuda.runtime.getDeviceCount()
+
+
+GPUS = _gpu_count()
+# For the tests that spread one job over two GPUs; they skip visibly on fewer.
+two_gpus = pytest.mark.skipif(GPUS < 2, reason=f"needs 2 CUDA devices, {GPUS} visible")
 
 
 def pytest_report_header(config):

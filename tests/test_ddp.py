@@ -2,7 +2,7 @@
 
 Two processes under torchrun must end with bitwise identical weights and see the same
 global batches as one process with a twice larger batch; a weight nudged by one ulp on one
-rank must stop the run.
+rank must stop the run. The same runs over NCCL on two GPUs skip visibly with fewer.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import two_gpus
 
 torch = pytest.importorskip("torch")
 if not torch.distributed.is_available() or not torch.distributed.is_gloo_available():
@@ -106,6 +107,34 @@ def test_shards_make_the_global_batch(two_ranks, one_rank):
     two, one = two_ranks[1]["losses"], one_rank[1]["losses"]
     for a, b in zip(two, one, strict=True):
         assert a == pytest.approx(b, rel=1e-5)
+
+
+@two_gpus
+def test_two_gpus_over_nccl_train_like_one_with_the_whole_batch(tmp_path, ddp_train):
+    if not torch.distributed.is_nccl_available():
+        pytest.skip("this torch has no NCCL backend")
+    gpu = ["--device", "cuda", "--check-every", "1"]
+    proc = torchrun(tmp_path, *gpu, "--per-gpu-batch", str(PER_RANK), "--json",
+                    str(tmp_path / "result.json"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "world size 2, backend nccl" in proc.stdout
+    assert "weights identical on all 2 ranks after 5 steps (5 checks" in proc.stdout
+    two = json.loads((tmp_path / "result.json").read_text())
+    assert two["backend"] == "nccl"
+    assert two["identical"] is True
+    assert two["checksums"][0] == two["checksums"][1]
+    saved = {k: os.environ.pop(k) for k in ("RANK", "WORLD_SIZE") if k in os.environ}
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            one = ddp_train.main([*TINY, *gpu, "--per-gpu-batch", str(2 * PER_RANK)])
+    finally:
+        os.environ.update(saved)
+    assert two["losses"] == pytest.approx(one["losses"], rel=1e-4)
+    assert one["losses"][-1] != one["losses"][0]  # it trained
+    # and a rank whose weights drift by one ulp stops the run on GPUs too
+    broken = torchrun(tmp_path, *gpu, "--per-gpu-batch", str(PER_RANK), "--break-rank", "1")
+    assert broken.returncode != 0
+    assert "weights differ across ranks after step 1: rank(s) [1]" in broken.stderr
 
 
 def test_check_identical_raises_on_a_difference(ddp_train):

@@ -8,24 +8,13 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import CUDA_SKIP_REASON, poison, to_numpy
+from conftest import CUDA_SKIP_REASON, GPUS, poison, to_numpy, two_gpus
 
 import cubsparse as cs
 from cubsparse import DeviceMismatchError
 from cubsparse._cuda.run import _check_devices
 
-
-def _gpu_count() -> int:
-    if not cs.cuda_available():
-        return 0
-    import cupy
-
-    return cupy.cuda.runtime.getDeviceCount()
-
-
-GPUS = _gpu_count()
 one_gpu = pytest.mark.skipif(GPUS < 1, reason=CUDA_SKIP_REASON)
-two_gpus = pytest.mark.skipif(GPUS < 2, reason=f"needs 2 CUDA devices, {GPUS} visible")
 
 
 def _on(device_id: int):
@@ -103,3 +92,52 @@ def test_mixed_devices_are_refused():
     with cupy.cuda.Device(1), pytest.raises(DeviceMismatchError,
                                             match="the dense operand is on CUDA device 0"):
         cs.matmul(x0, w)
+
+
+# Runs in a fresh process that selects GPU 1 before any CUDA work; prints whether GPU 0's
+# primary context exists afterwards (the driver's own record, through libcuda).
+ONLY_DEVICE_1 = """
+import ctypes, sys
+import numpy as np
+import cupy
+
+def active(ordinal):
+    cuda = ctypes.CDLL("libcuda.so.1")
+    dev, flags, on = ctypes.c_int(), ctypes.c_uint(), ctypes.c_int()
+    assert cuda.cuInit(0) == 0 and cuda.cuDeviceGet(ctypes.byref(dev), ordinal) == 0
+    assert cuda.cuDevicePrimaryCtxGetState(dev, ctypes.byref(flags), ctypes.byref(on)) == 0
+    return bool(on.value)
+
+with cupy.cuda.Device(1):
+    x = cupy.ones((64, 64), dtype=cupy.float32)
+    float((x @ x).sum())
+    if sys.argv[1] == "cubsparse":
+        import cubsparse as cs
+        for dtype in ("float32", "float16"):
+            w = cs.BlockSparseMatrix.from_layout(cs.layouts.random(6, 4, density=0.5, seed=0),
+                                                 32, dtype=dtype, seed=1, backend="cuda")
+            x = cupy.ones((128, w.shape[0]), dtype=dtype)
+            dy = cupy.ones((128, w.shape[1]), dtype=dtype)
+            y, dx = cs.matmul(x, w), cs.matmul(dy, w.T)
+            g = cs.sampled_matmul(x.T, dy, like=w)
+            cupy.cuda.Device().synchronize()
+            assert float(abs(y).sum()) > 0 and float(abs(dx).sum()) > 0
+            assert float(abs(g.data).sum()) > 0
+print(active(0), active(1))
+"""
+
+
+@two_gpus
+def test_work_on_device_1_never_opens_device_0():
+    import subprocess
+    import sys
+
+    def run(mode):
+        out = subprocess.run([sys.executable, "-c", ONLY_DEVICE_1, mode], capture_output=True,
+                             text=True, timeout=300)
+        assert out.returncode == 0, out.stdout + out.stderr
+        return out.stdout.split()[-2:]
+
+    if run("cupy")[0] != "False":
+        pytest.skip("CuPy alone opens device 0 here; nothing left for cubsparse to show")
+    assert run("cubsparse") == ["False", "True"]

@@ -4,7 +4,8 @@ The all-reduce is checked over SimulatedComm (several ranks in one process): exa
 means, in place, for arrays and block-sparse matrices, and the errors for what it cannot
 reduce. The example runs at world size 1, and its step function, driven over three
 simulated ranks, must train like one process with the whole batch. The NCCL cases need a
-GPU and skip visibly without one.
+GPU and skip visibly without one; those of two processes on two GPUs (exact all-reduces,
+and the example under torchrun) skip visibly with fewer.
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ import importlib.util
 import io
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import CUDA_SKIP_REASON
+from conftest import CUDA_SKIP_REASON, two_gpus
 from strategies import HAS_BFLOAT16
 
 import cubsparse as cs
@@ -430,3 +432,88 @@ def test_nccl_id_reaches_either_cupy_signature(takes):
         _communicator(FakeNccl, 2, uid, 1)
     want = raw if takes == "bytes" else (0, 1, 127, -128, -1)
     assert seen == [(2, want, 1)] * 3
+
+
+# -- two GPUs, one process each (NCCL) -----------------------------------------------------
+
+# One rank of an exact all-reduce: rank r reduces its own arrays and a block-sparse matrix on
+# GPU r and writes the bytes it ends with. Both ranks draw every rank's values from one seed.
+TWO_RANKS = """
+import sys
+import cupy
+import numpy as np
+import cubsparse as cs
+from cubsparse.distributed import allreduce_, nccl_communicator
+
+rank, init_file, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+cupy.cuda.Device(rank).use()
+comm = nccl_communicator(rank, 2, init_file=init_file, timeout=120)
+assert (comm.rank_id(), comm.size(), comm.device_id()) == (rank, 2, rank)
+for dtype in sys.argv[4].split(","):
+    rng = np.random.default_rng(0)
+    mine = [rng.standard_normal((33, 7)).astype(cs._dtypes.as_dtype(dtype)) for _ in range(2)]
+    for op in ("sum", "mean"):
+        a = cupy.asarray(mine[rank])
+        assert allreduce_(a, comm, op=op) is a
+        open(f"{out}/{dtype}-{op}-{rank}", "wb").write(a.get().tobytes())
+    layout = cs.layouts.random(4, 3, density=0.5, seed=1)
+    w = cs.BlockSparseMatrix.from_layout(layout, 8, dtype=dtype, seed=rank).to("cuda")
+    assert w.data.device.id == rank
+    assert allreduce_(w, comm) is w
+    open(f"{out}/{dtype}-matrix-{rank}", "wb").write(w.data.get().tobytes())
+comm.destroy()
+"""
+
+
+@two_gpus
+def test_nccl_over_two_gpus_is_exact(tmp_path):
+    # With two ranks NCCL's sum is one rounding of a + b, as in the reference, so every
+    # rank must hold exactly the reference's bits, for the arrays and the matrix alike.
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    init = str(tmp_path / "nccl-id.json")
+    procs = [subprocess.Popen([sys.executable, "-c", TWO_RANKS, str(r), init, str(tmp_path),
+                               ",".join(FLOATS)], cwd=ROOT, env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+             for r in range(2)]
+    logs = [p.communicate(timeout=240)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], "\n".join(logs)
+    for dtype in FLOATS:
+        values = rank_values(2, (33, 7), dtype)
+        for op in ("sum", "mean"):
+            want = reference(values, op).tobytes()
+            for r in range(2):
+                assert (tmp_path / f"{dtype}-{op}-{r}").read_bytes() == want, (dtype, op, r)
+        layout = cs.layouts.random(4, 3, density=0.5, seed=1)
+        mats = [cs.BlockSparseMatrix.from_layout(layout, 8, dtype=dtype, seed=r).data
+                for r in range(2)]
+        want = reference(mats, "mean").tobytes()
+        assert want != mats[0].tobytes()  # the two ranks' matrices differ
+        for r in range(2):
+            assert (tmp_path / f"{dtype}-matrix-{r}").read_bytes() == want, (dtype, r)
+
+
+@two_gpus
+def test_example_on_two_gpus_trains_like_one_with_the_whole_batch(example, no_launcher,
+                                                                   tmp_path):
+    pytest.importorskip("torch")  # torchrun launches the two processes
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
+    steps = ["--steps", "6", "--log-every", "1", "--backend", "cuda"]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+           str(ROOT / "examples" / "cupy_data_parallel.py"), *TINY, *steps,
+           "--init-file", str(tmp_path / "nccl-id.json"), "--json", str(tmp_path / "r.json")]
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "world size 2, backend cuda" in proc.stdout
+    assert "weights identical on all 2 ranks after 6 steps (6 checks" in proc.stdout
+    two = json.loads((tmp_path / "r.json").read_text())
+    assert two["world_size"] == 2
+    assert two["identical"] is True
+    assert len(two["checksums"]) == 2
+    assert two["checksums"][0] == two["checksums"][1]
+    # One process on one GPU with both ranks' examples (per-gpu-batch 8 -> 16): the same
+    # training up to float32 rounding, since only the gradient sums are grouped differently.
+    with contextlib.redirect_stdout(io.StringIO()):
+        one = example.main([*TINY, *steps, "--per-gpu-batch", "16"])
+    assert two["losses"] == pytest.approx(one["losses"], rel=1e-4)
+    assert one["losses"][-1] != one["losses"][0]  # it trained

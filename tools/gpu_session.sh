@@ -2,7 +2,9 @@
 # One device call: GPU test suite, compute-sanitizer, and optionally ncu source-level
 # profiles of the fp16 kernels at N=C=K=4096, d=0.25. Logs land in $OUT (or ./gpu_out).
 # Usage: bash tools/gpu_session.sh [tests] [sanitize] [ncu:B] [wgmma:B:DTYPE] [probe]
-#        [sweep:NAME:SECONDS:ARGS] (ARGS: `python -m bench` options joined by "+")
+#        [sweep:NAME:SECONDS:ARGS] (ARGS: `python -m bench` options joined by "+") [multigpu]
+# `tests` spreads its xdist workers over every visible GPU; `multigpu` (two GPUs or more)
+# runs the two-GPU tests, both data-parallel examples on two GPUs and the scaling benchmark.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
@@ -12,7 +14,9 @@ summary=()
 for step in "$@"; do
   case "$step" in
     tests)
-      CUBSPARSE_HYPOTHESIS_PROFILE=gpu python3 -m pytest -q -p no:cacheprovider 2>&1 \
+      gpus=$(nvidia-smi -L | wc -l)
+      CUBSPARSE_TEST_DEVICES=$(seq -s, 0 $((gpus - 1))) CUBSPARSE_HYPOTHESIS_PROFILE=gpu \
+        python3 -m pytest -q -p no:cacheprovider -n $((14 * gpus)) -k "not inductor" 2>&1 \
         | tee "$OUT/pytest.log" | tail -n 25
       summary+=("pytest: $(tail -n 1 "$OUT/pytest.log")") ;;
     sanitize)
@@ -54,6 +58,24 @@ for step in "$@"; do
       rc=$?
       cp "$tmp"/results_*.json "$OUT/$name.json" 2>/dev/null
       summary+=("sweep $name rc=$rc $(grep -E '^status:' "$OUT/$name.log")") ;;
+    multigpu)
+      nvidia-smi topo -m
+      timeout 400 python3 -m pytest -q -p no:cacheprovider -rs tests/test_devices.py \
+        tests/test_distributed.py tests/test_ddp.py > "$OUT/pytest_2gpu.log" 2>&1
+      summary+=("two-GPU tests: $(tail -n 1 "$OUT/pytest_2gpu.log")")
+      timeout 200 python3 -m torch.distributed.run --standalone --nproc-per-node=2 examples/ddp_train.py --device cuda \
+        --steps 200 --per-gpu-batch 256 --width 1024 --blocksize 32 --dtype bfloat16 \
+        > "$OUT/ddp_train.log" 2>&1
+      summary+=("ddp_train rc=$? $(grep -E 'throughput|identical' "$OUT/ddp_train.log" | tr '\n' ' ')")
+      timeout 200 python3 -m torch.distributed.run --standalone --nproc-per-node=2 examples/cupy_data_parallel.py \
+        --backend cuda --steps 200 > "$OUT/cupy_dp.log" 2>&1
+      summary+=("cupy_data_parallel rc=$? $(grep -E 'throughput|identical' "$OUT/cupy_dp.log" | tr '\n' ' ')")
+      for rows in 32768 4096; do
+        timeout 300 python3 -m bench.scaling --gpus 1,2 --per-gpu-batch $rows \
+          --steps $((rows == 4096 ? 200 : 30)) --out "$OUT/scaling_$rows" \
+          > "$OUT/scaling_$rows.log" 2>&1
+        summary+=("scaling rows=$rows rc=$?" "$(tail -n 5 "$OUT/scaling_$rows.log")")
+      done ;;
     probe)
       python3 tools/gpu_probe.py --speed 2>&1 | tee "$OUT/probe.log" | tail -n 30 ;;
   esac
