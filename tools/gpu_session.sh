@@ -63,11 +63,12 @@ for step in "$@"; do
       timeout 400 python3 -m pytest -q -p no:cacheprovider -rs tests/test_devices.py \
         tests/test_distributed.py tests/test_ddp.py > "$OUT/pytest_2gpu.log" 2>&1
       summary+=("two-GPU tests: $(tail -n 1 "$OUT/pytest_2gpu.log")")
-      timeout 200 python3 -m torch.distributed.run --standalone --nproc-per-node=2 examples/ddp_train.py --device cuda \
+      run2="timeout 200 python3 -m torch.distributed.run --standalone --nproc-per-node=2"
+      $run2 examples/ddp_train.py --device cuda \
         --steps 200 --per-gpu-batch 256 --width 1024 --blocksize 32 --dtype bfloat16 \
         > "$OUT/ddp_train.log" 2>&1
       summary+=("ddp_train rc=$? $(grep -E 'throughput|identical' "$OUT/ddp_train.log" | tr '\n' ' ')")
-      timeout 200 python3 -m torch.distributed.run --standalone --nproc-per-node=2 examples/cupy_data_parallel.py \
+      $run2 examples/cupy_data_parallel.py \
         --backend cuda --steps 200 > "$OUT/cupy_dp.log" 2>&1
       summary+=("cupy_data_parallel rc=$? $(grep -E 'throughput|identical' "$OUT/cupy_dp.log" | tr '\n' ' ')")
       for rows in 32768 4096; do
