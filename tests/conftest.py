@@ -18,19 +18,20 @@ from __future__ import annotations
 import os
 from collections import Counter
 
-# `CUBSPARSE_TEST_DEVICES=0,1 pytest -n 28` spreads the xdist workers over those GPUs, one
-# GPU a worker (worker k gets the k-th modulo their count). It is set before anything can
-# open a CUDA context; a worker then sees one GPU, so the two-GPU tests need a run without it.
-_DEVICES = os.environ.get("CUBSPARSE_TEST_DEVICES", "").split(",")
-_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw0", "gw1", ...
-if _DEVICES != [""] and _WORKER.startswith("gw"):
-    os.environ["CUDA_VISIBLE_DEVICES"] = _DEVICES[int(_WORKER[2:]) % len(_DEVICES)]
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
 import cubsparse
+
+# `CUBSPARSE_TEST_DEVICES=0,1 pytest -n 28` spreads the xdist workers over those GPUs, one
+# GPU a worker (worker k gets the k-th modulo their count). It is set before anything opens
+# a CUDA context (importing cubsparse does not). A worker then sees one GPU, so the two-GPU
+# tests need a run without it.
+_DEVICES = os.environ.get("CUBSPARSE_TEST_DEVICES", "").split(",")
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw0", "gw1", ...
+if _DEVICES != [""] and _WORKER.startswith("gw"):
+    os.environ["CUDA_VISIBLE_DEVICES"] = _DEVICES[int(_WORKER[2:]) % len(_DEVICES)]
 
 # -- hypothesis profiles -------------------------------------------------------------------
 _COMMON = {

@@ -94,11 +94,11 @@ def test_mixed_devices_are_refused():
         cs.matmul(x0, w)
 
 
-# Runs in a fresh process that selects GPU 1 before any CUDA work; prints whether GPU 0's
-# primary context exists afterwards (the driver's own record, through libcuda).
+# Runs in a fresh process that makes GPU 1 current before any CUDA work and never leaves it
+# (a `with Device(1)` block would make device 0 current again on exit, which opens it);
+# prints whether GPU 0's primary context exists at the end (the driver's own record).
 ONLY_DEVICE_1 = """
 import ctypes, sys
-import numpy as np
 import cupy
 
 def active(ordinal):
@@ -108,21 +108,21 @@ def active(ordinal):
     assert cuda.cuDevicePrimaryCtxGetState(dev, ctypes.byref(flags), ctypes.byref(on)) == 0
     return bool(on.value)
 
-with cupy.cuda.Device(1):
-    x = cupy.ones((64, 64), dtype=cupy.float32)
-    float((x @ x).sum())
-    if sys.argv[1] == "cubsparse":
-        import cubsparse as cs
-        for dtype in ("float32", "float16"):
-            w = cs.BlockSparseMatrix.from_layout(cs.layouts.random(6, 4, density=0.5, seed=0),
-                                                 32, dtype=dtype, seed=1, backend="cuda")
-            x = cupy.ones((128, w.shape[0]), dtype=dtype)
-            dy = cupy.ones((128, w.shape[1]), dtype=dtype)
-            y, dx = cs.matmul(x, w), cs.matmul(dy, w.T)
-            g = cs.sampled_matmul(x.T, dy, like=w)
-            cupy.cuda.Device().synchronize()
-            assert float(abs(y).sum()) > 0 and float(abs(dx).sum()) > 0
-            assert float(abs(g.data).sum()) > 0
+cupy.cuda.Device(1).use()
+x = cupy.ones((64, 64), dtype=cupy.float32)
+float((x @ x).sum())
+if sys.argv[1] == "cubsparse":
+    import cubsparse as cs
+    for dtype in ("float32", "float16"):
+        w = cs.BlockSparseMatrix.from_layout(cs.layouts.random(6, 4, density=0.5, seed=0),
+                                             32, dtype=dtype, seed=1, backend="cuda")
+        x = cupy.ones((128, w.shape[0]), dtype=dtype)
+        dy = cupy.ones((128, w.shape[1]), dtype=dtype)
+        y, dx = cs.matmul(x, w), cs.matmul(dy, w.T)
+        g = cs.sampled_matmul(x.T, dy, like=w)
+        assert float(abs(y).sum()) > 0 and float(abs(dx).sum()) > 0
+        assert float(abs(g.data).sum()) > 0
+        assert {y.device.id, dx.device.id, g.data.device.id} == {1}
 print(active(0), active(1))
 """
 
