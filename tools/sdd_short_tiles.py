@@ -1,0 +1,86 @@
+"""The small-N weight gradient at b = 64 and 128 on each candidate short tile
+(``tiles.WGMMA_SDD_SHORT``): CUDA-graph µs and the fraction of the copy rate, each result
+checked against float32 dense math. The current tile is listed first; the plan under
+each candidate's first row names the kernel it ran.
+
+    PYTHONPATH=.:tools python3 tools/sdd_short_tiles.py [--n 32,64,128] [--ck 12288]
+        [--d 0.1,0.5] [--b 64,128]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+
+import cupy as cp
+from ab_decision import copy_gbps
+from gpu_probe import OPS, PLANS, csv_list, graph_ms, verify
+
+import cubsparse as cs
+from bench.cases import Case
+from bench.runner import bandwidth_efficiency
+from cubsparse._cuda import configs, plans, tiles
+
+# (group, warpgroups m, warpgroups n, stages, flip, k); the current tile first
+CANDIDATES = {
+    64: [tuple(tiles.WGMMA_SDD_SHORT[64]), (2, 1, 1, 2, False, 64), (2, 1, 1, 4, False, 64),
+         (4, 1, 1, 2, False, 64), (1, 1, 1, 3, False, 64), (2, 1, 1, 3, False, 32)],
+    128: [tuple(tiles.WGMMA_SDD_SHORT[128]), (1, 2, 1, 2, False, 64),
+          (1, 2, 1, 4, False, 64), (1, 1, 1, 2, False, 64), (2, 2, 1, 2, False, 64),
+          (1, 2, 1, 3, False, 32), (1, 2, 1, 4, False, 32)],
+}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--n", type=csv_list(int), default=[32, 64, 128])
+    p.add_argument("--ck", type=csv_list(int), default=[12288])
+    p.add_argument("--d", type=csv_list(float), default=[0.1, 0.5])
+    p.add_argument("--b", type=csv_list(int), default=[64, 128])
+    args = p.parse_args()
+    bw = copy_gbps()
+    print(f"GPU: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, "
+          f"copy {bw:.0f} GB/s")
+    saved = dict(tiles.WGMMA_SDD_SHORT)
+    rows = []
+    for b, ck, d in itertools.product(args.b, args.ck, args.d):
+        lay = cs.layouts.random(ck // b, ck // b, d, seed=1)
+        w = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", seed=2, backend="cuda")
+        for n in args.n:
+            xs = [cp.random.standard_normal((n, ck), dtype=cp.float32).astype("float16")
+                  for _ in range(2)]
+            dys = [cp.random.standard_normal((n, ck), dtype=cp.float32).astype("float16")
+                   for _ in range(2)]
+            mb = Case(n, ck, ck, b, d, "float16").min_bytes(w.nnzb)
+            times = []
+            for tile in CANDIDATES[b]:
+                configs.set_tiles(wgmma_sdd_short={b: tile})
+                try:
+                    with plans.override(dense=False):
+                        plan = PLANS["sdd"](w, xs[0], dys[0])
+                        err = verify("sdd", w, xs[1], dys[1])
+                        if not err < 2e-2:
+                            raise AssertionError(f"error {err:.3g}")
+                        t = graph_ms(lambda w=w, x=xs[0], dy=dys[0]: OPS["sdd"](w, x, dy))
+                except Exception as exc:  # a failing candidate is a result
+                    print(f"b={b} N={n} d={d} {tile}: failed {str(exc).splitlines()[0][:160]}")
+                    t, plan = float("nan"), None
+                times.append(t * 1e3)
+                if plan is not None and n == args.n[0] and d == args.d[0]:
+                    print(f"  {tile}: {plan}")
+            configs.set_tiles(wgmma_sdd_short=saved)
+            cells = " ".join(f"{t:7.1f} {bandwidth_efficiency(mb, t * 1e-3, bw):4.2f}"
+                             for t in times)
+            print(f"b={b:<4d} C=K={ck:<6d} d={d:<4.2f} N={n:<4d} {mb / 1e6:6.1f} MB  {cells}",
+                  flush=True)
+            rows.append((b, ck, d, n, times))
+    print("\nsummary: each candidate's time over the current tile's (below 1: faster)")
+    for b, ck, d, n, times in rows:
+        print(f"b={b:<4d} C=K={ck:<6d} d={d:<4.2f} N={n:<4d} "
+              + " ".join(f"{t / times[0]:5.2f}" for t in times))
+    for b in args.b:
+        print(f"b={b} candidates: " + "  ".join(str(c) for c in CANDIDATES[b]))
+
+
+if __name__ == "__main__":
+    main()
