@@ -5,6 +5,8 @@ weight gradient; the general call, the eager path of a repeated one, and the den
 
 from __future__ import annotations
 
+import dataclasses
+
 from .. import _options
 from . import blas, device, fastcall, outputs, run, sdd_rules, sdd_worklists, worklists
 from .compile import get_kernel
@@ -179,6 +181,23 @@ def _shared_outputs(like, dtype, dev: int):
     return o
 
 
+def _resident_grid(p, dev: int):
+    """Plan ``p`` with its persistent grid cut to the CTAs the device holds at once.
+
+    Plans are pure, so they count a persistent kernel's CTAs per SM from its shared memory
+    alone. Registers can allow fewer: 116 a thread leave room for two CTAs of the b = 128
+    short tile, not the four its shared memory allows (ncu, NVIDIA H200). A larger grid
+    runs in waves, and each CTA walks its groups from start to end, so the last wave runs
+    alone, partly filling the GPU. The driver's occupancy rule gives the count.
+    """
+    cfg = p.kernel
+    resident = device.resident_ctas(get_kernel(cfg), cfg.threads, cfg.smem)
+    if not 0 < resident < cfg.persistent:
+        return p
+    return dataclasses.replace(p, kernel=dataclasses.replace(cfg, persistent=resident),
+                               grid=min(p.grid, resident * device.sm_count(dev)))
+
+
 class _SddRunner:
     def __init__(self, like, dev, inner, a_km, b_nk, tf32, sparse_only=False):
         s, b = like._structure, like.blocksize
@@ -253,6 +272,8 @@ class _SddRunner:
         else:
             groups = sdd_worklists.sdd_work(s, dev, cfg.group)
             if cfg.kernel == "sdd_wgmma":  # a grid of p.grid CTAs, each a run of groups
+                if p.grid:
+                    self.plan = p = _resident_grid(p, dev)
                 self.main = Launch(get_kernel(cfg), (p.grid or groups.shape[0],),
                                    (cfg.threads,), cfg.smem, "plplipipp" + f + f,
                                    [None, None, None, None, inner, groups, groups.shape[0],
