@@ -60,7 +60,9 @@ def main():
                         err = verify("sdd", w, xs[1], dys[1])
                         if not err < 2e-2:
                             raise AssertionError(f"b={b} N={n} {name}: error {err:.3g}")
-                        call = (lambda w=w, x=xs[0], dy=dys[0]: OPS["sdd"](w, x, dy))
+                        def call(w=w, x=xs[0], dy=dys[0]):
+                            return OPS["sdd"](w, x, dy)
+
                         e = bench(call, reps=100) * 1e3
                         g = graph_ms(call) * 1e3
                     eager[name] = min(eager.get(name, e), e)
