@@ -486,3 +486,18 @@ def test_small_n_stream_k_runs_below_the_bytes_only_on_skewed_layouts(b):
     small = cs.layouts.barabasi_albert(rows, ba_m_for_density(rows, 0.1), seed=1)
     s = cs.BlockSparseMatrix.from_layout(small, b, dtype="float16", backend="cpu")._structure
     assert not plans.plan_dsd(s, "float16", b, n, False, False, 90, SMS).runs
+
+
+def test_short_grid_is_cut_only_where_a_wave_is_partial_and_ctas_walk_groups():
+    from cubsparse._cuda.sdd_rules import SHORT_GRID_MIN_WALK, short_grid_per_sm
+
+    sms = 132
+    walk = SHORT_GRID_MIN_WALK * 4 * sms  # groups from which 4 CTAs an SM each walk enough
+    assert short_grid_per_sm(6, 4, walk, sms) == 4  # 1.5 waves: cut
+    assert short_grid_per_sm(6, 4, walk - 1, sms) == 6  # too few groups a CTA
+    assert short_grid_per_sm(7, 4, 10**6, sms) == 4
+    assert short_grid_per_sm(4, 2, 10**6, sms) == 4  # two even waves: nothing to gain
+    assert short_grid_per_sm(6, 3, 10**6, sms) == 6
+    assert short_grid_per_sm(4, 4, 10**6, sms) == 4  # all held
+    assert short_grid_per_sm(4, 6, 10**6, sms) == 4  # more held than shared memory allows
+    assert short_grid_per_sm(6, 0, 10**6, sms) == 6  # the query failed: the plan's count

@@ -1369,30 +1369,35 @@ def test_small_n_stream_k_runs_are_deterministic(backend, force, b, n):
     assert np.array_equal(to_numpy(out), first)
 
 
-@pytest.mark.parametrize(("b", "n"), [(16, 32), (32, 32), (64, 32), (64, 128), (128, 32)])
-def test_short_sdd_grid_holds_only_resident_ctas(backend, force, b, n):
-    """The small-N weight gradient's persistent grid counts the CTAs an SM holds at once by
-    the driver's rule (registers too), not by shared memory alone; a CTA per group beyond
-    that would run in a second, partly idle wave. The product still matches float64."""
+@pytest.mark.parametrize(("b", "n", "cols"), [(32, 32, 6144), (64, 32, 6144), (64, 32, 2048),
+                                             (64, 128, 6144), (128, 32, 6144)])
+def test_short_sdd_grid_counts_the_ctas_an_sm_holds(backend, force, b, n, cols):
+    """The small-N weight gradient's persistent grid: the plan counts CTAs per SM from
+    shared memory; the runner cuts it to what the driver says an SM holds (registers too)
+    where sdd_rules.short_grid_per_sm says so (a partial last wave, enough groups a CTA;
+    at 2048 columns b = 64 has too few). The product still matches float64."""
     if device.arch(0) != 90:
         pytest.skip("the short wgmma tile is Hopper's")
     force(sdd_short=True, sdd_stream=False, sdd_panel=False, dense=False)
     from cubsparse._cuda.compile import get_kernel
 
-    lay = cs.layouts.random(6144 // b, 6144 // b, 0.5, seed=b)
+    lay = cs.layouts.random(cols // b, cols // b, 0.5, seed=b)
     w = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", seed=1, backend=backend)
     rng = np.random.default_rng(n)
     x, dy = (to_backend(rng.standard_normal((n, w.shape[i])).astype(np.float32),
                         backend).astype("float16") for i in (0, 1))
+    sms = device.sm_count(device.current())
+    pure = plans.plan_sdd(w._structure, "float16", b, n, True, False, False, 90, sms, None)
     plan = cs.sampled_matmul_plan(x.T, dy, like=w)
     cfg = plan.kernel
     assert cfg.kernel == "sdd_wgmma", str(plan)
+    assert cfg.name == pure.kernel.name
     held = device.resident_ctas(get_kernel(cfg), cfg.threads, cfg.smem)
-    sms = device.sm_count(device.current())
     groups = sdd_worklists.sdd_work_host(w._structure, cfg.group, 1, False).shape[0]
-    assert 0 < cfg.persistent <= held, str(plan)
-    assert plan.grid == min(groups, cfg.persistent * sms), str(plan)
-    assert f"({cfg.persistent}/SM, persistent)" in str(plan)
+    want = sdd_rules.short_grid_per_sm(pure.kernel.persistent, held, groups, sms)
+    assert cfg.persistent == want, str(plan)
+    assert plan.grid == min(groups, want * sms), str(plan)
+    assert f"({want}/SM, persistent)" in str(plan)
     ref = (to_numpy(x).astype(np.float64).T @ to_numpy(dy).astype(np.float64)) * np.kron(
         lay, np.ones((b, b)))
     out = to_numpy(cs.sampled_matmul(x.T, dy, like=w).toarray()).astype(np.float64)

@@ -1,9 +1,10 @@
 """Same-process A/B of the short weight gradient's persistent grid: CTAs per SM counted
-from shared memory alone (as plans count them) against the driver's occupancy rule
-(``run_sdd._resident_grid``, registers too). Each op-case: an eager loop of calls back to
+from shared memory alone (as plans count them, "smem") against the count the driver's
+occupancy rule gives (registers too, "held"), and the rule between them
+(``sdd_rules.short_grid_per_sm``, "rule"). Each op-case: an eager loop of calls back to
 back (µs a call), then CUDA-graph replays (µs, and the fraction of the copy rate),
 interleaved rounds, best of them, each result checked against float32 dense math; the
-grids of both plans under the row.
+plans under the row where their grids differ.
 
     PYTHONPATH=.:tools python3 tools/sdd_grid_ab.py [--b 16,32,64,128] [--n 1,32,64,128]
         [--ck 8192,12288] [--d 0.1,0.25,0.5]
@@ -12,6 +13,7 @@ grids of both plans under the row.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 
 import cupy as cp
@@ -21,9 +23,23 @@ from gpu_probe import OPS, PLANS, bench, csv_list, graph_ms, verify
 import cubsparse as cs
 from bench.cases import Case
 from bench.runner import bandwidth_efficiency
-from cubsparse._cuda import configs, plans, run_sdd
+from cubsparse._cuda import configs, device, plans, run_sdd
+from cubsparse._cuda.compile import get_kernel
 
-RESIDENT = run_sdd._resident_grid
+RULE = run_sdd._resident_grid
+
+
+def held(p, dev, groups):
+    """The grid cut to the CTAs the driver says an SM holds, wherever fewer."""
+    cfg = p.kernel
+    n = device.resident_ctas(get_kernel(cfg), cfg.threads, cfg.smem)
+    if not 0 < n < cfg.persistent:
+        return p
+    return dataclasses.replace(p, kernel=dataclasses.replace(cfg, persistent=n),
+                               grid=min(p.grid, n * device.sm_count(dev)))
+
+
+FORMS = {"smem": lambda p, dev, groups: p, "held": held, "rule": RULE}
 
 
 def main():
@@ -37,9 +53,8 @@ def main():
     bw = copy_gbps()
     print(f"GPU: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, "
           f"copy {bw:.0f} GB/s")
-    print(f"{'b':>4} {'C=K':>6} {'d':>5} {'N':>4} | eager us: smem  driver | graph us: smem "
-          f"(bw)  driver (bw) | driver / smem")
-    forms = {"smem": lambda plan, dev: plan, "driver": RESIDENT}
+    print(f"{'b':>4} {'C=K':>6} {'d':>5} {'N':>4} | eager us: " + " ".join(FORMS)
+          + " | graph us (bw): " + " ".join(FORMS) + " | over smem: held rule")
     rows = []
     for b, ck, d in itertools.product(args.b, args.ck, args.d):
         lay = cs.layouts.random(ck // b, ck // b, d, seed=1)
@@ -52,7 +67,7 @@ def main():
             mb = Case(n, ck, ck, b, d, "float16").min_bytes(w.nnzb)
             eager, graph, plan = {}, {}, {}
             for _ in range(args.rounds):
-                for name, form in forms.items():
+                for name, form in FORMS.items():
                     run_sdd._resident_grid = form
                     configs.set_tiles()  # new runners, built with this form
                     with plans.override(dense=False):
@@ -67,18 +82,19 @@ def main():
                         g = graph_ms(call) * 1e3
                     eager[name] = min(eager.get(name, e), e)
                     graph[name] = min(graph.get(name, g), g)
-            run_sdd._resident_grid = RESIDENT
+            run_sdd._resident_grid = RULE
             frac = {k: bandwidth_efficiency(mb, v * 1e-3, bw) for k, v in graph.items()}
-            print(f"{b:4d} {ck:6d} {d:5.2f} {n:4d} | {eager['smem']:8.1f} {eager['driver']:7.1f}"
-                  f" | {graph['smem']:8.1f} ({frac['smem']:.2f}) {graph['driver']:7.1f} "
-                  f"({frac['driver']:.2f}) | {graph['driver'] / graph['smem']:5.2f}", flush=True)
-            if str(plan["smem"]) != str(plan["driver"]):
-                for name in forms:
+            print(f"{b:4d} {ck:6d} {d:5.2f} {n:4d} | "
+                  + " ".join(f"{eager[k]:7.1f}" for k in FORMS) + " | "
+                  + " ".join(f"{graph[k]:7.1f} ({frac[k]:.2f})" for k in FORMS)
+                  + f" | {graph['held'] / graph['smem']:5.2f} {graph['rule'] / graph['smem']:5.2f}",
+                  flush=True)
+            if len({str(v) for v in plan.values()}) > 1:
+                for name in FORMS:
                     print(f"      {name}: {plan[name]}")
-            rows.append((b, ck, d, n, eager, graph, frac))
-    changed = [r for r in rows if r[5]["driver"] != r[5]["smem"]]
-    print(f"\n{len(rows)} op-cases; driver / smem, graph: "
-          + " ".join(f"{r[5]['driver'] / r[5]['smem']:.2f}" for r in changed))
+            rows.append((graph, str(plan["rule"]) != str(plan["smem"])))
+    print(f"\n{len(rows)} op-cases; rule / smem, graph, where the rule cut the grid: "
+          + " ".join(f"{g['rule'] / g['smem']:.2f}" for g, cut in rows if cut))
 
 
 if __name__ == "__main__":

@@ -181,21 +181,18 @@ def _shared_outputs(like, dtype, dev: int):
     return o
 
 
-def _resident_grid(p, dev: int):
-    """Plan ``p`` with its persistent grid cut to the CTAs the device holds at once.
-
-    Plans are pure, so they count a persistent kernel's CTAs per SM from its shared memory
-    alone. Registers can allow fewer: 116 a thread leave room for two CTAs of the b = 128
-    short tile, not the four its shared memory allows (ncu, NVIDIA H200). A larger grid
-    runs in waves, and each CTA walks its groups from start to end, so the last wave runs
-    alone, partly filling the GPU. The driver's occupancy rule gives the count.
-    """
+def _resident_grid(p, dev: int, groups: int):
+    """Plan ``p`` with its persistent grid cut, where it pays, to the CTAs an SM holds at
+    once (``sdd_rules.short_grid_per_sm``: plans count them from shared memory alone; the
+    driver's occupancy rule counts registers too)."""
     cfg = p.kernel
     resident = device.resident_ctas(get_kernel(cfg), cfg.threads, cfg.smem)
-    if not 0 < resident < cfg.persistent:
+    sms = device.sm_count(dev)
+    per_sm = sdd_rules.short_grid_per_sm(cfg.persistent, resident, groups, sms)
+    if per_sm == cfg.persistent:
         return p
-    return dataclasses.replace(p, kernel=dataclasses.replace(cfg, persistent=resident),
-                               grid=min(p.grid, resident * device.sm_count(dev)))
+    return dataclasses.replace(p, kernel=dataclasses.replace(cfg, persistent=per_sm),
+                               grid=min(p.grid, per_sm * sms))
 
 
 class _SddRunner:
@@ -273,7 +270,7 @@ class _SddRunner:
             groups = sdd_worklists.sdd_work(s, dev, cfg.group)
             if cfg.kernel == "sdd_wgmma":  # a grid of p.grid CTAs, each a run of groups
                 if p.grid:
-                    self.plan = p = _resident_grid(p, dev)
+                    self.plan = p = _resident_grid(p, dev, groups.shape[0])
                 self.main = Launch(get_kernel(cfg), (p.grid or groups.shape[0],),
                                    (cfg.threads,), cfg.smem, "plplipipp" + f + f,
                                    [None, None, None, None, inner, groups, groups.shape[0],
