@@ -27,10 +27,12 @@ import cubsparse
 # `CUBSPARSE_TEST_DEVICES=0,1 pytest -n 28` spreads the xdist workers over those GPUs, one
 # GPU a worker (worker k gets the k-th modulo their count). It is set before anything opens
 # a CUDA context (importing cubsparse does not). A worker then sees one GPU, so the two-GPU
-# tests need a run without it.
-_DEVICES = os.environ.get("CUBSPARSE_TEST_DEVICES", "").split(",")
+# tests need a run without it. The numbers are the machine's (they replace any
+# CUDA_VISIBLE_DEVICES set before).
+_DEVICES = [d.strip() for d in os.environ.get("CUBSPARSE_TEST_DEVICES", "").split(",")
+            if d.strip()]
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw0", "gw1", ...
-if _DEVICES != [""] and _WORKER.startswith("gw"):
+if _DEVICES and _WORKER.startswith("gw"):
     os.environ["CUDA_VISIBLE_DEVICES"] = _DEVICES[int(_WORKER[2:]) % len(_DEVICES)]
 
 # -- hypothesis profiles -------------------------------------------------------------------

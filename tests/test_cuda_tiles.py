@@ -1392,10 +1392,13 @@ def test_short_sdd_grid_counts_the_ctas_an_sm_holds(backend, force, b, n, cols):
     cfg = plan.kernel
     assert cfg.kernel == "sdd_wgmma", str(plan)
     assert cfg.name == pure.kernel.name
-    held = device.resident_ctas(get_kernel(cfg), cfg.threads, cfg.smem)
+    held = device.resident_ctas(get_kernel(pure.kernel), cfg.threads, cfg.smem)
+    assert held > 0
     groups = sdd_worklists.sdd_work_host(w._structure, cfg.group, 1, False).shape[0]
     want = sdd_rules.short_grid_per_sm(pure.kernel.persistent, held, groups, sms)
     assert cfg.persistent == want, str(plan)
+    if b in (32, 64) and n == 32 and cols == 6144:  # registers hold fewer CTAs (H200, nvcc 13)
+        assert want < pure.kernel.persistent, str(plan)
     assert plan.grid == min(groups, want * sms), str(plan)
     assert f"({want}/SM, persistent)" in str(plan)
     ref = (to_numpy(x).astype(np.float64).T @ to_numpy(dy).astype(np.float64)) * np.kron(

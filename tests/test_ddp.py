@@ -41,14 +41,16 @@ def ddp_train():
     return module
 
 
-def torchrun(tmp: Path, *extra: str) -> subprocess.CompletedProcess:
-    """Two CPU processes under torchrun (--standalone: a free rendezvous port)."""
+def torchrun(tmp: Path, *extra: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Two processes under torchrun (--standalone: a free rendezvous port), on the CPU
+    unless ``extra`` says ``--device cuda``."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
     env["OMP_NUM_THREADS"] = "1"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
            "--nproc-per-node=2", str(SCRIPT), *TINY, *extra]
-    return subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True,
+                          timeout=timeout)
 
 
 @pytest.fixture(scope="module")
@@ -114,8 +116,9 @@ def test_two_gpus_over_nccl_train_like_one_with_the_whole_batch(tmp_path, ddp_tr
     if not torch.distributed.is_nccl_available():
         pytest.skip("this torch has no NCCL backend")
     gpu = ["--device", "cuda", "--check-every", "1"]
+    # (the first launch compiles the kernels: a longer limit than on the CPU)
     proc = torchrun(tmp_path, *gpu, "--per-gpu-batch", str(PER_RANK), "--json",
-                    str(tmp_path / "result.json"))
+                    str(tmp_path / "result.json"), timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "world size 2, backend nccl" in proc.stdout
     assert "weights identical on all 2 ranks after 5 steps (5 checks" in proc.stdout
@@ -132,7 +135,8 @@ def test_two_gpus_over_nccl_train_like_one_with_the_whole_batch(tmp_path, ddp_tr
     assert two["losses"] == pytest.approx(one["losses"], rel=1e-4)
     assert one["losses"][-1] != one["losses"][0]  # it trained
     # and a rank whose weights drift by one ulp stops the run on GPUs too
-    broken = torchrun(tmp_path, *gpu, "--per-gpu-batch", str(PER_RANK), "--break-rank", "1")
+    broken = torchrun(tmp_path, *gpu, "--per-gpu-batch", str(PER_RANK), "--break-rank", "1",
+                      timeout=300)
     assert broken.returncode != 0
     assert "weights differ across ranks after step 1: rank(s) [1]" in broken.stderr
 

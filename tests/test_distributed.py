@@ -471,12 +471,24 @@ def test_nccl_over_two_gpus_is_exact(tmp_path):
     # rank must hold exactly the reference's bits, for the arrays and the matrix alike.
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
     init = str(tmp_path / "nccl-id.json")
-    procs = [subprocess.Popen([sys.executable, "-c", TWO_RANKS, str(r), init, str(tmp_path),
-                               ",".join(FLOATS)], cwd=ROOT, env=env, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-             for r in range(2)]
-    logs = [p.communicate(timeout=240)[0] for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], "\n".join(logs)
+    logs = [tmp_path / f"rank{r}.log" for r in range(2)]
+    procs = []
+    try:
+        for r, log in enumerate(logs):  # output to files: a full pipe cannot stall a rank
+            with open(log, "w") as out:
+                procs.append(subprocess.Popen(
+                    [sys.executable, "-c", TWO_RANKS, str(r), init, str(tmp_path),
+                     ",".join(FLOATS)], cwd=ROOT, env=env, stdout=out,
+                    stderr=subprocess.STDOUT))
+        for p in procs:
+            p.wait(timeout=240)
+    finally:  # a rank left waiting in NCCL for a dead peer must not outlive the test
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert [p.returncode for p in procs] == [0, 0], "\n".join(
+        log.read_text() for log in logs)
     for dtype in FLOATS:
         values = rank_values(2, (33, 7), dtype)
         for op in ("sum", "mean"):

@@ -13,7 +13,8 @@ import cubsparse as cs
 from cubsparse._cuda import plans
 
 args = [a for a in sys.argv[1:] if "=" not in a]
-forced = {k: v.lower() == "true" for k, v in (a.split("=") for a in sys.argv[1:] if "=" in a)}
+forced = {k: v.lower() == "true" if v.lower() in ("true", "false") else int(v)
+          for k, v in (a.split("=") for a in sys.argv[1:] if "=" in a)}
 b, n, d = (int(args[0]) if args else 128, int(args[1]) if len(args) > 1 else 32,
            float(args[2]) if len(args) > 2 else 0.5)
 ck = 12288
