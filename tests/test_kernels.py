@@ -45,3 +45,34 @@ def test_the_wait_is_griddepcontrol_and_no_kernel_triggers_early():
         if p.name.endswith((".cu", ".cuh")):
             # a trigger would let the next kernel's CTAs hold SMs beside this one
             assert "launch_dependents" not in p.read_text(), p.name
+
+
+def _check_kernels():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "tools" / "check_kernels.py"
+    spec = importlib.util.spec_from_file_location("check_kernels", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_compile_check_counts_the_ctas_registers_hold():
+    # What the driver reported on an H200 (116 registers: 2 CTAs of 256 threads), and
+    # what ptxas gave the short weight gradient's other tiles.
+    ck = _check_kernels()
+    assert ck.resident_by_registers(116, 256) == 2
+    assert ck.resident_by_registers(122, 128) == 4
+    assert ck.resident_by_registers(64, 256) == 4
+    assert ck.resident_by_registers(71, 256) == 3
+    assert ck.resident_by_registers(32, 1024) == 2
+    from cubsparse._cuda.configs import KernelConfig
+
+    planned = KernelConfig("sdd_wgmma", "k<1>", 256, 50 << 10, 0, 1, "sm_90a", 4)
+    fits = KernelConfig("sdd_wgmma", "k<2>", 256, 50 << 10, 0, 1, "sm_90a", 2)
+    lines = ck.occupancy_report([planned, fits], {"_Z1": {"registers": 116},
+                                                  "_Z2": {"registers": 116}},
+                                {"_Z1": "k<1>", "_Z2": "k<2>"}.get)
+    assert lines == ["  k<1>: planned 4/SM from shared memory, 116 registers x 256 threads "
+                     "hold 2"]

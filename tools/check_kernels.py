@@ -1,7 +1,8 @@
 """Compile every cubsparse kernel instantiation without a GPU; fail on any error.
 
 Uses the machine's ``nvcc`` when present, else NVRTC from the ``nvidia-cuda-nvrtc`` wheel
-(through ctypes). Reports registers, spills and stack frames per kernel and target, and
+(through ctypes). Reports registers, spills and stack frames per kernel and target, the
+persistent kernels whose planned CTAs per SM their registers do not hold on sm_90a, and
 exits non-zero on a compile error, on a wgmma wait that ptxas had to inject (warning C7517:
 it then waits for every MMA group where the code keeps one in flight), or on a spill when
 ``--no-spills`` is given.
@@ -102,6 +103,50 @@ def parse_report(log: str) -> dict[str, dict]:
     return out
 
 
+def resident_by_registers(registers: int, threads: int) -> int:
+    """CTAs of ``threads`` threads an SM of compute capability 8.0-9.0 holds by registers:
+    each warp takes ``registers`` rounded up to 8 a thread (256 a warp at a time), and
+    each of the SM's four schedulers 16,384 registers for its warps."""
+    per_warp = -(-registers * 32 // 256) * 256
+    warps = 4 * (16384 // per_warp)
+    return warps // -(-threads // 32)
+
+
+def occupancy_report(configs, report: dict[str, dict], demangle) -> list[str]:
+    """A line for each persistent kernel whose plan counts more CTAs an SM (from shared
+    memory) than its registers allow: the grid then runs in waves (the short weight
+    gradient's runner cuts it where that pays; the others keep theirs)."""
+    regs = {}
+    for mangled, r in report.items():
+        name = demangle(mangled)
+        if name is not None and "registers" in r:
+            regs[name] = r["registers"]
+    lines = []
+    for c in configs:
+        if not c.persistent or c.name not in regs:
+            continue
+        held = min(resident_by_registers(regs[c.name], c.threads), 2048 // c.threads)
+        if held < c.persistent:
+            lines.append(f"  {c.name}: planned {c.persistent}/SM from shared memory, "
+                         f"{regs[c.name]} registers x {c.threads} threads hold {held}")
+    return lines
+
+
+def demangler():
+    """Mangled name -> the name expression as the configs write it (``kernel<A,B>``), by
+    ``cu++filt`` or ``c++filt``; None where neither is found."""
+    tool = shutil.which("cu++filt") or shutil.which("c++filt")
+    if tool is None:
+        return lambda mangled: None
+
+    def demangle(mangled: str):
+        out = subprocess.run([tool, mangled], capture_output=True, text=True).stdout.strip()
+        head = out.split("(", 1)[0].removeprefix("void ")
+        return head.replace(" ", "") if "<" in head else None
+
+    return demangle
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--arch", nargs="+", default=["sm_80", "sm_90a"])
@@ -117,7 +162,8 @@ def main(argv=None) -> int:
     lib = None if nvcc else _load_nvrtc()
     print(f"compiler: {nvcc or 'NVRTC (nvidia-cuda-nvrtc wheel)'}")
     configs = instances.all_configs(dtypes=args.dtype)
-    failed, spilled, injected = [], [], []
+    failed, spilled, injected, waves = [], [], [], []
+    demangle = demangler()
     for arch in args.arch:
         for fam in _configs.FAMILIES:
             names = [c.name for c in configs if c.family == fam and c.arch in (None, arch)]
@@ -137,10 +183,16 @@ def main(argv=None) -> int:
             for k, r in bad.items():
                 spilled.append((arch, k))
                 print(f"  spill: {k}: {r}")
+            if arch == "sm_90a":
+                waves += occupancy_report([c for c in configs if c.family == fam], report,
+                                          demangle)
             waits = [line for line in log.splitlines() if "C7517" in line]
             if waits:
                 injected.append((arch, fam))
                 print(f"  {len(waits)} injected wgmma wait(s), e.g. {waits[0].strip()}")
+    if waves:
+        print(f"{len(waves)} persistent kernel(s) planned past what registers hold on sm_90a:")
+        print("\n".join(waves))
     if failed:
         print(f"compile errors in {len(failed)} module(s)")
         return 1

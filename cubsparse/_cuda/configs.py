@@ -110,7 +110,9 @@ def _rows_key(table, b: int, n: int) -> tuple | None:
 def ctas_per_sm(smem: int) -> int:
     """CTAs of a persistent kernel per SM: as many as fit an SM's 228 KiB of shared memory
     (1 KiB of it reserved per CTA). Where registers allow fewer at once, the grid runs in
-    more than one wave (the measured tiles were chosen with it so)."""
+    more than one wave (the measured tiles were chosen with it so); the short weight
+    gradient's runner cuts its grid where that pays (``sdd_rules.short_grid_per_sm``), and
+    ``tools/check_kernels.py`` lists the kernels planned past their registers."""
     return max(1, (228 << 10) // (smem + 1024))
 
 
