@@ -1,7 +1,7 @@
 """The small-N weight gradient at b = 64 and 128 on each candidate short tile
 (``tiles.WGMMA_SDD_SHORT``): CUDA-graph µs and the fraction of the copy rate, each result
 checked against float32 dense math. The current tile is listed first; the plan under
-each candidate's first row names the kernel it ran.
+each candidate's first row names the kernel it ran and its grid.
 
     PYTHONPATH=.:tools python3 tools/sdd_short_tiles.py [--n 32,64,128] [--ck 12288]
         [--d 0.1,0.5] [--b 64,128]
@@ -21,13 +21,17 @@ from bench.cases import Case
 from bench.runner import bandwidth_efficiency
 from cubsparse._cuda import configs, plans, tiles
 
-# (group, warpgroups m, warpgroups n, stages, flip, k); the current tile first
+# (group, warpgroups m, warpgroups n, stages, flip, k); the current tile first. At most
+# 32 rows the plan runs k = 32 (sdd_rules.SDD_ONE_SLICE_K). Registers hold 4 CTAs an SM at
+# b = 64 and 2 at b = 128 whatever the stages (ptxas, tools/check_kernels.py), so deeper
+# stages at 32 rows cost no CTAs there: 4 at b = 64 (49 KB), 4-6 at b = 128 (66-98 KB).
+# The runner's grid rule (sdd_rules.short_grid_per_sm) applies to each. wgmma_pipeline
+# needs 3 stages or more.
 CANDIDATES = {
-    64: [tuple(tiles.WGMMA_SDD_SHORT[64]), (2, 1, 1, 2, False, 64), (2, 1, 1, 4, False, 64),
-         (4, 1, 1, 2, False, 64), (1, 1, 1, 3, False, 64), (2, 1, 1, 3, False, 32)],
-    128: [tuple(tiles.WGMMA_SDD_SHORT[128]), (1, 2, 1, 2, False, 64),
-          (1, 2, 1, 4, False, 64), (1, 1, 1, 2, False, 64), (2, 2, 1, 2, False, 64),
-          (1, 2, 1, 3, False, 32), (1, 2, 1, 4, False, 32)],
+    64: [tuple(tiles.WGMMA_SDD_SHORT[64]), (2, 1, 1, 4, False, 64), (2, 1, 1, 5, False, 64),
+         (1, 1, 1, 4, False, 64), (4, 1, 1, 3, False, 64)],
+    128: [tuple(tiles.WGMMA_SDD_SHORT[128]), (1, 2, 1, 4, False, 64),
+          (1, 2, 1, 5, False, 64), (1, 2, 1, 6, False, 64), (1, 1, 1, 4, False, 64)],
 }
 
 
