@@ -3,8 +3,11 @@
 # profiles of the fp16 kernels at N=C=K=4096, d=0.25. Logs land in $OUT (or ./gpu_out).
 # Usage: bash tools/gpu_session.sh [tests] [sanitize] [ncu:B] [wgmma:B:DTYPE] [probe]
 #        [sweep:NAME:SECONDS:ARGS] (ARGS: `python -m bench` options joined by "+") [multigpu]
+#        [sdd-small-n]
 # `tests` spreads its xdist workers over every visible GPU; `multigpu` (two GPUs or more)
 # runs the two-GPU tests, both data-parallel examples on two GPUs and the scaling benchmark.
+# `sdd-small-n`: the small-N weight gradient's open measurements (bench/NOTES.md 281-287):
+# its grid test, the short tile's deeper stages, the TMA kernel at 64-128 rows for b = 128.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
@@ -79,6 +82,18 @@ for step in "$@"; do
           > "$OUT/scaling_$rows.log" 2>&1
         summary+=("scaling rows=$rows rc=$?" "$(tail -n 5 "$OUT/scaling_$rows.log")")
       done ;;
+    sdd-small-n)
+      CUBSPARSE_HYPOTHESIS_PROFILE=gpu timeout 200 python3 -m pytest -q -p no:cacheprovider \
+        tests/test_cuda_tiles.py -k "short_sdd_grid" > "$OUT/pytest_sdd_grid.log" 2>&1
+      summary+=("sdd grid test: $(tail -n 1 "$OUT/pytest_sdd_grid.log")")
+      export PYTHONPATH="$PYTHONPATH:$PWD/tools"
+      timeout 300 python3 tools/sdd_short_tiles.py --n 1,32 --ck 8192,12288 \
+        --d 0.1,0.25,0.5 > "$OUT/sdd_short_tiles.txt" 2>&1
+      summary+=("short tiles rc=$?")
+      timeout 200 python3 tools/ab_decision.py --decision sdd_short --values true,false \
+        --fixed sdd_tma=true,sdd_pair=false --ops sdd --n 64,96,128 --ck 8192,12288 \
+        --b 128 --d 0.1,0.25,0.5 > "$OUT/sdd_tma_n64-128.txt" 2>&1
+      summary+=("TMA sdd at 64-128 rows rc=$?") ;;
     probe)
       python3 tools/gpu_probe.py --speed 2>&1 | tee "$OUT/probe.log" | tail -n 30 ;;
   esac
