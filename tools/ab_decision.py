@@ -41,6 +41,20 @@ def copy_gbps() -> float:
     return device.copy_bandwidth(device.get_backend("cuda"))["GBps"]
 
 
+def random_case(ck: int, b: int, d: float, dtype: str = "float16"):
+    """A random-layout W of C = K = ``ck`` on the GPU (the same layout for every tool)."""
+    lay = cs.layouts.random(ck // b, ck // b, d, seed=1)
+    return cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=2, backend="cuda")
+
+
+def operand_pairs(n: int, ck: int, dtype: str = "float16"):
+    """Two fresh X and two fresh dY of ``n`` rows: one set to check, one to time."""
+    def draw():
+        return cp.random.standard_normal((n, ck), dtype=cp.float32).astype(dtype)
+
+    return [draw() for _ in range(2)], [draw() for _ in range(2)]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -65,12 +79,8 @@ def main():
           f"{'dense':>7}  (us graph, bw)")
     rows = []
     for dtype, ck, b, d, n in itertools.product(args.dtype, args.ck, args.b, args.d, args.n):
-        lay = cs.layouts.random(ck // b, ck // b, d, seed=1)
-        w = cs.BlockSparseMatrix.from_layout(lay, b, dtype=dtype, seed=2, backend="cuda")
-        xs = [cp.random.standard_normal((n, ck), dtype=cp.float32).astype(dtype)
-              for _ in range(2)]
-        dys = [cp.random.standard_normal((n, ck), dtype=cp.float32).astype(dtype)
-               for _ in range(2)]
+        w = random_case(ck, b, d, dtype)
+        xs, dys = operand_pairs(n, ck, dtype)
         wd = w.toarray()
         dense = bench(lambda x=xs[0], wd=wd: cp.matmul(x, wd), reps=50) * 1e3
         for op in args.ops:

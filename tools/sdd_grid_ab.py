@@ -13,30 +13,22 @@ plans under the row where their grids differ.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import itertools
 
 import cupy as cp
-from ab_decision import copy_gbps
+from ab_decision import copy_gbps, operand_pairs, random_case
 from gpu_probe import OPS, PLANS, bench, csv_list, graph_ms, verify
 
-import cubsparse as cs
 from bench.cases import Case
 from bench.runner import bandwidth_efficiency
-from cubsparse._cuda import configs, device, plans, run_sdd
-from cubsparse._cuda.compile import get_kernel
+from cubsparse._cuda import configs, plans, run_sdd
 
 RULE = run_sdd._resident_grid
 
 
 def held(p, dev, groups):
     """The grid cut to the CTAs the driver says an SM holds, wherever fewer."""
-    cfg = p.kernel
-    n = device.resident_ctas(get_kernel(cfg), cfg.threads, cfg.smem)
-    if not 0 < n < cfg.persistent:
-        return p
-    return dataclasses.replace(p, kernel=dataclasses.replace(cfg, persistent=n),
-                               grid=min(p.grid, n * device.sm_count(dev)))
+    return RULE(p, dev, groups, rule=lambda smem, n, groups, sms: n if 0 < n < smem else smem)
 
 
 FORMS = {"smem": lambda p, dev, groups: p, "held": held, "rule": RULE}
@@ -57,13 +49,9 @@ def main():
           + " | graph us (bw): " + " ".join(FORMS) + " | over smem: held rule")
     rows = []
     for b, ck, d in itertools.product(args.b, args.ck, args.d):
-        lay = cs.layouts.random(ck // b, ck // b, d, seed=1)
-        w = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", seed=2, backend="cuda")
+        w = random_case(ck, b, d)
         for n in args.n:
-            xs = [cp.random.standard_normal((n, ck), dtype=cp.float32).astype("float16")
-                  for _ in range(2)]
-            dys = [cp.random.standard_normal((n, ck), dtype=cp.float32).astype("float16")
-                   for _ in range(2)]
+            xs, dys = operand_pairs(n, ck)
             mb = Case(n, ck, ck, b, d, "float16").min_bytes(w.nnzb)
             eager, graph, plan = {}, {}, {}
             for _ in range(args.rounds):

@@ -13,10 +13,9 @@ import argparse
 import itertools
 
 import cupy as cp
-from ab_decision import copy_gbps
+from ab_decision import copy_gbps, operand_pairs, random_case
 from gpu_probe import OPS, PLANS, csv_list, graph_ms, verify
 
-import cubsparse as cs
 from bench.cases import Case
 from bench.runner import bandwidth_efficiency
 from cubsparse._cuda import configs, plans, tiles
@@ -48,13 +47,9 @@ def main():
     saved = dict(tiles.WGMMA_SDD_SHORT)
     rows = []
     for b, ck, d in itertools.product(args.b, args.ck, args.d):
-        lay = cs.layouts.random(ck // b, ck // b, d, seed=1)
-        w = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", seed=2, backend="cuda")
+        w = random_case(ck, b, d)
         for n in args.n:
-            xs = [cp.random.standard_normal((n, ck), dtype=cp.float32).astype("float16")
-                  for _ in range(2)]
-            dys = [cp.random.standard_normal((n, ck), dtype=cp.float32).astype("float16")
-                   for _ in range(2)]
+            xs, dys = operand_pairs(n, ck)
             mb = Case(n, ck, ck, b, d, "float16").min_bytes(w.nnzb)
             times = []
             for tile in CANDIDATES[b]:

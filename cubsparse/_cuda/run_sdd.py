@@ -181,14 +181,14 @@ def _shared_outputs(like, dtype, dev: int):
     return o
 
 
-def _resident_grid(p, dev: int, groups: int):
-    """Plan ``p`` with its persistent grid cut, where it pays, to the CTAs an SM holds at
-    once (``sdd_rules.short_grid_per_sm``: plans count them from shared memory alone; the
-    driver's occupancy rule counts registers too)."""
+def _resident_grid(p, dev: int, groups: int, rule=sdd_rules.short_grid_per_sm):
+    """Plan ``p`` with its persistent grid cut, where ``rule`` says it pays, to the CTAs an
+    SM holds at once (plans count them from shared memory alone; the driver's occupancy
+    rule counts registers too)."""
     cfg = p.kernel
     resident = device.resident_ctas(get_kernel(cfg), cfg.threads, cfg.smem)
     sms = device.sm_count(dev)
-    per_sm = sdd_rules.short_grid_per_sm(cfg.persistent, resident, groups, sms)
+    per_sm = rule(cfg.persistent, resident, groups, sms)
     if per_sm == cfg.persistent:
         return p
     return dataclasses.replace(p, kernel=dataclasses.replace(cfg, persistent=per_sm),
