@@ -130,6 +130,7 @@ SDD_TILES = [
     (128, (2, 2, 1, 4, False)),  # M = 128 over two warpgroups, N = 256
     (128, (1, 1, 1, 4, False)),  # two m64 tiles in one warpgroup
     (128, (1, 2, 1, 3, False, 32)),
+    (128, (1, 1, 1, 4, False, 32)),  # the short tile: one warpgroup, 32 deep
 ]
 
 

@@ -1,10 +1,11 @@
 """The small-N weight gradient at b = 64 and 128 on each candidate short tile
-(``tiles.WGMMA_SDD_SHORT``): CUDA-graph µs and the fraction of the copy rate, each result
-checked against float32 dense math. The current tile is listed first; the plan under
+(``tiles.WGMMA_SDD_SHORT``): CUDA-graph µs and the fraction of the copy rate (with
+``--eager``, an eager loop's µs a call before them), each result checked against float32
+dense math. The current tile is listed first; the plan under
 each candidate's first row names the kernel it ran and its grid.
 
     PYTHONPATH=.:tools python3 tools/sdd_short_tiles.py [--n 32,64,128] [--ck 12288]
-        [--d 0.1,0.5] [--b 64,128]
+        [--d 0.1,0.5] [--b 64,128] [--only 0,1] [--eager]
 """
 
 from __future__ import annotations
@@ -14,23 +15,25 @@ import itertools
 
 import cupy as cp
 from ab_decision import copy_gbps, operand_pairs, random_case
-from gpu_probe import OPS, PLANS, csv_list, graph_ms, verify
+from gpu_probe import OPS, PLANS, bench, csv_list, graph_ms, verify
 
 from bench.cases import Case
 from bench.runner import bandwidth_efficiency
 from cubsparse._cuda import configs, plans, tiles
 
 # (group, warpgroups m, warpgroups n, stages, flip, k); the current tile first. At most
-# 32 rows the plan runs k = 32 (sdd_rules.SDD_ONE_SLICE_K). Registers hold 4 CTAs an SM at
-# b = 64 and 2 at b = 128 whatever the stages (ptxas, tools/check_kernels.py), so deeper
-# stages at 32 rows cost no CTAs there: 4 at b = 64 (49 KB), 4-6 at b = 128 (66-98 KB).
-# The runner's grid rule (sdd_rules.short_grid_per_sm) applies to each. wgmma_pipeline
-# needs 3 stages or more.
+# 32 rows the plan runs k = 32 (sdd_rules.SDD_ONE_SLICE_K), so a candidate's k shows at
+# 33-128 rows only. "tma" is the persistent TMA kernel (tiles.WGMMA_SDD_TMA, b = 128 only),
+# the plan's choice past the short tile over a wide W. b = 128's second entry is its
+# former tile (two warpgroups, NOTES 288). The runner's
+# grid rule (sdd_rules.short_grid_per_sm) applies to each. wgmma_pipeline needs 3 stages
+# or more.
 CANDIDATES = {
-    64: [tuple(tiles.WGMMA_SDD_SHORT[64]), (2, 1, 1, 4, False, 64), (2, 1, 1, 5, False, 64),
-         (1, 1, 1, 4, False, 64), (4, 1, 1, 3, False, 64)],
-    128: [tuple(tiles.WGMMA_SDD_SHORT[128]), (1, 2, 1, 4, False, 64),
-          (1, 2, 1, 5, False, 64), (1, 2, 1, 6, False, 64), (1, 1, 1, 4, False, 64)],
+    64: [tuple(tiles.WGMMA_SDD_SHORT[64]), (2, 1, 1, 3, False, 32), (2, 1, 1, 4, False, 32),
+         (1, 1, 1, 3, False, 64)],
+    128: [tuple(tiles.WGMMA_SDD_SHORT[128]), (1, 2, 1, 3, False, 64),
+          (1, 1, 1, 3, False, 64), (1, 1, 1, 4, False, 64), (1, 1, 1, 5, False, 64),
+          (1, 1, 1, 6, False, 32), "tma"],
 }
 
 
@@ -40,6 +43,10 @@ def main():
     p.add_argument("--ck", type=csv_list(int), default=[12288])
     p.add_argument("--d", type=csv_list(float), default=[0.1, 0.5])
     p.add_argument("--b", type=csv_list(int), default=[64, 128])
+    p.add_argument("--only", type=csv_list(int), default=None,
+                   help="indices into each b's candidate list, e.g. 0,1")
+    p.add_argument("--eager", action="store_true",
+                   help="also time an eager loop of calls (µs a call), first in each cell")
     args = p.parse_args()
     bw = copy_gbps()
     print(f"GPU: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, "
@@ -52,24 +59,36 @@ def main():
             xs, dys = operand_pairs(n, ck)
             mb = Case(n, ck, ck, b, d, "float16").min_bytes(w.nnzb)
             times = []
-            for tile in CANDIDATES[b]:
-                configs.set_tiles(wgmma_sdd_short={b: tile})
+            cands = [CANDIDATES[b][i] for i in args.only] if args.only else CANDIDATES[b]
+            eager = []
+            for tile in cands:
+                tma = tile == "tma"
+                if not tma:
+                    configs.set_tiles(wgmma_sdd_short={b: tile})
+                forced = ({"sdd_short": False, "sdd_tma": True, "sdd_pair": False} if tma
+                          else {"sdd_short": True})
                 try:
-                    with plans.override(dense=False):
+                    with plans.override(dense=False, **forced):
                         plan = PLANS["sdd"](w, xs[0], dys[0])
                         err = verify("sdd", w, xs[1], dys[1])
                         if not err < 2e-2:
                             raise AssertionError(f"error {err:.3g}")
-                        t = graph_ms(lambda w=w, x=xs[0], dy=dys[0]: OPS["sdd"](w, x, dy))
+                        def call(w=w, x=xs[0], dy=dys[0]):
+                            return OPS["sdd"](w, x, dy)
+
+                        e = bench(call, reps=100) if args.eager else float("nan")
+                        t = graph_ms(call)
                 except Exception as exc:  # a failing candidate is a result
                     print(f"b={b} N={n} d={d} {tile}: failed {str(exc).splitlines()[0][:160]}")
-                    t, plan = float("nan"), None
+                    e, t, plan = float("nan"), float("nan"), None
                 times.append(t * 1e3)
-                if plan is not None and n == args.n[0] and d == args.d[0]:
+                eager.append(e * 1e3)
+                if plan is not None and n in (args.n[0], args.n[-1]) and d == args.d[0]:
                     print(f"  {tile}: {plan}")
             configs.set_tiles(wgmma_sdd_short=saved)
-            cells = " ".join(f"{t:7.1f} {bandwidth_efficiency(mb, t * 1e-3, bw):4.2f}"
-                             for t in times)
+            cells = " ".join((f"{e:7.1f} " if args.eager else "")
+                             + f"{t:7.1f} {bandwidth_efficiency(mb, t * 1e-3, bw):4.2f}"
+                             for e, t in zip(eager, times, strict=True))
             print(f"b={b:<4d} C=K={ck:<6d} d={d:<4.2f} N={n:<4d} {mb / 1e6:6.1f} MB  {cells}",
                   flush=True)
             rows.append((b, ck, d, n, times))
@@ -78,7 +97,8 @@ def main():
         print(f"b={b:<4d} C=K={ck:<6d} d={d:<4.2f} N={n:<4d} "
               + " ".join(f"{t / times[0]:5.2f}" for t in times))
     for b in args.b:
-        print(f"b={b} candidates: " + "  ".join(str(c) for c in CANDIDATES[b]))
+        cands = [CANDIDATES[b][i] for i in args.only] if args.only else CANDIDATES[b]
+        print(f"b={b} candidates: " + "  ".join(str(c) for c in cands))
 
 
 if __name__ == "__main__":

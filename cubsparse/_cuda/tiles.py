@@ -242,9 +242,15 @@ WGMMA_SDD = {8: None, 16: SddWgmmaTile(8, 2, 1, 3, True, 32), 32: SddWgmmaTile(4
 #: grid sized to the device. Such a product is bound by storing the blocks: shallow stages
 #: that fit more CTAs per SM beat deep pipelines. A reduction of at most
 #: sdd_rules.SDD_ONE_SLICE_K rows takes slices of that depth instead of ``k``.
+#: b = 128 takes one warpgroup a CTA (both m64 halves of the block in its registers) and
+#: four stages 32 deep: three CTAs an SM by shared memory, and registers hold all three,
+#: where two warpgroups and three stages planned four and held two. On an H200 (fp16,
+#: random layouts, C = K = 8192 and 12288, d = 0.1-0.5, CUDA graphs, bench/NOTES.md 288)
+#: 1.10-1.25x faster at 1-32 rows, 1.02-1.23x at 64-128 rows; 64 deep, the same tile held
+#: one CTA an SM past 32 rows and ran 1.4-1.9x slower there.
 WGMMA_SDD_SHORT = {8: None, 16: SddWgmmaTile(16, 2, 1, 3, True, 32),
                    32: SddWgmmaTile(4, 2, 1, 3, True), 64: SddWgmmaTile(2, 1, 1, 3, False),
-                   128: SddWgmmaTile(1, 2, 1, 3, False)}
+                   128: SddWgmmaTile(1, 1, 1, 4, False, 32)}
 #: The second part of the weight gradient in two parts (sdd_wgmma_rest: a block row's blocks
 #: that the dense panels leave, a few per row, the reduction split across CTAs), per block
 #: size; the same record as WGMMA_SDD. Its copies are 32- or 64-byte pieces of rows spread
