@@ -4,7 +4,7 @@ by deadline, and the small-N tiles in stream-K runs, on small shapes, for
 compute-sanitizer runs of their own (racecheck over every case of
 tests/gpu_sanitize_cases.py outlasts a device call).
 ``python tools/racecheck_new.py order`` runs the deadline cases alone, ``runs`` the
-stream-K runs alone."""
+stream-K runs alone, ``short`` b = 128's short weight-gradient tile alone."""
 import sys
 
 import cupy as cp
@@ -15,9 +15,31 @@ from cubsparse._cuda import plans, sdd_worklists
 
 rng = np.random.default_rng(3)
 bad = 0
+only = sys.argv[1] if len(sys.argv) > 1 else None
+# the short weight-gradient tile of b = 128 (one warpgroup, four stages 32 deep): one
+# slice, a partial slice, several slices; one CTA walking every group, then two
+if only in (None, "short"):
+    b = 128
+    lay = rng.random((5, 6)) < 0.5
+    lay[:, 3] = True
+    W = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", seed=7, backend="cuda")
+    for n, limit in ((1, 1), (32, 2), (77, 1), (128, 2)):
+        x = cp.asarray(rng.standard_normal((n, 5 * b))).astype("float16")
+        dy = cp.asarray(rng.standard_normal((n, 6 * b))).astype("float16")
+        with plans.override(sdd_short=True, sdd_stream=False, grid_limit=limit, dense=False):
+            print(cs.sampled_matmul_plan(x.T, dy, like=W))
+            g = cp.asnumpy(cs.sampled_matmul(x.T, dy, like=W).toarray()).astype(np.float64)
+        ref = (cp.asnumpy(x).astype(np.float64).T @ cp.asnumpy(dy).astype(np.float64)) * np.kron(
+            lay, np.ones((b, b)))
+        err = np.linalg.norm(g - ref) / np.linalg.norm(ref)
+        bad += not err < 1e-2
+        print(b, f"short tile, {n} rows, {limit} CTA(s)", f"{err:.1e}")
+    if only == "short":
+        cp.cuda.Device().synchronize()
+        print("mismatches", bad)
+        sys.exit(0)
 # the small-N TMA tiles in stream-K runs: a list of nine blocks cut across three CTAs'
 # runs, an empty output block, 17 to 64 rows; then the rule's grid (runs of 4 entries)
-only = sys.argv[1] if len(sys.argv) > 1 else None
 if only in (None, "runs"):
     for b, n, limit in ((64, 17, 3), (128, 64, 3), (128, 17, None), (64, 64, None),
                         (32, 40, 3), (32, 64, None)):
