@@ -6,8 +6,8 @@
 #        [sdd-small-n]
 # `tests` spreads its xdist workers over every visible GPU; `multigpu` (two GPUs or more)
 # runs the two-GPU tests, both data-parallel examples on two GPUs and the scaling benchmark.
-# `sdd-small-n`: the small-N weight gradient's open measurements (bench/NOTES.md 281-287):
-# its grid test, the short tile's deeper stages, the TMA kernel at 64-128 rows for b = 128.
+# `sdd-small-n`: the small-N weight gradient's measurements (bench/NOTES.md 281-292): its
+# grid test, the candidate short tiles, the TMA kernel at 64-128 rows for b = 128.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
