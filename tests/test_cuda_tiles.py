@@ -1400,6 +1400,9 @@ def test_short_sdd_grid_counts_the_ctas_an_sm_holds(backend, force, b, n, cols):
     assert cfg.persistent == want, str(plan)
     if b in (32, 64) and n == 32 and cols == 6144:  # registers hold fewer CTAs (H200, nvcc 13)
         assert want < pure.kernel.persistent, str(plan)
+    if b == 128:  # its one-warpgroup tile: 168 registers hold the 3 CTAs shared memory allows,
+        # the most registers that do (a compiler that gives it more costs a CTA an SM)
+        assert held >= pure.kernel.persistent, f"{held} held, {pure.kernel.persistent} planned"
     assert plan.grid == min(groups, want * sms), str(plan)
     assert f"({want}/SM, persistent)" in str(plan)
     ref = (to_numpy(x).astype(np.float64).T @ to_numpy(dy).astype(np.float64)) * np.kron(

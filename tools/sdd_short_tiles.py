@@ -1,8 +1,9 @@
 """The small-N weight gradient at b = 64 and 128 on each candidate short tile
 (``tiles.WGMMA_SDD_SHORT``): CUDA-graph µs and the fraction of the copy rate (with
 ``--eager``, an eager loop's µs a call before them), each result checked against float32
-dense math. The current tile is listed first; the plan under
-each candidate's first row names the kernel it ran and its grid.
+dense math. The current tile is listed first, and the summary divides by the first
+candidate run; above the rows of the first and last N, at the first density, each
+candidate's plan names the kernel it ran and its grid.
 
     PYTHONPATH=.:tools python3 tools/sdd_short_tiles.py [--n 32,64,128] [--ck 12288]
         [--d 0.1,0.5] [--b 64,128] [--only 0,1] [--eager]
@@ -37,6 +38,13 @@ CANDIDATES = {
 }
 
 
+def candidates(b, only):
+    """b's candidates, or those of them at the indices ``only`` (each b has its own list:
+    an index past it is left out)."""
+    return CANDIDATES[b] if not only else [CANDIDATES[b][i] for i in only
+                                           if i < len(CANDIDATES[b])]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=csv_list(int), default=[32, 64, 128])
@@ -58,9 +66,8 @@ def main():
         for n in args.n:
             xs, dys = operand_pairs(n, ck)
             mb = Case(n, ck, ck, b, d, "float16").min_bytes(w.nnzb)
-            times = []
-            cands = [CANDIDATES[b][i] for i in args.only] if args.only else CANDIDATES[b]
-            eager = []
+            times, eager = [], []
+            cands = candidates(b, args.only)
             for tile in cands:
                 tma = tile == "tma"
                 if not tma:
@@ -92,13 +99,12 @@ def main():
             print(f"b={b:<4d} C=K={ck:<6d} d={d:<4.2f} N={n:<4d} {mb / 1e6:6.1f} MB  {cells}",
                   flush=True)
             rows.append((b, ck, d, n, times))
-    print("\nsummary: each candidate's time over the current tile's (below 1: faster)")
+    print("\nsummary: each candidate's time over the first one's (below 1: faster)")
     for b, ck, d, n, times in rows:
         print(f"b={b:<4d} C=K={ck:<6d} d={d:<4.2f} N={n:<4d} "
               + " ".join(f"{t / times[0]:5.2f}" for t in times))
     for b in args.b:
-        cands = [CANDIDATES[b][i] for i in args.only] if args.only else CANDIDATES[b]
-        print(f"b={b} candidates: " + "  ".join(str(c) for c in cands))
+        print(f"b={b} candidates: " + "  ".join(str(c) for c in candidates(b, args.only)))
 
 
 if __name__ == "__main__":

@@ -160,12 +160,12 @@ def sdd_short_pays(inner: int) -> bool:
 #: registers can hold fewer at once (at 1-32 rows: b = 32 4 of 7, b = 64 4 of 6; b = 128's former
 #: tile of two warpgroups 2 of 4, its tile since NOTES 288 all 3). Such a grid runs in waves, and
 #: where they do not divide evenly the last one runs alone, partly filling the GPU.
-#: short_grid_per_sm cuts the grid to the CTAs held at once where each then walks at least this many
-#: groups. Same-process A/B on an NVIDIA H200 (fp16, random layouts, C = K = 8192 and 12288, d =
-#: 0.1-0.5, 1 and 32 rows, the grid always cut against never, commit 938ab96, bench/NOTES.md 281),
-#: time cut / uncut: b = 64 0.89-0.97 where a CTA of the cut grid walks 3.6-17.5 groups, 1.09-1.11
-#: at 1.6; b = 32 0.93-1.02 at 3.3-35; b = 128 (two even waves) 0.98-1.00 at 3.9-17.5, 1.04-1.09 at
-#: 1.6 and 3.5.
+#: short_grid_per_sm cuts the grid to the CTAs held at once where each then walks at least this
+#: many groups. Same-process A/B on an NVIDIA H200 (fp16, random layouts, C = K = 8192 and 12288,
+#: d = 0.1-0.5, 1 and 32 rows, the grid always cut against never, commit 938ab96, bench/NOTES.md
+#: 281), time cut / uncut: b = 64 0.89-0.97 where a CTA of the cut grid walks 3.6-17.5 groups,
+#: 1.09-1.11 at 1.6; b = 32 0.93-1.02 at 3.3-35; b = 128's former tile (two even waves) 0.98-1.00
+#: at 3.9-17.5, 1.04-1.09 at 1.6 and 3.5.
 SHORT_GRID_MIN_WALK = 2
 
 
@@ -180,7 +180,7 @@ def short_grid_per_sm(smem_ctas: int, resident: int, groups: int, sms: int) -> i
     4
     >>> short_grid_per_sm(6, 4, 819, 132)  # too few groups to walk
     6
-    >>> short_grid_per_sm(4, 2, 4608, 132)  # b = 128: two even waves
+    >>> short_grid_per_sm(4, 2, 4608, 132)  # b = 128's former tile: two even waves
     4
     """
     if not 0 < resident < smem_ctas or smem_ctas % resident == 0:
