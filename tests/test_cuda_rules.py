@@ -228,7 +228,7 @@ def test_two_block_tiles_where_neighbouring_blocks_share_their_lists():
 def test_short_tiles_where_the_regular_ones_leave_sms_idle(dtype):
     cfg = dsd_configs.dsd_config(dtype, 64, False)
     rows = cfg.rows_per_cta
-    assert rows > plans.SMALL_ROWS
+    assert rows > tiles.SMALL_ROWS
     # 16 output blocks: a few hundred rows leave most SMs idle; thousands fill them
     assert dsd_rules.short_pays(cfg, 128, 16, SMS)
     assert not dsd_rules.short_pays(cfg, 4096, 16, SMS)
