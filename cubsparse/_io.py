@@ -25,6 +25,7 @@ from numpy.lib.npyio import NpzFile
 
 from . import _dtypes
 from ._arrays import SparseOperand, to_host
+from ._validate import check_backend
 
 #: The extra key naming a dtype that the stored array does not carry itself.
 DTYPE_KEY = "cubsparse_dtype"
@@ -129,9 +130,9 @@ def load_npz(file, backend: str = "cpu"):
     >>> cubsparse.load_npz(f)
     <BlockSparseMatrix 32x32, blocksize 16, 2 blocks (density 0.500), float64, cpu>
     """
-    from ._matrix import BlockSparseMatrix, _check_backend
+    from ._matrix import BlockSparseMatrix
 
-    backend = _check_backend(backend)
+    backend = check_backend(backend)
     where = repr(os.fspath(file)) if isinstance(file, (str, os.PathLike)) else "the file"
     loaded = np.load(file, allow_pickle=False)
     if not isinstance(loaded, NpzFile):
