@@ -73,11 +73,13 @@ __device__ __forceinline__ void sdd_wgmma_slice(float (&acc)[MT][NW / 2], unsign
 // the block that D's rows h * B.. and columns g * B.. hold (unflipped; flipped, D's rows
 // g * B..), stored where `blocks.ok(h, g)`: h is 0 but for the paired tile, whose D stacks
 // two block rows (ROWS = 2).
-template <class Tag, int B, bool FLIP, int MT, int NW, int ROWS = 1, class Blocks>
-__device__ __forceinline__ void sdd_wgmma_store_blocks(const float (&acc)[MT][NW / 2], int wm,
-                                                       int wn, int tid, const Blocks& blocks,
-                                                       u16* out, float alpha, float beta) {
+// BETA false: beta is 0, known at compile time, so no pair reads or tests the old value.
+template <class Tag, int B, bool FLIP, int MT, int NW, int ROWS, bool BETA, class Blocks>
+__device__ __forceinline__ void sdd_wgmma_store_as(const float (&acc)[MT][NW / 2], int wm,
+                                                   int wn, int tid, const Blocks& blocks,
+                                                   u16* out, float alpha, float beta_in) {
   static_assert(!FLIP || ROWS == 1, "the flipped epilogue stores one block row");
+  const float beta = BETA ? beta_in : 0.f;
   const int lane = tid & 31, wiw = (tid % 128) / 32;
   // Accumulator layout of m64nN: warp w of the warpgroup holds rows 16w..16w+15; for each
   // 8-column chunk q, registers 4q, 4q+1 are (row lane/4, columns 2*(lane%4) + {0, 1}) and
@@ -147,6 +149,22 @@ __device__ __forceinline__ void sdd_wgmma_store_blocks(const float (&acc)[MT][NW
                        s0, s1, alpha, beta);
         }
       }
+}
+
+// The epilogue, compiled once for beta 0 (the common case: a fresh gradient) and once for
+// any beta; a call takes one. Without the split each pair tested beta and kept the old
+// value's address live, about a tenth of a small-N weight gradient's instructions.
+template <class Tag, int B, bool FLIP, int MT, int NW, int ROWS = 1, class Blocks>
+__device__ __forceinline__ void sdd_wgmma_store_blocks(const float (&acc)[MT][NW / 2], int wm,
+                                                       int wn, int tid, const Blocks& blocks,
+                                                       u16* out, float alpha, float beta) {
+  // (the paired tile, two block rows, keeps one form: at its register cap a second spills)
+  if (ROWS == 1 && beta == 0.f)
+    sdd_wgmma_store_as<Tag, B, FLIP, MT, NW, ROWS, false>(acc, wm, wn, tid, blocks, out, alpha,
+                                                         beta);
+  else
+    sdd_wgmma_store_as<Tag, B, FLIP, MT, NW, ROWS, true>(acc, wm, wn, tid, blocks, out, alpha,
+                                                        beta);
 }
 
 // One CTA's share of a group whose reduction is split across `splits` CTAs (the second

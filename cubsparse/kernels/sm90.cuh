@@ -396,20 +396,23 @@ __device__ __forceinline__ unsigned movmatrix_trans(unsigned a) {
 // Transposes 4 x 4 words within each quad of lanes: lane q holds w[c] for c = 0..3 (in an
 // MMA accumulator, its pair of columns 2q, 2q + 1 of 8-column chunk c) and gets back word
 // q of every lane of its quad, in lane order (all eight columns of chunk q), for one
-// 16-byte store where there were four 4-byte ones. Indices are resolved by selects: no
-// dynamically indexed registers.
+// 16-byte store where there were four 4-byte ones. Two butterfly steps, one per bit of q:
+// lanes q and q ^ bit trade the words whose index differs from their own q in that bit,
+// each keeping what it gets where it sent from. Four shuffles and twelve selects on
+// fixed registers, where gathering each word by its index took twice the instructions.
 __device__ __forceinline__ uint4 quad_transpose(int lane, const unsigned (&w)[4]) {
-  const int q = lane & 3;
-  auto word = [&](int c) { return c == 0 ? w[0] : c == 1 ? w[1] : c == 2 ? w[2] : w[3]; };
-  unsigned o[4];
-  o[0] = o[1] = o[2] = o[3] = word(q);
+  unsigned o[4] = {w[0], w[1], w[2], w[3]};
 #pragma unroll
-  for (int r = 1; r < 4; ++r) {
-    // lane q ^ r sends its word q, which this lane keeps as word q ^ r of its chunk
-    const unsigned v = __shfl_xor_sync(0xffffffffu, word(q ^ r), r);
+  for (int bit = 1; bit <= 2; bit <<= 1) {
+    const bool hi = (lane & bit) != 0;
 #pragma unroll
-    for (int c = 0; c < 4; ++c)
-      if (c == (q ^ r)) o[c] = v;
+    for (int c = 0; c < 4; ++c) {
+      if (c & bit) continue;
+      // the lane with the bit set trades its word c, the other its word c | bit
+      const unsigned v = __shfl_xor_sync(0xffffffffu, hi ? o[c] : o[c | bit], bit);
+      o[c] = hi ? v : o[c];
+      o[c | bit] = hi ? o[c | bit] : v;
+    }
   }
   return make_uint4(o[0], o[1], o[2], o[3]);
 }
