@@ -13,6 +13,9 @@ module                  job
 :mod:`.worklists`       the dsd's work lists and index tables, once per layout
 :mod:`.sdd_worklists`   the sdd's work lists
 :mod:`.plans`           kernel choice as a pure function returning a named plan
+:mod:`.dsd_plans`       the dsd's ladder of kernels (``plan_dsd``)
+:mod:`.sdd_plans`       the sdd's (``plan_sdd``)
+:mod:`.plan_records`    the plan records (``DsdPlan``, ``SddPlan``)
 :mod:`.dsd_rules`       when each dsd kernel pays (the rules a plan reads)
 :mod:`.sdd_rules`       when each sdd kernel pays
 :mod:`.decisions`       decisions forced by tools and tests (``plans.override``)

@@ -20,6 +20,6 @@ from .dsd_plans import plan_dsd
 from .plan_records import DsdPlan, SddPlan, persistent_ctas
 from .sdd_plans import plan_sdd
 
-#: The plan-override API (:mod:`.decisions`), kept here beside the plans it forces.
+#: The plans, their records and the plan-override API (:mod:`.decisions`), for callers.
 __all__ = ["DECISIONS", "DsdPlan", "SddPlan", "forced", "override", "persistent_ctas",
            "plan_dsd", "plan_sdd"]

@@ -78,7 +78,7 @@ __global__ void __launch_bounds__(256)
 // the writes fill whole sectors; a block row of 16 bytes (b = 8 in 16 bits) scattered
 // alone fills half of one, which halves the scatter's write rate. Writing the zeros too
 // costs rows x cols elements instead of nnzb * b * b: it pays from a density of about a
-// quarter at b = 8 in 16 bits (plans.FILL_MIN_DENSITY).
+// quarter at b = 8 in 16 bits (dsd_rules.FILL_MIN_DENSITY).
 template <class T, int B>
 __global__ void __launch_bounds__(256)
     fill_dense(const T* __restrict__ data, const int* __restrict__ map, int nbc,
