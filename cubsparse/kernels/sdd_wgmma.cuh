@@ -89,7 +89,7 @@ __device__ __forceinline__ void sdd_wgmma_store_as(const float (&acc)[MT][NW / 2
   // Flipped: see below; beta != 0 keeps the pair stores, which read the old values.
   constexpr bool VEC_STORE = !FLIP && NW % 32 == 0 && B % 32 == 0;
   static_assert(!FLIP || NW % 16 == 0, "flipped stores gather four 8 x 8 tiles");
-  const bool flip_vec = FLIP && beta == 0.f;
+  const bool flip_vec = FLIP && !BETA;  // (flipped tiles store one block row: beta 0 is BETA false)
   unsigned words[2][4];
 #pragma unroll
   for (int m = 0; m < MT; ++m)
@@ -158,7 +158,8 @@ template <class Tag, int B, bool FLIP, int MT, int NW, int ROWS = 1, class Block
 __device__ __forceinline__ void sdd_wgmma_store_blocks(const float (&acc)[MT][NW / 2], int wm,
                                                        int wn, int tid, const Blocks& blocks,
                                                        u16* out, float alpha, float beta) {
-  // (the paired tile, two block rows, keeps one form: at its register cap a second spills)
+  // (tiles of more than one block row, the paired and panel tiles, keep one form: at the
+  // paired tile's register cap a second spills)
   if (ROWS == 1 && beta == 0.f)
     sdd_wgmma_store_as<Tag, B, FLIP, MT, NW, ROWS, false>(acc, wm, wn, tid, blocks, out, alpha,
                                                          beta);
