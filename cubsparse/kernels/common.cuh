@@ -57,6 +57,14 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int byt
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)),
                "l"(gmem), "r"(bytes));
 }
+// One 16-byte store of four words: ptxas, left to itself, splits some uint4 stores into
+// four 4-byte ones where the words sit in scattered registers, and a warp's 4-byte stores
+// 16 bytes apart each fill a quarter of every sector they touch, four times over.
+__device__ __forceinline__ void st_global_v4(void* p, uint4 v) {
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "r"(v.x), "r"(v.y),
+               "r"(v.z), "r"(v.w)
+               : "memory");
+}
 // 4-byte asynchronous global->shared copy (an index, say), through L1.
 __device__ __forceinline__ void cp_async4(void* smem, const void* gmem) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(smem_addr(smem)), "l"(gmem));

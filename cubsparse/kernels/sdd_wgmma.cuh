@@ -118,7 +118,7 @@ __device__ __forceinline__ void sdd_wgmma_store_as(const float (&acc)[MT][NW / 2
               // one block: p is theirs)
               const uint4 v = quad_transpose(lane, words[h]);
               const int c0 = wn * NW + (q - 3 + (lane & 3)) * 8;
-              if (ok) *(uint4*)(out + (i64)p * (B * B) + rb * B + c0 % B) = v;
+              if (ok) st_global_v4(out + (i64)p * (B * B) + rb * B + c0 % B, v);
             }
           }
         } else if (flip_vec) {
@@ -134,7 +134,7 @@ __device__ __forceinline__ void sdd_wgmma_store_as(const float (&acc)[MT][NW / 2
             const int rb = (wm * MT + m) * 64 + wiw * 16 + (f % 2) * 8, gg = rb / B;
             const int orow = wn * NW + (f / 2) * 8 + (lane >> 2);
             if (blocks.ok(0, gg))
-              *(uint4*)(out + (i64)blocks.id(0, gg) * (B * B) + orow * B + rb % B) = v;
+              st_global_v4(out + (i64)blocks.id(0, gg) * (B * B) + orow * B + rb % B, v);
           }
         } else {
           // D[row][cl] is block (row / B) transposed: store pairs along its rows (beta
