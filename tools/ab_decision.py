@@ -55,6 +55,30 @@ def operand_pairs(n: int, ck: int, dtype: str = "float16"):
     return [draw() for _ in range(2)], [draw() for _ in range(2)]
 
 
+def gpu_banner() -> float:
+    """Prints the GPU's name and copy bandwidth (:func:`copy_gbps`); returns the latter."""
+    bw = copy_gbps()
+    print(f"GPU: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, copy {bw:.0f} GB/s")
+    return bw
+
+
+def checked_times(op: str, w, xs, dys, label: str, eager: bool = False):
+    """``(plan, eager µs, graph µs)`` of ``op`` under the decisions and tiles in force: its
+    plan, a result on the second X and dY checked against float32 dense math (an
+    AssertionError naming ``label`` past 2e-2), then the first pair timed by an eager loop
+    of back-to-back calls (with ``eager``, else NaN) and by CUDA-graph replay."""
+    plan = PLANS[op](w, xs[0], dys[0])
+    err = verify(op, w, xs[1], dys[1])
+    if not err < 2e-2:
+        raise AssertionError(f"{label}: error {err:.3g}")
+
+    def call():
+        return OPS[op](w, xs[0], dys[0])
+
+    e = bench(call, reps=100) * 1e3 if eager else float("nan")
+    return plan, e, graph_ms(call) * 1e3
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -72,8 +96,7 @@ def main():
     args = parser.parse_args()
     fixed = {k: _value(v) for k, v in (f.split("=") for f in args.fixed)}
     fixed.setdefault("dense", False)
-    bw = copy_gbps()
-    print(f"GPU: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, copy {bw:.0f} GB/s")
+    bw = gpu_banner()
     vals = "  ".join(f"{v!s:>14}" for v in args.values)
     print(f"{'op':>4} {'dtype':>8} {'N':>5} {'C=K':>6} {'b':>4} {'d':>5}  {vals}  "
           f"{'dense':>7}  (us graph, bw)")
@@ -88,11 +111,7 @@ def main():
             for _ in range(args.rounds):
                 for v in args.values:
                     with plans.override(**{**fixed, args.decision: v}):
-                        plan[v] = PLANS[op](w, xs[0], dys[0])
-                        err = verify(op, w, xs[1], dys[1])
-                        if not err < 2e-2:
-                            raise AssertionError(f"{op} {args.decision}={v}: error {err:.3g}")
-                        t = graph_ms(lambda op=op, w=w, x=xs[0], dy=dys[0]: OPS[op](w, x, dy)) * 1e3
+                        plan[v], _, t = checked_times(op, w, xs, dys, f"{op} {args.decision}={v}")
                         best[v] = min(best.get(v, t), t)
             mb = Case(n, ck, ck, b, d, dtype).min_bytes(w.nnzb)
             cells = "  ".join(f"{best[v]:8.1f} {bandwidth_efficiency(mb, best[v] * 1e-3, bw):5.2f}"

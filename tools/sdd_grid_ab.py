@@ -15,9 +15,8 @@ from __future__ import annotations
 import argparse
 import itertools
 
-import cupy as cp
-from ab_decision import copy_gbps, operand_pairs, random_case
-from gpu_probe import OPS, PLANS, bench, csv_list, graph_ms, verify
+from ab_decision import checked_times, gpu_banner, operand_pairs, random_case
+from gpu_probe import csv_list
 
 from bench.cases import Case
 from bench.runner import bandwidth_efficiency
@@ -42,9 +41,7 @@ def main():
     p.add_argument("--d", type=csv_list(float), default=[0.1, 0.25, 0.5])
     p.add_argument("--rounds", type=int, default=3)
     args = p.parse_args()
-    bw = copy_gbps()
-    print(f"GPU: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, "
-          f"copy {bw:.0f} GB/s")
+    bw = gpu_banner()
     print(f"{'b':>4} {'C=K':>6} {'d':>5} {'N':>4} | eager us: " + " ".join(FORMS)
           + " | graph us (bw): " + " ".join(FORMS) + " | over smem: held rule")
     rows = []
@@ -59,15 +56,8 @@ def main():
                     run_sdd._resident_grid = form
                     configs.set_tiles()  # new runners, built with this form
                     with plans.override(dense=False):
-                        plan[name] = PLANS["sdd"](w, xs[0], dys[0])
-                        err = verify("sdd", w, xs[1], dys[1])
-                        if not err < 2e-2:
-                            raise AssertionError(f"b={b} N={n} {name}: error {err:.3g}")
-                        def call(w=w, x=xs[0], dy=dys[0]):
-                            return OPS["sdd"](w, x, dy)
-
-                        e = bench(call, reps=100) * 1e3
-                        g = graph_ms(call) * 1e3
+                        plan[name], e, g = checked_times("sdd", w, xs, dys, f"b={b} N={n} {name}",
+                                                         eager=True)
                     eager[name] = min(eager.get(name, e), e)
                     graph[name] = min(graph.get(name, g), g)
             run_sdd._resident_grid = RULE

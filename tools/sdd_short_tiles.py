@@ -14,9 +14,8 @@ from __future__ import annotations
 import argparse
 import itertools
 
-import cupy as cp
-from ab_decision import copy_gbps, operand_pairs, random_case
-from gpu_probe import OPS, PLANS, bench, csv_list, graph_ms, verify
+from ab_decision import checked_times, gpu_banner, operand_pairs, random_case
+from gpu_probe import csv_list
 
 from bench.cases import Case
 from bench.runner import bandwidth_efficiency
@@ -56,9 +55,7 @@ def main():
     p.add_argument("--eager", action="store_true",
                    help="also time an eager loop of calls (µs a call), first in each cell")
     args = p.parse_args()
-    bw = copy_gbps()
-    print(f"GPU: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, "
-          f"copy {bw:.0f} GB/s")
+    bw = gpu_banner()
     saved = dict(tiles.WGMMA_SDD_SHORT)
     rows = []
     for b, ck, d in itertools.product(args.b, args.ck, args.d):
@@ -76,20 +73,12 @@ def main():
                           else {"sdd_short": True})
                 try:
                     with plans.override(dense=False, **forced):
-                        plan = PLANS["sdd"](w, xs[0], dys[0])
-                        err = verify("sdd", w, xs[1], dys[1])
-                        if not err < 2e-2:
-                            raise AssertionError(f"error {err:.3g}")
-                        def call(w=w, x=xs[0], dy=dys[0]):
-                            return OPS["sdd"](w, x, dy)
-
-                        e = bench(call, reps=100) if args.eager else float("nan")
-                        t = graph_ms(call)
+                        plan, e, t = checked_times("sdd", w, xs, dys, str(tile), args.eager)
                 except Exception as exc:  # a failing candidate is a result
                     print(f"b={b} N={n} d={d} {tile}: failed {str(exc).splitlines()[0][:160]}")
                     e, t, plan = float("nan"), float("nan"), None
-                times.append(t * 1e3)
-                eager.append(e * 1e3)
+                times.append(t)
+                eager.append(e)
                 if plan is not None and n in (args.n[0], args.n[-1]) and d == args.d[0]:
                     print(f"  {tile}: {plan}")
             configs.set_tiles(wgmma_sdd_short=saved)

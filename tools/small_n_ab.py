@@ -19,7 +19,7 @@ import argparse
 import itertools
 
 import cupy as cp
-from ab_decision import copy_gbps
+from ab_decision import gpu_banner
 from gpu_probe import OPS, graph_ms, verify
 
 import cubsparse as cs
@@ -69,8 +69,7 @@ def main():
     ap.add_argument("--d", default="0.1,0.25,0.5")
     ap.add_argument("--layout", choices=("random", "ba"), default="random")
     args = ap.parse_args()
-    bw = copy_gbps()
-    print(f"GPU: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, copy {bw:.0f} GB/s")
+    bw = gpu_banner()
     if args.ceiling:
         ceiling(bw)
         return
