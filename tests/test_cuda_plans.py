@@ -1319,22 +1319,33 @@ def test_short_reduction_sdd_plan():
     assert 2 * wider * warps < per_sm * SMS  # ... where chunks twice as wide did not
     wide = sdd_rules.sdd_stream_grid(small, 2 * p.chunk, per_sm * SMS, p.kernel.threads // 32)
     assert wide[0] == p.chunk  # halved from twice as wide: the same chunk
-    # b = 32 from its tile's least density on, which depends on the reduction's rows and
-    # lies between the densities measured (a W whose blocks round down below d = 0.1 too)
-    for inner in (16, 32, 64, 128):
-        least = sdd_configs.sdd_stream_tile(32, inner).least_density
-        assert 0.05 < least < 0.1 if inner <= 16 else 0.1 < least < 0.25
-        for rows, d in ((256, 0.05), (256, 0.1), (128, 0.1), (256, 0.25), (256, 0.5)):
+    # b = 32: never by the rule up to 16 rows (the short wgmma tile instead); past 16 from
+    # a least density and a least block count between those measured on either side
+    # (a W of 128 x 128 blocks at d = 0.25 stays on the wgmma tile, at d = 0.5 it streams)
+    for inner in (1, 16, 17, 32, 64, 128):
+        tile = sdd_configs.sdd_stream_tile(32, inner)
+        if inner <= 16:
+            assert tile.least_density == float("inf")
+        else:
+            assert 0.1 < tile.least_density < 0.25
+            assert 4096 < tile.least_blocks < 8192
+        for rows, d, streams in ((256, 0.05, False), (256, 0.1, False), (128, 0.1, False),
+                                 (128, 0.25, False), (128, 0.5, True), (256, 0.25, True),
+                                 (256, 0.5, True)):
             got = plans.plan_sdd(structure(rows, rows, d), "float16", 32, inner, True, False,
                                  False, 90, SMS).kernel.kernel
-            assert (got == "sdd_stream") == (d >= least), (inner, rows, d)
+            assert (got == "sdd_stream") == (streams and inner > 16), (inner, rows, d, got)
+        with plans.override(sdd_stream=True):  # forced, it runs at every row count
+            assert plans.plan_sdd(structure(128, 128, 0.1), "float16", 32, inner, True,
+                                  False, False, 90, SMS).kernel.kernel == "sdd_stream"
     # with less shared memory than sm_90 the chunks narrow until a CTA fits
     for arch in (80, 86):
         for inner in (16, 32, 64, 128):
             cfg = sdd_configs.sdd_stream_config("float16", 32, inner, arch)
             assert configs.smem_ctas(cfg, arch) >= 1, (arch, inner)
             assert cfg.group <= sdd_configs.sdd_stream_tile(32, inner).chunk
-            p = plans.plan_sdd(s, "float16", 32, inner, True, False, False, arch, SMS)
+            with plans.override(sdd_stream=True):  # (this W is below b = 32's rule)
+                p = plans.plan_sdd(s, "float16", 32, inner, True, False, False, arch, SMS)
             assert p.kernel == cfg, (arch, inner, str(p))
     assert plans.plan_sdd(s, "float16", 64, 32, True, False, False, 90, SMS).kernel.kernel \
         != "sdd_stream"

@@ -313,10 +313,11 @@ def sdd_stream_grid(structure, chunk: int, slots: int, warps: int) -> tuple[int,
 
 
 def sdd_stream_pays(structure, tile) -> bool:
-    """The short-reduction sdd (``sdd_stream``) pays where W is at least as dense as its
-    ``tile`` needs (:data:`.tiles.SDD_STREAM`)."""
+    """The short-reduction sdd (``sdd_stream``) pays where W is at least as dense, and holds
+    at least as many blocks, as its ``tile`` needs (:data:`.tiles.SDD_STREAM`)."""
     rows, cols = structure.block_shape
-    return structure.nnzb >= tile.least_density * rows * cols
+    return (structure.nnzb >= tile.least_density * rows * cols
+            and structure.nnzb >= tile.least_blocks)
 
 
 def sdd_tiled_pays(structure, dtype, b: int, group: int, inner: int) -> bool:

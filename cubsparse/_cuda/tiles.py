@@ -103,11 +103,13 @@ class SddStreamTile(NamedTuple):
     """The weight gradient of a short reduction (``sdd_stream``): a CTA copies ``chunk`` of
     dY's block columns (all rows of the reduction) into shared memory once and stores the
     blocks of many block rows in that chunk. The plan takes it ahead of every other sdd
-    kernel and the dense path where W's density is at least ``least_density``."""
+    kernel and the dense path where W's density is at least ``least_density`` and W holds
+    at least ``least_blocks`` blocks (``inf``: only when forced)."""
 
     chunk: int
     least_density: float = 0.0
     warps: int = 8  # each walks its own block rows, with its own slice of X
+    least_blocks: int = 0
 
 
 class SddTile(NamedTuple):
@@ -304,16 +306,24 @@ WGMMA_SDD_PANEL = {8: SddWgmmaTile(32, 2, 1, 3, False), 16: SddWgmmaTile(16, 2, 
 #: rows is latency-bound as well (8 KB chunks). Past 16 rows a b = 32 block's MMAs are eight
 #: independent chains, and X's slices, copied once per chunk, bound it: 128 KB chunks, one CTA an
 #: SM, run fastest. b = 8 and 16 gained at every density measured against the kernels before them,
-#: but at b = 16, C = K = 4096, d = 0.1 (0.93-0.95x, 6-13 µs). b = 32 gained from d = 0.1 up to 16
-#: rows and from 0.25 beyond, against the wgmma tile, and lost at 0.05 and 0.1 there: its least
-#: densities lie between (bench/NOTES.md). Devices with less shared memory than sm_90 get narrower
-#: chunks (sdd_configs.sdd_stream_config).
+#: but at b = 16, C = K = 4096, d = 0.1 (0.93-0.95x, 6-13 µs). b = 32 is measured against the
+#: short wgmma tile, which runs 1.13-1.31x faster since its epilogue of f4d54c8 (bench/NOTES.md
+#: 294-295). Up to 16 rows that tile ties or wins at every size and density measured but
+#: C = K = 12288, d >= 0.25 (the stream kernel at most 1.09x faster there), so the rule leaves
+#: the stream kernel to be forced. Past 16 rows the stream kernel wins from d = 0.25 on where W
+#: holds 8192 blocks or more (1.02-1.70x), and loses below d = 0.25 and at C = K = 4096,
+#: d = 0.25 (4096 blocks: its grid narrows the chunks to fill the device, so X's slices are
+#: copied more often); its least density and block count lie between those measured. (All on
+#: Hopper: sm_80-89 weigh it against the mma.sync kernel, not measured.) Devices with less
+#: shared memory than sm_90 get narrower chunks (sdd_configs.sdd_stream_config).
 SDD_STREAM = {(8, 16): SddStreamTile(128), (8, 32): SddStreamTile(128),
               (8, 64): SddStreamTile(64, warps=16), (8, 128): SddStreamTile(64, warps=32),
               (16, 16): SddStreamTile(64), (16, 32): SddStreamTile(64, warps=16),
               (16, 64): SddStreamTile(32), (16, 128): SddStreamTile(32, warps=16),
-              (32, 16): SddStreamTile(8, 0.075), (32, 32): SddStreamTile(64, 0.175),
-              (32, 64): SddStreamTile(32, 0.175), (32, 128): SddStreamTile(16, 0.175)}
+              (32, 16): SddStreamTile(8, float("inf")),
+              (32, 32): SddStreamTile(64, 0.2, least_blocks=6144),
+              (32, 64): SddStreamTile(32, 0.2, least_blocks=6144),
+              (32, 128): SddStreamTile(16, 0.2, least_blocks=6144)}
 SDD_TILE = {8: SddTile(16, 16, 64, 2, 4, 3)}
 SDD_TILE_SIMT = {8: SddSimtTile(16, 16, 32, 2), 16: SddSimtTile(8, 8, 32, 2)}
 DSD_SIMT = {8: SimtTile(128, 4, 4, 32, 3), 16: SimtTile(128, 8, 4, 16, 3),
