@@ -72,7 +72,8 @@ def sdd_operands(backend, lay, b, dtype, n, rng, seed):
 
 def check_sampled_matmul(backend, lay, b, dtype, n, rng):
     """sampled_matmul(x.T, dy, like=W) for W of layout ``lay`` against float64 NumPy, into a
-    poisoned output; then alpha and beta on top of that result."""
+    poisoned output; then alpha alone into a poisoned output (the epilogue's form for beta 0
+    with alpha not 1), and alpha and beta on top of that result."""
     w, x, dy = sdd_operands(backend, lay, b, dtype, n, rng, 4)
     mask = np.kron(lay, np.ones((b, b)))
     ref = (to_numpy(x.astype("float64")).T @ to_numpy(dy.astype("float64"))) * mask
@@ -82,6 +83,11 @@ def check_sampled_matmul(backend, lay, b, dtype, n, rng):
     dense = to_numpy(out.toarray().astype("float64"))
     tol = cs._dtypes.TOLERANCE[dtype]
     assert np.linalg.norm(dense - ref) / np.linalg.norm(ref) < tol
+    scaled = cs.BlockSparseMatrix((poison((w.nnzb, b, b), w.dtype, backend), w.indices,
+                                   w.indptr), shape=w.shape)
+    cs.sampled_matmul(x.T, dy, like=w, out=scaled, alpha=-1.5)
+    dense_s = to_numpy(scaled.toarray().astype("float64"))
+    assert np.linalg.norm(dense_s + 1.5 * ref) / np.linalg.norm(1.5 * ref) < tol
     # alpha and beta on top of the previous result: 0.5 * new + 2 * old = 2.5 * old
     cs.sampled_matmul(x.T, dy, like=w, out=out, alpha=0.5, beta=2.0)
     dense2 = to_numpy(out.toarray().astype("float64"))

@@ -73,13 +73,16 @@ __device__ __forceinline__ void sdd_wgmma_slice(float (&acc)[MT][NW / 2], unsign
 // the block that D's rows h * B.. and columns g * B.. hold (unflipped; flipped, D's rows
 // g * B..), stored where `blocks.ok(h, g)`: h is 0 but for the paired tile, whose D stacks
 // two block rows (ROWS = 2).
-// BETA false: beta is 0, known at compile time, so no pair reads or tests the old value.
-template <class Tag, int B, bool FLIP, int MT, int NW, int ROWS, bool BETA, class Blocks>
+// BETA false: beta is 0, known at compile time, so no pair reads or tests the old value;
+// ALPHA false as well: alpha is 1, so no pair multiplies.
+template <class Tag, int B, bool FLIP, int MT, int NW, int ROWS, bool BETA, bool ALPHA,
+          class Blocks>
 __device__ __forceinline__ void sdd_wgmma_store_as(const float (&acc)[MT][NW / 2], int wm,
                                                    int wn, int tid, const Blocks& blocks,
-                                                   u16* out, float alpha, float beta_in) {
+                                                   u16* out, float alpha_in, float beta_in) {
   static_assert(!FLIP || ROWS == 1, "the flipped epilogue stores one block row");
-  const float beta = BETA ? beta_in : 0.f;
+  static_assert(ALPHA || !BETA, "alpha 1 is a form of beta 0 only");
+  const float alpha = ALPHA ? alpha_in : 1.f, beta = BETA ? beta_in : 0.f;
   const int lane = tid & 31, wiw = (tid % 128) / 32;
   // Accumulator layout of m64nN: warp w of the warpgroup holds rows 16w..16w+15; for each
   // 8-column chunk q, registers 4q, 4q+1 are (row lane/4, columns 2*(lane%4) + {0, 1}) and
@@ -151,21 +154,27 @@ __device__ __forceinline__ void sdd_wgmma_store_as(const float (&acc)[MT][NW / 2
       }
 }
 
-// The epilogue, compiled once for beta 0 (the common case: a fresh gradient) and once for
-// any beta; a call takes one. Without the split each pair tested beta and kept the old
-// value's address live, about a tenth of a small-N weight gradient's instructions.
+// The epilogue, compiled for beta 0 with alpha 1 (a fresh gradient, the default), for
+// beta 0 with any alpha, and for any beta; a call takes one. Without the split each pair
+// tested beta and kept the old value's address live, about a tenth of a small-N weight
+// gradient's instructions, and multiplied by alpha, another tenth (ptxas predicates a
+// multiply by alpha taken only where alpha is not 1 in place of branching around it, so
+// the multiplies issue all the same: the split has to be at compile time).
 template <class Tag, int B, bool FLIP, int MT, int NW, int ROWS = 1, class Blocks>
 __device__ __forceinline__ void sdd_wgmma_store_blocks(const float (&acc)[MT][NW / 2], int wm,
                                                        int wn, int tid, const Blocks& blocks,
                                                        u16* out, float alpha, float beta) {
   // (tiles of more than one block row, the paired and panel tiles, keep one form: at the
   // paired tile's register cap a second spills)
-  if (ROWS == 1 && beta == 0.f)
-    sdd_wgmma_store_as<Tag, B, FLIP, MT, NW, ROWS, false>(acc, wm, wn, tid, blocks, out, alpha,
-                                                         beta);
+  if (ROWS == 1 && beta == 0.f && alpha == 1.f)
+    sdd_wgmma_store_as<Tag, B, FLIP, MT, NW, ROWS, false, false>(acc, wm, wn, tid, blocks, out,
+                                                                alpha, beta);
+  else if (ROWS == 1 && beta == 0.f)
+    sdd_wgmma_store_as<Tag, B, FLIP, MT, NW, ROWS, false, true>(acc, wm, wn, tid, blocks, out,
+                                                               alpha, beta);
   else
-    sdd_wgmma_store_as<Tag, B, FLIP, MT, NW, ROWS, true>(acc, wm, wn, tid, blocks, out, alpha,
-                                                        beta);
+    sdd_wgmma_store_as<Tag, B, FLIP, MT, NW, ROWS, true, true>(acc, wm, wn, tid, blocks, out,
+                                                              alpha, beta);
 }
 
 // One CTA's share of a group whose reduction is split across `splits` CTAs (the second
