@@ -92,22 +92,9 @@ __global__ void __launch_bounds__(WM* WN * 128)
       for (int i = 0; i < NW / 2; ++i) acc[m][i] = 0.f;
   };
 
-  // At b = 64 (one warpgroup a CTA, unflipped) the epilogue trades its words through the
-  // stage of the group's last slice, not by shuffles. Its MMAs are done (the one
-  // warpgroup waited for them), and the pipeline refills that stage two slices later,
-  // after two more __syncthreads: no copy is in flight into it, and every warp is done
-  // with it before one lands. (With more warpgroups another one's MMAs may still read
-  // it; b = 128's short tile, at 168 registers, would take 172 and lose its third CTA an
-  // SM.)
-  constexpr bool STAGED = WM * WN == 1 && !FLIP && B == 64 && NW % 32 == 0;
-  static_assert(!STAGED || STAGE_BYTES >= 4 * 1024, "four warps' 1 KB in a stage");
-  auto store = [&](int i) {
-    const int item = group_of(i);
-    const unsigned scratch =
-        base + ((i + 1) * ktiles - 1) % STAGES * STAGE_BYTES + (tid / 32) * 1024;
-    sdd_wgmma_store<Tag, B, FLIP, MT, NW, STAGED>(acc, wm, wn, tid, groups[3 * item + 1],
-                                                 groups[3 * item + 2], out, alpha, beta,
-                                                 scratch);
+  auto store = [&](int item) {
+    sdd_wgmma_store<Tag, B, FLIP, MT, NW>(acc, wm, wn, tid, groups[3 * item + 1],
+                                         groups[3 * item + 2], out, alpha, beta);
   };
 
   zero();
@@ -118,7 +105,7 @@ __global__ void __launch_bounds__(WM* WN * 128)
         sdd_wgmma_slice<Tag, TA, TB, MT, NW, BK>(acc, sA, sA + TA::BYTES, wm, wn);
       },
       [&](int i) {
-        store(i);
+        store(group_of(i));
         zero();
       });
 }

@@ -75,14 +75,11 @@ __device__ __forceinline__ void sdd_wgmma_slice(float (&acc)[MT][NW / 2], unsign
 // two block rows (ROWS = 2).
 // BETA false: beta is 0, known at compile time, so no pair reads or tests the old value;
 // ALPHA false as well: alpha is 1, so no pair multiplies.
-// STAGED: the words trade through this warp's 1 KB of shared memory at `scratch`
-// (quad_transpose_smem, two buffers in turn) instead of shuffles.
 template <class Tag, int B, bool FLIP, int MT, int NW, int ROWS, bool BETA, bool ALPHA,
-          bool STAGED, class Blocks>
+          class Blocks>
 __device__ __forceinline__ void sdd_wgmma_store_as(const float (&acc)[MT][NW / 2], int wm,
                                                    int wn, int tid, const Blocks& blocks,
-                                                   u16* out, float alpha_in, float beta_in,
-                                                   unsigned scratch) {
+                                                   u16* out, float alpha_in, float beta_in) {
   static_assert(!FLIP || ROWS == 1, "the flipped epilogue stores one block row");
   static_assert(ALPHA || !BETA, "alpha 1 is a form of beta 0 only");
   const float alpha = ALPHA ? alpha_in : 1.f, beta = BETA ? beta_in : 0.f;
@@ -122,9 +119,7 @@ __device__ __forceinline__ void sdd_wgmma_store_as(const float (&acc)[MT][NW / 2
               // lane l of the quad stores chunk q - 3 + l % 4 of this row: whole 64-byte
               // runs of the block's rows instead of 16-byte pieces (the four chunks lie in
               // one block: p is theirs)
-              const int turn = ((m * (NW / 32) + q / 4) * 2 + h) % 2;  // (unrolled: fixed)
-              const uint4 v = STAGED ? quad_transpose_smem(lane, words[h], scratch + turn * 512)
-                                     : quad_transpose(lane, words[h]);
+              const uint4 v = quad_transpose(lane, words[h]);
               const int c0 = wn * NW + (q - 3 + (lane & 3)) * 8;
               if (ok) st_global_v4(out + (i64)p * (B * B) + rb * B + c0 % B, v);
             }
@@ -165,23 +160,21 @@ __device__ __forceinline__ void sdd_wgmma_store_as(const float (&acc)[MT][NW / 2
 // gradient's instructions, and multiplied by alpha, another tenth (ptxas predicates a
 // multiply by alpha taken only where alpha is not 1 in place of branching around it, so
 // the multiplies issue all the same: the split has to be at compile time).
-template <class Tag, int B, bool FLIP, int MT, int NW, int ROWS = 1, bool STAGED = false,
-          class Blocks>
+template <class Tag, int B, bool FLIP, int MT, int NW, int ROWS = 1, class Blocks>
 __device__ __forceinline__ void sdd_wgmma_store_blocks(const float (&acc)[MT][NW / 2], int wm,
                                                        int wn, int tid, const Blocks& blocks,
-                                                       u16* out, float alpha, float beta,
-                                                       unsigned scratch = 0) {
+                                                       u16* out, float alpha, float beta) {
   // (tiles of more than one block row, the paired and panel tiles, keep one form: at the
   // paired tile's register cap a second spills)
   if (ROWS == 1 && beta == 0.f && alpha == 1.f)
-    sdd_wgmma_store_as<Tag, B, FLIP, MT, NW, ROWS, false, false, STAGED>(
-        acc, wm, wn, tid, blocks, out, alpha, beta, scratch);
+    sdd_wgmma_store_as<Tag, B, FLIP, MT, NW, ROWS, false, false>(acc, wm, wn, tid, blocks, out,
+                                                                alpha, beta);
   else if (ROWS == 1 && beta == 0.f)
-    sdd_wgmma_store_as<Tag, B, FLIP, MT, NW, ROWS, false, true, STAGED>(
-        acc, wm, wn, tid, blocks, out, alpha, beta, scratch);
+    sdd_wgmma_store_as<Tag, B, FLIP, MT, NW, ROWS, false, true>(acc, wm, wn, tid, blocks, out,
+                                                               alpha, beta);
   else
-    sdd_wgmma_store_as<Tag, B, FLIP, MT, NW, ROWS, true, true, STAGED>(
-        acc, wm, wn, tid, blocks, out, alpha, beta, scratch);
+    sdd_wgmma_store_as<Tag, B, FLIP, MT, NW, ROWS, true, true>(acc, wm, wn, tid, blocks, out,
+                                                              alpha, beta);
 }
 
 // One CTA's share of a group whose reduction is split across `splits` CTAs (the second
@@ -254,10 +247,10 @@ struct RunOfBlocks {
 };
 
 // The epilogue for such a group.
-template <class Tag, int B, bool FLIP, int MT, int NW, bool STAGED = false>
+template <class Tag, int B, bool FLIP, int MT, int NW>
 __device__ __forceinline__ void sdd_wgmma_store(const float (&acc)[MT][NW / 2], int wm, int wn,
                                                 int tid, int p0, int cnt, u16* out,
-                                                float alpha, float beta, unsigned scratch = 0) {
-  sdd_wgmma_store_blocks<Tag, B, FLIP, MT, NW, 1, STAGED>(acc, wm, wn, tid, RunOfBlocks{p0, cnt},
-                                                          out, alpha, beta, scratch);
+                                                float alpha, float beta) {
+  sdd_wgmma_store_blocks<Tag, B, FLIP, MT, NW>(acc, wm, wn, tid, RunOfBlocks{p0, cnt}, out,
+                                               alpha, beta);
 }

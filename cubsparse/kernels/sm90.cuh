@@ -233,23 +233,6 @@ __device__ __forceinline__ void stmatrix_x4_trans(unsigned addr, unsigned r0, un
                : "memory");
 }
 
-// The same, untransposed: lanes 8i..8i + 7 give the addresses of the 16-byte rows of memory
-// that take rows 0..7 of matrix i.
-__device__ __forceinline__ void stmatrix_x4(unsigned addr, unsigned r0, unsigned r1, unsigned r2,
-                                            unsigned r3) {
-  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
-               "r"(r0), "r"(r1), "r"(r2), "r"(r3)
-               : "memory");
-}
-__device__ __forceinline__ uint4 ld_shared_v4(unsigned addr) {
-  uint4 v;
-  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "r"(addr)
-               : "memory");
-  return v;
-}
-
 // Stops the compiler from moving accumulator reads or writes across an asynchronous MMA.
 template <int R>
 __device__ __forceinline__ void keep_in_registers(float (&d)[R]) {
@@ -432,20 +415,4 @@ __device__ __forceinline__ uint4 quad_transpose(int lane, const unsigned (&w)[4]
     }
   }
   return make_uint4(o[0], o[1], o[2], o[3]);
-}
-
-// quad_transpose through 512 bytes of shared memory at `buf` (this warp's own): the four
-// chunks as four 8 x 8 matrices by one stmatrix, each lane's 16 bytes back by one load;
-// three instructions where the shuffles take sixteen. Row r's chunk c lies at 16-byte
-// slot c ^ (r / 2) of the row's 64 bytes, so neither the stores of a matrix (eight rows of
-// one chunk) nor a quarter-warp's loads (two rows) meet in a bank. A caller alternating
-// between two buffers needs no barrier but this one's __syncwarp: a lane's load from a
-// buffer precedes, in its program order, the __syncwarp before that buffer's next stores.
-__device__ __forceinline__ uint4 quad_transpose_smem(int lane, const unsigned (&w)[4],
-                                                     unsigned buf) {
-  const int r = lane & 7, c = lane >> 3;  // the row address this lane gives
-  stmatrix_x4(buf + r * 64 + ((c ^ (r >> 1)) & 3) * 16, w[0], w[1], w[2], w[3]);
-  __syncwarp();
-  const int rr = lane >> 2, cc = lane & 3;  // the row and chunk this lane stores
-  return ld_shared_v4(buf + rr * 64 + ((cc ^ (rr >> 1)) & 3) * 16);
 }
