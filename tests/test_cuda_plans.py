@@ -1268,11 +1268,11 @@ def test_short_reduction_sdd_full_chunks_match_scipy(backend, b, n):
 
 
 def test_short_reduction_sdd_plan():
-    """The short-reduction sdd up to the rows SDD_STREAM's tiles hold at b = 8 and 16 (b = 32 from
-    its least density) in 16 bits, x and dy read in place, from sm_80 (narrower chunks
-    where shared memory is smaller), ahead of the dense path; its grid fills the device
-    once (at most a warp per block row); not for float32, b = 64, long reductions, other
-    operand layouts, or an empty layout."""
+    """The short-reduction sdd up to the rows SDD_STREAM's tiles hold at b = 8 and 16 (b = 32 by
+    its least density and block count, on Hopper past 16 rows only) in 16 bits, x and dy
+    read in place, from sm_80 (narrower chunks where shared memory is smaller), ahead of the
+    dense path; its grid fills the device once (at most a warp per block row); not for
+    float32, b = 64, long reductions, other operand layouts, or an empty layout."""
     s = structure(1024, 1024, 0.25)
     for b in (8, 16):
         for inner, kp in ((1, 16), (16, 16), (17, 32), (64, 64), (100, 128), (128, 128)):
@@ -1344,9 +1344,17 @@ def test_short_reduction_sdd_plan():
             cfg = sdd_configs.sdd_stream_config("float16", 32, inner, arch)
             assert configs.smem_ctas(cfg, arch) >= 1, (arch, inner)
             assert cfg.group <= sdd_configs.sdd_stream_tile(32, inner).chunk
-            with plans.override(sdd_stream=True):  # (this W is below b = 32's rule)
-                p = plans.plan_sdd(s, "float16", 32, inner, True, False, False, arch, SMS)
-            assert p.kernel == cfg, (arch, inner, str(p))
+            p = plans.plan_sdd(s, "float16", 32, inner, True, False, False, arch, SMS)
+            assert p.kernel == cfg, (arch, inner, str(p))  # (d = 0.25: taken below sm_90)
+    # below sm_90 b = 32 keeps its least densities from before Hopper's short tile sped up
+    # (there is no wgmma tile there to weigh it against): 0.075 up to 16 rows, 0.175 past
+    for inner, d, streams in ((16, 0.1, True), (16, 0.05, False), (32, 0.1, False),
+                              (32, 0.25, True), (128, 0.25, True)):
+        w = structure(128, 128, d)  # 4096 blocks at d = 0.25: below Hopper's least count
+        for arch, want in ((80, streams), (90, False)):
+            got = plans.plan_sdd(w, "float16", 32, inner, True, False, False, arch,
+                                 SMS).kernel.kernel
+            assert (got == "sdd_stream") == want, (inner, d, arch, got)
     assert plans.plan_sdd(s, "float16", 64, 32, True, False, False, 90, SMS).kernel.kernel \
         != "sdd_stream"
     empty = structure(64, 64, 0.0)

@@ -23,6 +23,7 @@ from .tiles import (
     SDD_SIMT,
     SDD_SIMT_F64,
     SDD_STREAM,
+    SDD_STREAM_LEAST_PRE_SM90,
     SDD_TC,
     SDD_TILE,
     SDD_TILE_SIMT,
@@ -86,10 +87,17 @@ def sdd_stream_key(b: int, inner: int) -> tuple | None:
     return _rows_key(SDD_STREAM, b, inner)
 
 
-def sdd_stream_tile(b: int, inner: int):
-    """The short-reduction sdd's tile for a reduction of ``inner`` rows, or None."""
+def sdd_stream_tile(b: int, inner: int, arch: int = 90):
+    """The short-reduction sdd's tile for a reduction of ``inner`` rows, or None; below
+    sm_90 with the least density it had before Hopper's short tile sped up
+    (:data:`SDD_STREAM_LEAST_PRE_SM90`)."""
     key = sdd_stream_key(b, inner)
-    return None if key is None else SDD_STREAM[key]
+    if key is None:
+        return None
+    tile = SDD_STREAM[key]
+    if arch < 90 and key in SDD_STREAM_LEAST_PRE_SM90:
+        tile = tile._replace(least_density=SDD_STREAM_LEAST_PRE_SM90[key], least_blocks=0)
+    return tile
 
 
 @memoized

@@ -48,7 +48,7 @@ def plan_sdd(structure, dtype, b: int, inner: int, a_km: bool, b_nk: bool, tf32:
     per_sm = smem_ctas(scfg, arch) if scfg is not None else 0
     if per_sm and structure.nnzb and decide_ahead(
             "sdd_stream", (*_SDD_LATER, "sdd_panel", "sdd_hybrid", "dense"),
-            sdd_rules.sdd_stream_pays, structure, sdd_stream_tile(b, inner)):
+            sdd_rules.sdd_stream_pays, structure, sdd_stream_tile(b, inner, arch)):
         chunk, chunks, per_chunk = sdd_rules.sdd_stream_grid(
             structure, scfg.group, per_sm * sms, scfg.threads // 32)
         per_chunk = int(forced("sdd_stream_grid") or per_chunk)

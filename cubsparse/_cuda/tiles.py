@@ -103,8 +103,8 @@ class SddStreamTile(NamedTuple):
     """The weight gradient of a short reduction (``sdd_stream``): a CTA copies ``chunk`` of
     dY's block columns (all rows of the reduction) into shared memory once and stores the
     blocks of many block rows in that chunk. The plan takes it ahead of every other sdd
-    kernel and the dense path where W's density is at least ``least_density`` and W holds
-    at least ``least_blocks`` blocks (``inf``: only when forced)."""
+    kernel and the dense path where W's density is at least ``least_density`` (``inf``:
+    only when forced) and W holds at least ``least_blocks`` blocks."""
 
     chunk: int
     least_density: float = 0.0
@@ -313,9 +313,11 @@ WGMMA_SDD_PANEL = {8: SddWgmmaTile(32, 2, 1, 3, False), 16: SddWgmmaTile(16, 2, 
 #: the stream kernel to be forced. Past 16 rows the stream kernel wins from d = 0.25 on where W
 #: holds 8192 blocks or more (1.02-1.70x), and loses below d = 0.25 and at C = K = 4096,
 #: d = 0.25 (4096 blocks: its grid narrows the chunks to fill the device, so X's slices are
-#: copied more often); its least density and block count lie between those measured. (All on
-#: Hopper: sm_80-89 weigh it against the mma.sync kernel, not measured.) Devices with less
-#: shared memory than sm_90 get narrower chunks (sdd_configs.sdd_stream_config).
+#: copied more often); its least density and block count lie between those measured. All of
+#: this is Hopper's: below sm_90 the stream kernel is weighed against the mma.sync kernel,
+#: never measured, and b = 32 keeps the least densities it had before
+#: (SDD_STREAM_LEAST_PRE_SM90). Devices with less shared memory than sm_90 get narrower
+#: chunks (sdd_configs.sdd_stream_config).
 SDD_STREAM = {(8, 16): SddStreamTile(128), (8, 32): SddStreamTile(128),
               (8, 64): SddStreamTile(64, warps=16), (8, 128): SddStreamTile(64, warps=32),
               (16, 16): SddStreamTile(64), (16, 32): SddStreamTile(64, warps=16),
@@ -324,6 +326,11 @@ SDD_STREAM = {(8, 16): SddStreamTile(128), (8, 32): SddStreamTile(128),
               (32, 32): SddStreamTile(64, 0.2, least_blocks=6144),
               (32, 64): SddStreamTile(32, 0.2, least_blocks=6144),
               (32, 128): SddStreamTile(16, 0.2, least_blocks=6144)}
+#: b = 32's least densities of the short-reduction sdd below sm_90 (by the keys of
+#: SDD_STREAM): those measured on Hopper against the short wgmma tile before its epilogue of
+#: f4d54c8 (bench/NOTES.md 180), with no least block count.
+SDD_STREAM_LEAST_PRE_SM90 = {(32, 16): 0.075, (32, 32): 0.175, (32, 64): 0.175,
+                             (32, 128): 0.175}
 SDD_TILE = {8: SddTile(16, 16, 64, 2, 4, 3)}
 SDD_TILE_SIMT = {8: SddSimtTile(16, 16, 32, 2), 16: SddSimtTile(8, 8, 32, 2)}
 DSD_SIMT = {8: SimtTile(128, 4, 4, 32, 3), 16: SimtTile(128, 8, 4, 16, 3),
