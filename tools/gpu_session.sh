@@ -3,7 +3,7 @@
 # profiles of the fp16 kernels at N=C=K=4096, d=0.25. Logs land in $OUT (or ./gpu_out).
 # Usage: bash tools/gpu_session.sh [tests] [sanitize] [ncu:B] [wgmma:B:DTYPE] [probe]
 #        [sweep:NAME:SECONDS:ARGS] (ARGS: `python -m bench` options joined by "+") [multigpu]
-#        [sdd-small-n] [epilogue-ab]
+#        [sdd-small-n]
 # `tests` spreads its xdist workers over every visible GPU; `multigpu` (two GPUs or more)
 # runs the two-GPU tests, both data-parallel examples on two GPUs and the scaling benchmark.
 # `sdd-small-n`: the small-N weight gradient's measurements (bench/NOTES.md 281-292): its
@@ -94,23 +94,6 @@ for step in "$@"; do
         --fixed sdd_tma=true,sdd_pair=false --ops sdd --n 64,96,128 --ck 8192,12288 \
         --b 128 --d 0.1,0.25,0.5 > "$OUT/sdd_tma_n64-128.txt" 2>&1
       summary+=("TMA sdd at 64-128 rows rc=$?") ;;
-    epilogue-ab)  # the sdd epilogue of branch sdd-epilogue against main's (bench/NOTES.md
-      # 293): save main's files first, here: for f in cubsparse/kernels/sm90.cuh
-      # cubsparse/kernels/sdd_wgmma.cuh; do mkdir -p ab_old/$(dirname $f);
-      # git show main:$f > ab_old/$f; done
-      bash tools/kernel_ab.sh 2 "python3 tools/sdd_short_tiles.py --b 128,64 --only 0 --eager \
-        --n 1,32,128 --ck 12288 --d 0.25,0.5" cubsparse/kernels/sm90.cuh \
-        cubsparse/kernels/sdd_wgmma.cuh
-      for form in old new; do
-        for r in 1 2; do grep -E "^b=" "$OUT/ab_${form}_$r.txt" | grep -v "candidates\|  1.00$" \
-          | sed "s/^/$form $r /"; done
-      done
-      for t in memcheck racecheck; do
-        timeout 100 compute-sanitizer --tool $t --report-api-errors no --print-limit 10 \
-          python3 tools/racecheck_new.py short > "$OUT/san_short_$t.log" 2>&1
-        summary+=("$t short rc=$? $(grep -E 'mismatches|SUMMARY' "$OUT/san_short_$t.log" \
-          | tr '\n' ' ')")
-      done ;;
     probe)
       python3 tools/gpu_probe.py --speed 2>&1 | tee "$OUT/probe.log" | tail -n 30 ;;
   esac
