@@ -1,10 +1,10 @@
 """The kernels of the whole-slice panels, the panels' TMA store, the two-part weight
 gradient, the TMA weight gradient's last round in pieces and the TMA dsd's tiles taken
-by deadline, the small-N tiles in stream-K runs and the short weight-gradient tiles of
-b = 128 and 64, on small shapes, for compute-sanitizer runs of their own (racecheck over
+by deadline, the small-N tiles in stream-K runs and sdd_wgmma's weight-gradient tiles, on
+small shapes, for compute-sanitizer runs of their own (racecheck over
 every case of tests/gpu_sanitize_cases.py outlasts a device call). Exits 1 on a mismatch.
 ``python tools/racecheck_new.py order`` runs the deadline cases alone, ``runs`` the
-stream-K runs alone, ``short`` the short weight-gradient tiles alone."""
+stream-K runs alone, ``short`` sdd_wgmma's tiles alone."""
 import sys
 
 import cupy as cp
@@ -16,31 +16,47 @@ from cubsparse._cuda import plans, sdd_configs, sdd_rules, sdd_worklists
 rng = np.random.default_rng(3)
 bad = 0
 only = sys.argv[1] if len(sys.argv) > 1 else None
-# the short weight-gradient tiles of b = 128 (one warpgroup, four stages 32 deep) and
-# b = 64 (groups of two blocks, the epilogue's words traded through a stage): one slice, a
-# partial slice, several slices; one CTA walking every group, then two
+# the weight-gradient tiles of sdd_wgmma, whose epilogue trades its words through the
+# stage of a group's last slice (all but b = 128's short tile, which keeps the shuffles):
+# the short tiles at one slice, a partial slice and several slices, one CTA walking every
+# group, then two; the long tiles (and b = 128's wide one) at 256 rows, with alpha 2 (the
+# epilogue's second form) and beta 1 (its third)
 if only in (None, "short"):
     rs = np.random.default_rng(11)  # its own draws: the sections below keep theirs
-    for b in (128, 64):
+    off = {"sdd_stream": False, "sdd_tiled": False, "sdd_tma": False, "sdd_pair": False,
+           "sdd_panel": False, "sdd_hybrid": False, "dense": False}
+    for b in (128, 64, 32, 16):
         lay = rs.random((5, 6)) < 0.5
         lay[:, 3] = True
         W = cs.BlockSparseMatrix.from_layout(lay, b, dtype="float16", seed=7, backend="cuda")
         mask = np.kron(lay, np.ones((b, b)))
-        for n, limit in ((1, 1), (32, 2), (77, 1), (128, 2)):
+        cases = [(1, 1, "short", 1.0, 0.0), (32, 2, "short", 1.0, 0.0),
+                 (77, 1, "short", 1.0, 0.0), (128, 2, "short", 1.0, 0.0),
+                 (256, None, "long", 2.0, 0.0), (256, None, "long", 1.0, 1.0)]
+        if b == 128:
+            cases += [(256, None, "wide", 1.0, 0.0), (256, None, "wide", 0.5, 1.0)]
+        for n, limit, form, alpha, beta in cases:
             x = cp.asarray(rs.standard_normal((n, 5 * b))).astype("float16")
             dy = cp.asarray(rs.standard_normal((n, 6 * b))).astype("float16")
-            with plans.override(sdd_short=True, sdd_stream=False, grid_limit=limit,
-                                dense=False):
+            short = form == "short"
+            with plans.override(sdd_short=short, sdd_wide=form == "wide", grid_limit=limit,
+                                **off):
                 plan = cs.sampled_matmul_plan(x.T, dy, like=W)
                 print(plan)
-                bad += plan.kernel.name != sdd_configs.sdd_wgmma_config(
-                    "float16", b, True, sdd_rules.SDD_ONE_SLICE_K if n <= 32 else None).name
-                g = cp.asnumpy(cs.sampled_matmul(x.T, dy, like=W).toarray()).astype(np.float64)
-            ref = (cp.asnumpy(x).astype(np.float64).T
-                   @ cp.asnumpy(dy).astype(np.float64)) * mask
+                want = sdd_configs.sdd_wgmma_config(
+                    "float16", b, short, sdd_rules.SDD_ONE_SLICE_K if short and n <= 32
+                    else None, wide=form == "wide")
+                bad += plan.kernel.name != want.name
+                out = W.copy()
+                g = cs.sampled_matmul(x.T, dy, like=W, out=out, alpha=alpha, beta=beta)
+                g = cp.asnumpy(g.toarray()).astype(np.float64)
+            ref = alpha * (cp.asnumpy(x).astype(np.float64).T
+                           @ cp.asnumpy(dy).astype(np.float64)) * mask
+            ref += beta * cp.asnumpy(W.toarray()).astype(np.float64)
             err = np.linalg.norm(g - ref) / np.linalg.norm(ref)
             bad += not err < 1e-2
-            print(b, f"short tile, {n} rows, {limit} CTA(s)", f"{err:.1e}")
+            print(b, f"{form} tile, {n} rows, {limit} CTA(s), alpha {alpha}, beta {beta}",
+                  f"{err:.1e}")
 if only == "short":
     cp.cuda.Device().synchronize()
     print("mismatches", bad)

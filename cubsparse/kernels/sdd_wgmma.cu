@@ -92,9 +92,24 @@ __global__ void __launch_bounds__(WM* WN * 128)
       for (int i = 0; i < NW / 2; ++i) acc[m][i] = 0.f;
   };
 
-  auto store = [&](int item) {
-    sdd_wgmma_store<Tag, B, FLIP, MT, NW>(acc, wm, wn, tid, groups[3 * item + 1],
-                                         groups[3 * item + 2], out, alpha, beta);
+  // The epilogue trades its words through the stage of the group's last slice (the 1 KB of
+  // warp tid / 32), not by shuffles: stmatrix and one 16-byte load where a shuffled trade
+  // takes sixteen instructions. The barrier first: a warp's wgmma wait covers its own
+  // share of the MMAs, and the other warps' may still read the stage. The pipeline refills
+  // that stage two slices later, past two more barriers, by which time every warp's loads
+  // from it are done. Not b = 128's short tile (one warpgroup, three CTAs an SM held by
+  // 168 registers): the trade takes four more and a CTA an SM.
+  constexpr bool STAGED =
+      (sdd_wgmma_vec_store(B, FLIP, NW) || FLIP) && !(B == 128 && WM * WN == 1);
+  static_assert(!STAGED || THREADS / 32 * 1024 <= STAGE_BYTES, "1 KB a warp in a stage");
+  static_assert(WGMMA_PIPELINE_REFILL_LAG >= 1, "the last slice's stage outlives done()");
+  auto store = [&](int i) {
+    const int item = group_of(i);
+    const int stage = ((i + 1) * ktiles - 1) % STAGES;  // the group's last slice's
+    if (STAGED) __syncthreads();
+    sdd_wgmma_store<Tag, B, FLIP, MT, NW, STAGED>(
+        acc, wm, wn, tid, groups[3 * item + 1], groups[3 * item + 2], out, alpha, beta,
+        base + stage * STAGE_BYTES + (tid / 32) * 1024);
   };
 
   zero();
@@ -105,7 +120,7 @@ __global__ void __launch_bounds__(WM* WN * 128)
         sdd_wgmma_slice<Tag, TA, TB, MT, NW, BK>(acc, sA, sA + TA::BYTES, wm, wn);
       },
       [&](int i) {
-        store(group_of(i));
+        store(i);
         zero();
       });
 }

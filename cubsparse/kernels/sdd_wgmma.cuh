@@ -67,6 +67,12 @@ __device__ __forceinline__ void sdd_wgmma_slice(float (&acc)[MT][NW / 2], unsign
   }
 }
 
+// Whether the epilogue below stores 16 bytes a lane on unflipped tiles: four 8-column chunks
+// of a warpgroup's columns at a time, never straddling two blocks.
+__host__ __device__ constexpr bool sdd_wgmma_vec_store(int b, bool flip, int nw) {
+  return !flip && nw % 32 == 0 && b % 32 == 0;
+}
+
 // The wgmma sdd's epilogue: warpgroup (wm, wn)'s accumulators (MT m64 tiles of NW
 // columns, columns wn * NW..) stored as the tile's blocks, with alpha and beta. Shared by
 // the cp.async kernel (sdd_wgmma) and the TMA one (sdd_wgmma_tma). `blocks.id(h, g)` is
@@ -75,11 +81,14 @@ __device__ __forceinline__ void sdd_wgmma_slice(float (&acc)[MT][NW / 2], unsign
 // two block rows (ROWS = 2).
 // BETA false: beta is 0, known at compile time, so no pair reads or tests the old value;
 // ALPHA false as well: alpha is 1, so no pair multiplies.
+// STAGED: the 16-byte stores' words trade through this warp's 1 KB of shared memory at
+// `scratch` (quad_transpose_smem, two 512-byte buffers in turn), not by shuffles.
 template <class Tag, int B, bool FLIP, int MT, int NW, int ROWS, bool BETA, bool ALPHA,
-          class Blocks>
+          bool STAGED, class Blocks>
 __device__ __forceinline__ void sdd_wgmma_store_as(const float (&acc)[MT][NW / 2], int wm,
                                                    int wn, int tid, const Blocks& blocks,
-                                                   u16* out, float alpha_in, float beta_in) {
+                                                   u16* out, float alpha_in, float beta_in,
+                                                   unsigned scratch) {
   static_assert(!FLIP || ROWS == 1, "the flipped epilogue stores one block row");
   static_assert(ALPHA || !BETA, "alpha 1 is a form of beta 0 only");
   const float alpha = ALPHA ? alpha_in : 1.f, beta = BETA ? beta_in : 0.f;
@@ -90,9 +99,10 @@ __device__ __forceinline__ void sdd_wgmma_store_as(const float (&acc)[MT][NW / 2
   // Unflipped (B >= 64): lanes trade words so that each stores 16 bytes (quad_transpose);
   // four 8-column chunks never straddle two blocks.
   // Flipped: see below; beta != 0 keeps the pair stores, which read the old values.
-  constexpr bool VEC_STORE = !FLIP && NW % 32 == 0 && B % 32 == 0;
+  constexpr bool VEC_STORE = sdd_wgmma_vec_store(B, FLIP, NW);
   static_assert(!FLIP || NW % 16 == 0, "flipped stores gather four 8 x 8 tiles");
-  const bool flip_vec = FLIP && !BETA;  // (flipped tiles store one block row: beta 0 is BETA false)
+  static_assert(!STAGED || VEC_STORE || FLIP, "only 16-byte stores trade words");
+  constexpr bool flip_vec = FLIP && !BETA;  // (flipped tiles store one block row: no BETA)
   unsigned words[2][4];
 #pragma unroll
   for (int m = 0; m < MT; ++m)
@@ -119,7 +129,12 @@ __device__ __forceinline__ void sdd_wgmma_store_as(const float (&acc)[MT][NW / 2
               // lane l of the quad stores chunk q - 3 + l % 4 of this row: whole 64-byte
               // runs of the block's rows instead of 16-byte pieces (the four chunks lie in
               // one block: p is theirs)
-              const uint4 v = quad_transpose(lane, words[h]);
+              const int turn = ((m * (NW / 32) + q / 4) * 2 + h) % 2;  // (unrolled: fixed)
+              uint4 v;
+              if constexpr (STAGED)
+                v = quad_transpose_smem(lane, words[h], scratch + turn * 512);
+              else
+                v = quad_transpose(lane, words[h]);
               const int c0 = wn * NW + (q - 3 + (lane & 3)) * 8;
               if (ok) st_global_v4(out + (i64)p * (B * B) + rb * B + c0 % B, v);
             }
@@ -128,11 +143,17 @@ __device__ __forceinline__ void sdd_wgmma_store_as(const float (&acc)[MT][NW / 2
           // D[row][cl] is block (row / B) transposed. Each 8 x 8 tile of D is transposed
           // in registers (movmatrix), which leaves every quad holding 16 bytes of one
           // block row; four tiles (chunks q, halves h) are gathered, and lane l of the
-          // quad stores tile l's (quad_transpose).
+          // quad stores tile l's (quad_transpose). STAGED: stmatrix .trans does both.
           const int t = (2 * q + h) % 4;
-          words[0][t] = movmatrix_trans(pair_value(Tag(), out, v0, v1, alpha, 0.f));
+          const unsigned w = pair_value(Tag(), out, v0, v1, alpha, 0.f);
+          words[0][t] = STAGED ? w : movmatrix_trans(w);
           if (t == 3) {
-            const uint4 v = quad_transpose(lane, words[0]);
+            const int turn = (m * (NW / 16) + (2 * q + h) / 4) % 2;  // (unrolled: fixed)
+            uint4 v;
+            if constexpr (STAGED)
+              v = quad_transpose_smem<true>(lane, words[0], scratch + turn * 512);
+            else
+              v = quad_transpose(lane, words[0]);
             const int f = 2 * q + h - 3 + (lane & 3);  // this lane's tile
             const int rb = (wm * MT + m) * 64 + wiw * 16 + (f % 2) * 8, gg = rb / B;
             const int orow = wn * NW + (f / 2) * 8 + (lane >> 2);
@@ -160,21 +181,27 @@ __device__ __forceinline__ void sdd_wgmma_store_as(const float (&acc)[MT][NW / 2
 // gradient's instructions, and multiplied by alpha, another tenth (ptxas predicates a
 // multiply by alpha taken only where alpha is not 1 in place of branching around it, so
 // the multiplies issue all the same: the split has to be at compile time).
-template <class Tag, int B, bool FLIP, int MT, int NW, int ROWS = 1, class Blocks>
+// STAGED (one block row only): the 16-byte stores trade words through `scratch` (above).
+template <class Tag, int B, bool FLIP, int MT, int NW, int ROWS = 1, bool STAGED = false,
+          class Blocks>
 __device__ __forceinline__ void sdd_wgmma_store_blocks(const float (&acc)[MT][NW / 2], int wm,
                                                        int wn, int tid, const Blocks& blocks,
-                                                       u16* out, float alpha, float beta) {
+                                                       u16* out, float alpha, float beta,
+                                                       unsigned scratch = 0) {
   // (tiles of more than one block row, the paired and panel tiles, keep one form: at the
   // paired tile's register cap a second spills)
-  if (ROWS == 1 && beta == 0.f && alpha == 1.f)
-    sdd_wgmma_store_as<Tag, B, FLIP, MT, NW, ROWS, false, false>(acc, wm, wn, tid, blocks, out,
-                                                                alpha, beta);
-  else if (ROWS == 1 && beta == 0.f)
-    sdd_wgmma_store_as<Tag, B, FLIP, MT, NW, ROWS, false, true>(acc, wm, wn, tid, blocks, out,
-                                                               alpha, beta);
-  else
-    sdd_wgmma_store_as<Tag, B, FLIP, MT, NW, ROWS, true, true>(acc, wm, wn, tid, blocks, out,
-                                                              alpha, beta);
+  static_assert(!STAGED || ROWS == 1, "staged trades: one block row");
+  if constexpr (ROWS == 1) {
+    if (beta == 0.f && alpha == 1.f)
+      return sdd_wgmma_store_as<Tag, B, FLIP, MT, NW, 1, false, false, STAGED>(
+          acc, wm, wn, tid, blocks, out, alpha, beta, scratch);
+    if (beta == 0.f)
+      return sdd_wgmma_store_as<Tag, B, FLIP, MT, NW, 1, false, true, STAGED>(
+          acc, wm, wn, tid, blocks, out, alpha, beta, scratch);
+  }
+  // (beta != 0 keeps the flipped pair stores, which read the old values: no trade)
+  sdd_wgmma_store_as<Tag, B, FLIP, MT, NW, ROWS, true, true, STAGED && !FLIP>(
+      acc, wm, wn, tid, blocks, out, alpha, beta, scratch);
 }
 
 // One CTA's share of a group whose reduction is split across `splits` CTAs (the second
@@ -247,10 +274,10 @@ struct RunOfBlocks {
 };
 
 // The epilogue for such a group.
-template <class Tag, int B, bool FLIP, int MT, int NW>
+template <class Tag, int B, bool FLIP, int MT, int NW, bool STAGED = false>
 __device__ __forceinline__ void sdd_wgmma_store(const float (&acc)[MT][NW / 2], int wm, int wn,
                                                 int tid, int p0, int cnt, u16* out,
-                                                float alpha, float beta) {
-  sdd_wgmma_store_blocks<Tag, B, FLIP, MT, NW>(acc, wm, wn, tid, RunOfBlocks{p0, cnt}, out,
-                                               alpha, beta);
+                                                float alpha, float beta, unsigned scratch = 0) {
+  sdd_wgmma_store_blocks<Tag, B, FLIP, MT, NW, 1, STAGED>(acc, wm, wn, tid, RunOfBlocks{p0, cnt},
+                                                          out, alpha, beta, scratch);
 }

@@ -233,6 +233,23 @@ __device__ __forceinline__ void stmatrix_x4_trans(unsigned addr, unsigned r0, un
                : "memory");
 }
 
+// The same, untransposed: lanes 8i..8i + 7 give the addresses of the 16-byte rows of memory
+// that take rows 0..7 of matrix i.
+__device__ __forceinline__ void stmatrix_x4(unsigned addr, unsigned r0, unsigned r1, unsigned r2,
+                                            unsigned r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
+               "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+}
+__device__ __forceinline__ uint4 ld_shared_v4(unsigned addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
+}
+
 // Stops the compiler from moving accumulator reads or writes across an asynchronous MMA.
 template <int R>
 __device__ __forceinline__ void keep_in_registers(float (&d)[R]) {
@@ -289,6 +306,10 @@ struct MnTile {
 // The slices may belong to several tiles of `ktiles` slices each (`total` in all): after
 // a tile's last slice every MMA is waited for and done(tile) runs (the epilogue, which
 // clears `acc` for the next tile) while the next tile's copies are in flight.
+// How many slices after its MMAs wgmma_pipeline refills a stage, each of them past a
+// __syncthreads: done(tile) may use the stage of the tile's last slice as scratch once every
+// warp is done with that slice's MMAs (a barrier after their waits).
+constexpr int WGMMA_PIPELINE_REFILL_LAG = 2;
 template <int STAGES, int R, int C, class Load, class Mma, class Done>
 __device__ __forceinline__ void wgmma_pipeline(int total, int ktiles, float (&acc)[R][C],
                                                Load load, Mma mma, Done done) {
@@ -306,7 +327,7 @@ __device__ __forceinline__ void wgmma_pipeline(int total, int ktiles, float (&ac
     wgmma_fence();
     mma(t % STAGES, t);
     wgmma_commit();
-    const int nt = t + STAGES - 2;
+    const int nt = t + STAGES - WGMMA_PIPELINE_REFILL_LAG;  // into slice t - 2's stage
     if (nt < total) load(nt % STAGES, nt);
     cp_async_commit();
     if (++kt == ktiles) {
@@ -415,4 +436,27 @@ __device__ __forceinline__ uint4 quad_transpose(int lane, const unsigned (&w)[4]
     }
   }
   return make_uint4(o[0], o[1], o[2], o[3]);
+}
+
+// quad_transpose through 512 bytes of this warp's own shared memory at `buf`: the four
+// words of every lane as four 8 x 8 matrices of 16-bit values by one stmatrix, each
+// lane's 16 bytes back by one load; three instructions where the shuffles take sixteen.
+// TRANS: the matrices are stored transposed (stmatrix .trans), so a lane gets row l / 4 of
+// matrix l % 4 transposed (quad_transpose after movmatrix_trans of each word). Row r's
+// 16-byte piece of matrix c lies at slot c ^ (r / 2) of the row's 64 bytes, so neither a
+// matrix's eight rows nor a quarter-warp's loads (two rows) meet in a bank. A caller taking
+// two buffers in turn needs no barrier but this one's __syncwarp: a lane's load from a
+// buffer precedes, in its program order, the __syncwarp before that buffer's next stores.
+template <bool TRANS = false>
+__device__ __forceinline__ uint4 quad_transpose_smem(int lane, const unsigned (&w)[4],
+                                                     unsigned buf) {
+  const int r = lane & 7, c = lane >> 3;  // the row of matrix c this lane gives the address of
+  const unsigned dst = buf + r * 64 + ((c ^ (r >> 1)) & 3) * 16;
+  if constexpr (TRANS)
+    stmatrix_x4_trans(dst, w[0], w[1], w[2], w[3]);
+  else
+    stmatrix_x4(dst, w[0], w[1], w[2], w[3]);
+  __syncwarp();
+  const int rr = lane >> 2, cc = lane & 3;  // the row and matrix this lane stores
+  return ld_shared_v4(buf + rr * 64 + ((cc ^ (rr >> 1)) & 3) * 16);
 }
