@@ -92,15 +92,18 @@ __global__ void __launch_bounds__(WM* WN * 128)
       for (int i = 0; i < NW / 2; ++i) acc[m][i] = 0.f;
   };
 
-  // The epilogue trades its words through the stage of the group's last slice (the 1 KB of
-  // warp tid / 32), not by shuffles: stmatrix and one 16-byte load where a shuffled trade
-  // takes sixteen instructions. The barrier first: a warp's wgmma wait covers its own
+  // STAGED: the epilogue trades its words through the stage of the group's last slice (the
+  // 1 KB of warp tid / 32), not by shuffles: stmatrix and one 16-byte load where a shuffled
+  // trade takes sixteen instructions. The barrier first: a warp's wgmma wait covers its own
   // share of the MMAs, and the other warps' may still read the stage. The pipeline refills
   // that stage two slices later, past two more barriers, by which time every warp's loads
-  // from it are done. Not b = 128's short tile (one warpgroup, three CTAs an SM held by
-  // 168 registers): the trade takes four more and a CTA an SM.
-  constexpr bool STAGED =
-      (sdd_wgmma_vec_store(B, FLIP, NW) || FLIP) && !(B == 128 && WM * WN == 1);
+  // from it are done. Taken where it ran faster on an H200 (bench/NOTES.md 299): b = 64
+  // 1.02-1.08x, b = 128's long tile of one block a group 1.02x. b = 128's wide tile (two
+  // blocks a group) ran 0.98x at d = 0.1, and its short one (one warpgroup, three CTAs an
+  // SM held by 168 registers) would take four more and lose a CTA an SM. The flipped tiles
+  // (b <= 32, the trade by stmatrix .trans) ran 0.87-1.01x: they keep the shuffles.
+  constexpr bool STAGED = sdd_wgmma_vec_store(B, FLIP, NW) &&
+                          (B == 64 || (B == 128 && G == 1 && WM * WN > 1));
   static_assert(!STAGED || THREADS / 32 * 1024 <= STAGE_BYTES, "1 KB a warp in a stage");
   static_assert(WGMMA_PIPELINE_REFILL_LAG >= 1, "the last slice's stage outlives done()");
   auto store = [&](int i) {

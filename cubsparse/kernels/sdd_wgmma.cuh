@@ -101,7 +101,7 @@ __device__ __forceinline__ void sdd_wgmma_store_as(const float (&acc)[MT][NW / 2
   // Flipped: see below; beta != 0 keeps the pair stores, which read the old values.
   constexpr bool VEC_STORE = sdd_wgmma_vec_store(B, FLIP, NW);
   static_assert(!FLIP || NW % 16 == 0, "flipped stores gather four 8 x 8 tiles");
-  static_assert(!STAGED || VEC_STORE || FLIP, "only 16-byte stores trade words");
+  static_assert(!STAGED || VEC_STORE, "only the 16-byte stores trade words");
   constexpr bool flip_vec = FLIP && !BETA;  // (flipped tiles store one block row: no BETA)
   unsigned words[2][4];
 #pragma unroll
@@ -143,17 +143,11 @@ __device__ __forceinline__ void sdd_wgmma_store_as(const float (&acc)[MT][NW / 2
           // D[row][cl] is block (row / B) transposed. Each 8 x 8 tile of D is transposed
           // in registers (movmatrix), which leaves every quad holding 16 bytes of one
           // block row; four tiles (chunks q, halves h) are gathered, and lane l of the
-          // quad stores tile l's (quad_transpose). STAGED: stmatrix .trans does both.
+          // quad stores tile l's (quad_transpose).
           const int t = (2 * q + h) % 4;
-          const unsigned w = pair_value(Tag(), out, v0, v1, alpha, 0.f);
-          words[0][t] = STAGED ? w : movmatrix_trans(w);
+          words[0][t] = movmatrix_trans(pair_value(Tag(), out, v0, v1, alpha, 0.f));
           if (t == 3) {
-            const int turn = (m * (NW / 16) + (2 * q + h) / 4) % 2;  // (unrolled: fixed)
-            uint4 v;
-            if constexpr (STAGED)
-              v = quad_transpose_smem<true>(lane, words[0], scratch + turn * 512);
-            else
-              v = quad_transpose(lane, words[0]);
+            const uint4 v = quad_transpose(lane, words[0]);
             const int f = 2 * q + h - 3 + (lane & 3);  // this lane's tile
             const int rb = (wm * MT + m) * 64 + wiw * 16 + (f % 2) * 8, gg = rb / B;
             const int orow = wn * NW + (f / 2) * 8 + (lane >> 2);
@@ -181,7 +175,7 @@ __device__ __forceinline__ void sdd_wgmma_store_as(const float (&acc)[MT][NW / 2
 // gradient's instructions, and multiplied by alpha, another tenth (ptxas predicates a
 // multiply by alpha taken only where alpha is not 1 in place of branching around it, so
 // the multiplies issue all the same: the split has to be at compile time).
-// STAGED (one block row only): the 16-byte stores trade words through `scratch` (above).
+// STAGED (one block row, unflipped): the 16-byte stores trade words through `scratch`.
 template <class Tag, int B, bool FLIP, int MT, int NW, int ROWS = 1, bool STAGED = false,
           class Blocks>
 __device__ __forceinline__ void sdd_wgmma_store_blocks(const float (&acc)[MT][NW / 2], int wm,
@@ -190,7 +184,8 @@ __device__ __forceinline__ void sdd_wgmma_store_blocks(const float (&acc)[MT][NW
                                                        unsigned scratch = 0) {
   // (tiles of more than one block row, the paired and panel tiles, keep one form: at the
   // paired tile's register cap a second spills)
-  static_assert(!STAGED || ROWS == 1, "staged trades: one block row");
+  static_assert(!STAGED || (ROWS == 1 && sdd_wgmma_vec_store(B, FLIP, NW)),
+                "staged trades: the 16-byte stores of one block row");
   if constexpr (ROWS == 1) {
     if (beta == 0.f && alpha == 1.f)
       return sdd_wgmma_store_as<Tag, B, FLIP, MT, NW, 1, false, false, STAGED>(
@@ -199,8 +194,7 @@ __device__ __forceinline__ void sdd_wgmma_store_blocks(const float (&acc)[MT][NW
       return sdd_wgmma_store_as<Tag, B, FLIP, MT, NW, 1, false, true, STAGED>(
           acc, wm, wn, tid, blocks, out, alpha, beta, scratch);
   }
-  // (beta != 0 keeps the flipped pair stores, which read the old values: no trade)
-  sdd_wgmma_store_as<Tag, B, FLIP, MT, NW, ROWS, true, true, STAGED && !FLIP>(
+  sdd_wgmma_store_as<Tag, B, FLIP, MT, NW, ROWS, true, true, STAGED>(
       acc, wm, wn, tid, blocks, out, alpha, beta, scratch);
 }
 

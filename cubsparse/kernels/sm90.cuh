@@ -439,23 +439,16 @@ __device__ __forceinline__ uint4 quad_transpose(int lane, const unsigned (&w)[4]
 }
 
 // quad_transpose through 512 bytes of this warp's own shared memory at `buf`: the four
-// words of every lane as four 8 x 8 matrices of 16-bit values by one stmatrix, each
-// lane's 16 bytes back by one load; three instructions where the shuffles take sixteen.
-// TRANS: the matrices are stored transposed (stmatrix .trans), so a lane gets row l / 4 of
-// matrix l % 4 transposed (quad_transpose after movmatrix_trans of each word). Row r's
+// words of every lane as four 8 x 8 matrices of 16-bit values by one stmatrix, each lane's
+// 16 bytes back by one load; three instructions where the shuffles take sixteen. Row r's
 // 16-byte piece of matrix c lies at slot c ^ (r / 2) of the row's 64 bytes, so neither a
 // matrix's eight rows nor a quarter-warp's loads (two rows) meet in a bank. A caller taking
 // two buffers in turn needs no barrier but this one's __syncwarp: a lane's load from a
 // buffer precedes, in its program order, the __syncwarp before that buffer's next stores.
-template <bool TRANS = false>
 __device__ __forceinline__ uint4 quad_transpose_smem(int lane, const unsigned (&w)[4],
                                                      unsigned buf) {
   const int r = lane & 7, c = lane >> 3;  // the row of matrix c this lane gives the address of
-  const unsigned dst = buf + r * 64 + ((c ^ (r >> 1)) & 3) * 16;
-  if constexpr (TRANS)
-    stmatrix_x4_trans(dst, w[0], w[1], w[2], w[3]);
-  else
-    stmatrix_x4(dst, w[0], w[1], w[2], w[3]);
+  stmatrix_x4(buf + r * 64 + ((c ^ (r >> 1)) & 3) * 16, w[0], w[1], w[2], w[3]);
   __syncwarp();
   const int rr = lane >> 2, cc = lane & 3;  // the row and matrix this lane stores
   return ld_shared_v4(buf + rr * 64 + ((cc ^ (rr >> 1)) & 3) * 16);
