@@ -17,7 +17,7 @@ rng = np.random.default_rng(3)
 bad = 0
 only = sys.argv[1] if len(sys.argv) > 1 else None
 # the weight-gradient tiles of sdd_wgmma, whose epilogue trades its words through the
-# stage of a group's last slice (all but b = 128's short tile, which keeps the shuffles):
+# stage of a group's last slice at b = 64 and at b = 128 but on the wide tile:
 # the short tiles at one slice, a partial slice and several slices, one CTA walking every
 # group, then two; the long tiles (and b = 128's wide one) at 256 rows, with alpha 2 (the
 # epilogue's second form) and beta 1 (its third)

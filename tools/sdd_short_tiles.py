@@ -1,4 +1,4 @@
-"""The small-N weight gradient at b = 64 and 128 on each candidate short tile
+"""The small-N weight gradient at b = 16-128 on each candidate short tile
 (``tiles.WGMMA_SDD_SHORT``): CUDA-graph µs and the fraction of the copy rate (with
 ``--eager``, an eager loop's µs a call before them), each result checked against float32
 dense math. The current tile is listed first, and the summary divides by the first
@@ -27,8 +27,13 @@ from cubsparse._cuda import configs, plans, tiles
 # the plan's choice past the short tile over a wide W. b = 128's second entry is its
 # former tile (two warpgroups, NOTES 288). The runner's
 # grid rule (sdd_rules.short_grid_per_sm) applies to each. wgmma_pipeline needs 3 stages
-# or more.
+# or more. At b = 16 and 32 registers hold fewer CTAs an SM than shared memory at 32 rows,
+# so stages past three come without losing one there.
 CANDIDATES = {
+    16: [tuple(tiles.WGMMA_SDD_SHORT[16]), (16, 2, 1, 4, True, 32), (16, 2, 1, 5, True, 32),
+         (8, 2, 1, 4, True, 32)],
+    32: [tuple(tiles.WGMMA_SDD_SHORT[32]), (4, 2, 1, 4, True, 64), (4, 2, 1, 5, True, 64),
+         (4, 1, 1, 5, True, 64), (2, 1, 1, 6, True, 64)],
     64: [tuple(tiles.WGMMA_SDD_SHORT[64]), (2, 1, 1, 3, False, 32), (2, 1, 1, 4, False, 32),
          (1, 1, 1, 3, False, 64)],
     128: [tuple(tiles.WGMMA_SDD_SHORT[128]), (1, 2, 1, 3, False, 64),
@@ -70,7 +75,7 @@ def main():
                 if not tma:
                     configs.set_tiles(wgmma_sdd_short={b: tile})
                 forced = ({"sdd_short": False, "sdd_tma": True, "sdd_pair": False} if tma
-                          else {"sdd_short": True})
+                          else {"sdd_short": True, "sdd_stream": False})
                 try:
                     with plans.override(dense=False, **forced):
                         plan, e, t = checked_times("sdd", w, xs, dys, str(tile), args.eager)

@@ -37,8 +37,13 @@
 // group's MMAs finish and its blocks are stored. That
 // is what a short reduction needs (the batch of a small-N weight gradient: one or two
 // slices per group), where a CTA per group would wait for its copies, then its stores.
+//
+// b = 128's short tile (one warpgroup) asks for three CTAs an SM, which its shared memory
+// holds: without the bound its staged epilogue takes 172 registers and two. (A bound of 0
+// CTAs is no bound: every other tile compiles as it would without one, where a bound of 1
+// lets ptxas take more registers.)
 template <class Tag, int B, int G, int WM, int WN, int STAGES, bool FLIP, int BK>
-__global__ void __launch_bounds__(WM* WN * 128)
+__global__ void __launch_bounds__(WM* WN * 128, B == 128 && WM * WN == 1 ? 3 : 0)
     sdd_wgmma(const u16* __restrict__ x, i64 ldx, const u16* __restrict__ dy, i64 ldy,
               int inner, const int* __restrict__ groups, int n_groups,
               const int* __restrict__ indices, u16* out, float alpha, float beta) {
@@ -97,13 +102,13 @@ __global__ void __launch_bounds__(WM* WN * 128)
   // trade takes sixteen instructions. The barrier first: a warp's wgmma wait covers its own
   // share of the MMAs, and the other warps' may still read the stage. The pipeline refills
   // that stage two slices later, past two more barriers, by which time every warp's loads
-  // from it are done. Taken where it ran faster on an H200 (bench/NOTES.md 299): b = 64
-  // 1.02-1.08x, b = 128's long tile of one block a group 1.02x. b = 128's wide tile (two
-  // blocks a group) ran 0.98x at d = 0.1, and its short one (one warpgroup, three CTAs an
-  // SM held by 168 registers) would take four more and lose a CTA an SM. The flipped tiles
-  // (b <= 32, the trade by stmatrix .trans) ran 0.87-1.01x: they keep the shuffles.
+  // from it are done. Taken where it ran faster on an H200 (bench/NOTES.md 299-300): b = 64
+  // 1.02-1.08x, b = 128's long tile 1.02x, its short one 1.06-1.09x at C = K = 8192 and
+  // d = 0.1 (0.98-1.01x elsewhere). b = 128's wide tile (two blocks a group) ran 0.98x at
+  // d = 0.1, and the flipped tiles (b <= 32, the trade by stmatrix .trans) 0.87-1.01x: they
+  // keep the shuffles.
   constexpr bool STAGED = sdd_wgmma_vec_store(B, FLIP, NW) &&
-                          (B == 64 || (B == 128 && G == 1 && WM * WN > 1));
+                          (B == 64 || (B == 128 && G == 1));
   static_assert(!STAGED || THREADS / 32 * 1024 <= STAGE_BYTES, "1 KB a warp in a stage");
   static_assert(WGMMA_PIPELINE_REFILL_LAG >= 1, "the last slice's stage outlives done()");
   auto store = [&](int i) {
