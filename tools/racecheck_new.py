@@ -19,8 +19,8 @@ only = sys.argv[1] if len(sys.argv) > 1 else None
 # the weight-gradient tiles of sdd_wgmma, whose epilogue trades its words through the
 # stage of a group's last slice at b = 64 and at b = 128 but on the wide tile:
 # the short tiles at one slice, a partial slice and several slices, one CTA walking every
-# group, then two; the long tiles (and b = 128's wide one) at 256 rows, with alpha 2 (the
-# epilogue's second form) and beta 1 (its third)
+# group, then two; the long tiles (and b = 128's wide one) at 256 rows; each tile also with
+# alpha 2 (the epilogue's second form) and with beta 1 (its third)
 if only in (None, "short"):
     rs = np.random.default_rng(11)  # its own draws: the sections below keep theirs
     off = {"sdd_stream": False, "sdd_tiled": False, "sdd_tma": False, "sdd_pair": False,
@@ -32,6 +32,7 @@ if only in (None, "short"):
         mask = np.kron(lay, np.ones((b, b)))
         cases = [(1, 1, "short", 1.0, 0.0), (32, 2, "short", 1.0, 0.0),
                  (77, 1, "short", 1.0, 0.0), (128, 2, "short", 1.0, 0.0),
+                 (32, 2, "short", 2.0, 0.0), (77, 1, "short", 0.5, 1.0),
                  (256, None, "long", 2.0, 0.0), (256, None, "long", 1.0, 1.0)]
         if b == 128:
             cases += [(256, None, "wide", 1.0, 0.0), (256, None, "wide", 0.5, 1.0)]
@@ -55,8 +56,8 @@ if only in (None, "short"):
             ref += beta * cp.asnumpy(W.toarray()).astype(np.float64)
             err = np.linalg.norm(g - ref) / np.linalg.norm(ref)
             bad += not err < 1e-2
-            print(b, f"{form} tile, {n} rows, {limit} CTA(s), alpha {alpha}, beta {beta}",
-                  f"{err:.1e}")
+            grid = f"{limit} CTA(s)" if limit else "the plan's grid"
+            print(b, f"{form} tile, {n} rows, {grid}, alpha {alpha}, beta {beta}", f"{err:.1e}")
 if only == "short":
     cp.cuda.Device().synchronize()
     print("mismatches", bad)

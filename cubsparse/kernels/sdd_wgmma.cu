@@ -28,6 +28,13 @@
 #include "wgmma.cuh"
 #include "sdd_wgmma.cuh"
 
+// The CTAs an SM's shared memory holds of a tile: 228 KB an SM on Hopper, each CTA taking
+// its stages, the launch's 1 KB of alignment slack and the 1 KB the driver reserves.
+template <int B, int G, int WM, int WN, int STAGES, bool FLIP, int BK>
+__host__ __device__ constexpr int sdd_wgmma_smem_ctas() {
+  return (228 * 1024) / (STAGES * SddCopyTile<B, G, WM, WN, FLIP, BK>::STAGE_BYTES + 2048);
+}
+
 // WM x WN warpgroups: warpgroup (wm, wn) owns m64 tiles wm*MT .. of D and its NW columns
 // starting at wn*NW.
 //
@@ -38,12 +45,16 @@
 // is what a short reduction needs (the batch of a small-N weight gradient: one or two
 // slices per group), where a CTA per group would wait for its copies, then its stores.
 //
-// b = 128's short tile (one warpgroup) asks for three CTAs an SM, which its shared memory
-// holds: without the bound its staged epilogue takes 172 registers and two. (A bound of 0
-// CTAs is no bound: every other tile compiles as it would without one, where a bound of 1
-// lets ptxas take more registers.)
+// b = 128's tiles of one warpgroup ask for as many CTAs an SM as their shared memory holds
+// (sdd_wgmma_smem_ctas): without the bound the short tile's staged epilogue takes 172
+// registers, which hold two CTAs where its shared memory holds three. (A bound of 0 CTAs is
+// no bound: every other tile compiles as it would without one, where a bound of 1 lets
+// ptxas take more registers.)
 template <class Tag, int B, int G, int WM, int WN, int STAGES, bool FLIP, int BK>
-__global__ void __launch_bounds__(WM* WN * 128, B == 128 && WM * WN == 1 ? 3 : 0)
+__global__ void __launch_bounds__(WM* WN * 128,
+                                  B == 128 && WM * WN == 1
+                                      ? sdd_wgmma_smem_ctas<B, G, WM, WN, STAGES, FLIP, BK>()
+                                      : 0)
     sdd_wgmma(const u16* __restrict__ x, i64 ldx, const u16* __restrict__ dy, i64 ldy,
               int inner, const int* __restrict__ groups, int n_groups,
               const int* __restrict__ indices, u16* out, float alpha, float beta) {

@@ -129,10 +129,9 @@ __device__ __forceinline__ void sdd_wgmma_store_as(const float (&acc)[MT][NW / 2
               // lane l of the quad stores chunk q - 3 + l % 4 of this row: whole 64-byte
               // runs of the block's rows instead of 16-byte pieces (the four chunks lie in
               // one block: p is theirs)
-              const int turn = ((m * (NW / 32) + q / 4) * 2 + h) % 2;  // (unrolled: fixed)
-              uint4 v;
+              uint4 v;  // (STAGED: the calls take h = 0, 1 in turn, so the buffer is h's)
               if constexpr (STAGED)
-                v = quad_transpose_smem(lane, words[h], scratch + turn * 512);
+                v = quad_transpose_smem(lane, words[h], scratch + h * 512);
               else
                 v = quad_transpose(lane, words[h]);
               const int c0 = wn * NW + (q - 3 + (lane & 3)) * 8;

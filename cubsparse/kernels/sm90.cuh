@@ -295,6 +295,12 @@ struct MnTile {
   }
 };
 
+// How many slices after its MMAs were issued wgmma_pipeline refills a stage: one MMA group
+// in flight past the slice, then the barrier after every warp's wait for it. Each of those
+// slices passes a __syncthreads, so done(tile) may use the stage of the tile's last slice as
+// scratch once every warp is done with that slice's MMAs (a barrier after their waits).
+constexpr int WGMMA_PIPELINE_REFILL_LAG = 2;
+
 // The cp.async + wgmma main loop of the Hopper kernels. STAGES buffers; copies run
 // STAGES - 2 slices ahead and one MMA group stays in flight across iterations (wait_group
 // 1). A buffer is refilled two slices after its MMAs were issued, once every warpgroup has
@@ -306,28 +312,25 @@ struct MnTile {
 // The slices may belong to several tiles of `ktiles` slices each (`total` in all): after
 // a tile's last slice every MMA is waited for and done(tile) runs (the epilogue, which
 // clears `acc` for the next tile) while the next tile's copies are in flight.
-// How many slices after its MMAs wgmma_pipeline refills a stage, each of them past a
-// __syncthreads: done(tile) may use the stage of the tile's last slice as scratch once every
-// warp is done with that slice's MMAs (a barrier after their waits).
-constexpr int WGMMA_PIPELINE_REFILL_LAG = 2;
 template <int STAGES, int R, int C, class Load, class Mma, class Done>
 __device__ __forceinline__ void wgmma_pipeline(int total, int ktiles, float (&acc)[R][C],
                                                Load load, Mma mma, Done done) {
-  static_assert(STAGES >= 3, "copies run STAGES - 2 slices ahead");
+  constexpr int AHEAD = STAGES - WGMMA_PIPELINE_REFILL_LAG;  // slices of copies in flight
+  static_assert(AHEAD >= 1, "copies run STAGES - 2 slices ahead");
 #pragma unroll
-  for (int s = 0; s < STAGES - 2; ++s) {
+  for (int s = 0; s < AHEAD; ++s) {
     if (s < total) load(s, s);
     cp_async_commit();
   }
   for (int t = 0, kt = 0, tile = 0; t < total; ++t) {
-    cp_async_wait<STAGES - 3>();
+    cp_async_wait<AHEAD - 1>();
     fence_proxy_async();  // this thread's copies -> visible to the tensor cores
     __syncthreads();
     keep_in_registers(acc);
     wgmma_fence();
     mma(t % STAGES, t);
     wgmma_commit();
-    const int nt = t + STAGES - WGMMA_PIPELINE_REFILL_LAG;  // into slice t - 2's stage
+    const int nt = t + AHEAD;  // into the stage of slice t - 2
     if (nt < total) load(nt % STAGES, nt);
     cp_async_commit();
     if (++kt == ktiles) {
