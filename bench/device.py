@@ -110,6 +110,7 @@ class CudaBackend(Backend):
             "sm_count": int(self.props["multiProcessorCount"]),
             "memory_bytes": int(self.props["totalGlobalMem"]),
             "l2_bytes": self.l2_bytes(),
+            "eager_path": eager_path(),
             "env": {k: os.environ.get(k) for k in
                     ("CUPY_TF32", "CUPY_CUBLAS_COMPUTE_TYPE", "NVIDIA_TF32_OVERRIDE",
                      "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "CUDA_VISIBLE_DEVICES")
@@ -168,6 +169,19 @@ def _common_info() -> dict[str, Any]:
         "platform": platform.platform(),
         "timestamp": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
+
+
+def eager_path() -> str:
+    """How cubsparse's eager calls run in this process: ``"compiled"`` (the compiled call
+    path, :mod:`cubsparse._cuda.fastcall`), ``"compiled, no dependent launch"``
+    (``CUBSPARSE_PDL=0``) or ``"python"`` (the extension not built, or
+    ``CUBSPARSE_FASTCALL=0``: each call then spends the Python path's host time, which
+    shows in eager figures of kernels shorter than it)."""
+    from cubsparse._cuda import fastcall
+
+    if not fastcall.active():
+        return "python"
+    return "compiled" if fastcall.PDL else "compiled, no dependent launch"
 
 
 def slug(text: str) -> str:

@@ -141,7 +141,8 @@ def run_footer(results: dict) -> str:
     lines.append(f"device: {meta.get('gpu')} | driver {meta.get('driver')} | "
                  f"cuda {meta.get('cuda')}"
                  f" | cupy {meta.get('cupy')} | torch {meta.get('torch')} | copy "
-                 f"{_f(cop.get('GBps'), '{:.0f}')} GB/s")
+                 f"{_f(cop.get('GBps'), '{:.0f}')} GB/s"
+                 + (f" | eager calls: {meta['eager_path']}" if meta.get("eager_path") else ""))
     skipped = results.get("skipped", [])
     reasons = Counter(s["reason"].split(":")[0] for s in skipped)
     lines.append(f"status: {meta.get('status')} | {len(rows)} rows | {len(skipped)} cases skipped"
@@ -352,6 +353,7 @@ def _header(results: list[dict], commit: str | None = None) -> str:
              f"{_f(cop.get('GBps'), '{:.0f}')} GB/s ({cop.get('method')})"],
             [f"dense peak {dense.get('size', '')}^3, TFLOP/s", peaks or "-"],
             ["L2", f"{(m.get('l2_bytes') or 0) / 2**20:.0f} MiB"],
+            ["eager calls", m.get("eager_path") or "-"],
         ]))
         out.append("")
     return "\n".join(out)

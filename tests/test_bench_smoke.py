@@ -12,7 +12,7 @@ import pytest
 
 import bench
 import cubsparse
-from bench import cases, timing
+from bench import cases, report, timing
 from bench.runner import eager_table, select_contenders
 
 FIGURES = ("host_us", "eager_ms", "sync_ms")
@@ -504,3 +504,24 @@ def test_report_milestones_cli_takes_a_case_from_the_last_file(tmp_path, capsys)
     alone, rounds = out.split("in alternating rounds")
     assert "| 64 | `X @ W` | 0.75 | **0.80** |" in alone  # 1.0 x 0.1 / 0.125, not / 0.2
     assert "| 64 | `X @ W` | 0.75 | **0.80** |" in rounds  # 0.1 / 0.125, not / 0.25
+
+
+def test_results_name_the_path_eager_calls_take(monkeypatch):
+    # Without the compiled call path an eager loop of a short kernel times the Python
+    # path's host time: the run's device line and header say which path ran.
+    from bench.device import eager_path
+    from cubsparse._cuda import fastcall
+
+    monkeypatch.setattr(fastcall, "ENABLED", False)
+    assert eager_path() == "python"
+    monkeypatch.setattr(fastcall, "ENABLED", True)
+    monkeypatch.setattr(fastcall, "PDL", False)
+    assert eager_path() == "compiled, no dependent launch"
+    monkeypatch.setattr(fastcall, "PDL", True)
+    assert eager_path() == "compiled"
+    res = {"meta": {"gpu": "NVIDIA H200", "eager_path": "python"}, "rows": [], "files": {}}
+    device_line = [ln for ln in report.run_footer(res).splitlines()
+                   if ln.startswith("device:")]
+    assert len(device_line) == 1
+    assert device_line[0].endswith("| eager calls: python")
+    assert "| eager calls | python |" in report.render(res)

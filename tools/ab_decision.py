@@ -56,9 +56,14 @@ def operand_pairs(n: int, ck: int, dtype: str = "float16"):
 
 
 def gpu_banner() -> float:
-    """Prints the GPU's name and copy bandwidth (:func:`copy_gbps`); returns the latter."""
+    """Prints the GPU's name, its copy bandwidth (:func:`copy_gbps`) and the path eager
+    calls take (``bench.device.eager_path``: without the compiled path, eager figures of
+    short kernels are the Python path's host time); returns the bandwidth."""
+    from bench.device import eager_path
+
     bw = copy_gbps()
-    print(f"GPU: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, copy {bw:.0f} GB/s")
+    print(f"GPU: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, copy {bw:.0f} GB/s, "
+          f"eager calls: {eager_path()}")
     return bw
 
 
