@@ -4,7 +4,8 @@
 # Usage: bash tools/gpu_session.sh [tests] [sanitize] [ncu:B] [wgmma:B:DTYPE] [probe]
 #        [sweep:NAME:SECONDS:ARGS] (ARGS: `python -m bench` options joined by "+") [multigpu]
 #        [sdd-small-n]
-# `tests` spreads its xdist workers over every visible GPU; `multigpu` (two GPUs or more)
+# It first builds the compiled call path (tools/build_fastcall.sh: carry
+# cubsparse/_cuda/_fastcall.c). `tests` spreads its xdist workers over every visible GPU; `multigpu` (two GPUs or more)
 # runs the two-GPU tests, both data-parallel examples on two GPUs and the scaling benchmark.
 # `sdd-small-n`: the small-N weight gradient's measurements (bench/NOTES.md 281-292): its
 # grid test, the candidate short tiles, the TMA kernel at 64-128 rows for b = 128.
@@ -13,6 +14,7 @@ cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 OUT="${OUT:-$PWD/gpu_out}"; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+bash tools/build_fastcall.sh  # (eager figures need the compiled call path)
 summary=()
 for step in "$@"; do
   case "$step" in

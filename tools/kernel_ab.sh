@@ -6,7 +6,9 @@
 # the form it found. The working tree's files come back at the end, or on any exit.
 #   here:   for f in FILES; do mkdir -p ab_old/$(dirname $f); git show REF:$f > ab_old/$f; done
 #   device: bash tools/kernel_ab.sh ROUNDS "COMMAND" FILES...
-# (ab_old/ is untracked and not ignored, so it travels with the tree.) e.g.
+# (ab_old/ is untracked and not ignored, so it travels with the tree; carry
+# cubsparse/_cuda/_fastcall.c too, which tools/build_fastcall.sh builds first, or the eager
+# figures of short kernels are the Python path's host time.) e.g.
 #   bash tools/kernel_ab.sh 2 "python3 tools/sdd_short_tiles.py --b 128,64 --only 0 --eager \
 #     --n 1,32,128 --ck 12288 --d 0.25,0.5" cubsparse/kernels/sm90.cuh \
 #     cubsparse/kernels/sdd_wgmma.cuh
@@ -15,6 +17,7 @@ cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD:$PWD/tools${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 OUT="${OUT:-$PWD/gpu_out}"; mkdir -p "$OUT"
 rounds=$1 cmd=$2; shift 2
+bash tools/build_fastcall.sh  # (eager figures need the compiled call path)
 files=("$@")
 if [ -e ab_new ]; then echo "ab_new/ exists: a run was cut short; restore from it first" >&2; exit 1; fi
 for f in "${files[@]}"; do
