@@ -76,3 +76,43 @@ def test_the_compile_check_counts_the_ctas_registers_hold():
                                 {"_Z1": "k<1>", "_Z2": "k<2>"}.get)
     assert lines == ["  k<1>: planned 4/SM from shared memory, 116 registers x 256 threads "
                      "hold 2"]
+
+
+def test_sass_diff_reads_cuobjdump_listings():
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    tools = Path(__file__).resolve().parents[1] / "tools"
+    sys.path.insert(0, str(tools))  # (sass_diff imports check_kernels beside it)
+    try:
+        spec = importlib.util.spec_from_file_location("sass_diff", tools / "sass_diff.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(tools))
+    listing = """
+        Function : _Z1aPi
+        /*0000*/                   LDC R1, c[0x0][0x28] ;       /* 0x00000a00ff017b82 */
+                                                                /* 0x000fe20000000800 */
+        /*0010*/                   S2R R0, SR_TID.X ;           /* 0x0000000000007919 */
+        .......
+        Function : _Z1bPi
+        /*0000*/                   EXIT ;                       /* 0x000000000000794d */
+    """
+    got = module.sass_by_function(listing)
+    assert got == {"_Z1aPi": ["LDC R1, c[0x0][0x28]", "S2R R0, SR_TID.X"], "_Z1bPi": ["EXIT"]}
+
+
+def test_source_reads_another_revisions_kernels(tmp_path):
+    import shutil
+
+    from cubsparse._cuda import compile as _compile
+
+    shutil.copytree(KERNELS, tmp_path / "kernels")
+    assert _compile.source("sdd_wgmma", str(tmp_path / "kernels")) == _compile.source("sdd_wgmma")
+    header = tmp_path / "kernels" / "sm90.cuh"
+    header.write_text(header.read_text() + "\n// another revision\n")
+    other = _compile.source("sdd_wgmma", str(tmp_path / "kernels"))
+    assert other != _compile.source("sdd_wgmma")
+    assert "// another revision" in other

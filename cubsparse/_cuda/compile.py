@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import os
+import pathlib
 import re
 
 from .configs import KernelConfig
@@ -23,11 +24,21 @@ class KernelCompileError(RuntimeError):
     """NVRTC rejected a kernel; the message carries the compiler log."""
 
 
-@functools.cache
-def source(family: str) -> str:
+def source(family: str, kernels: str | None = None) -> str:
     """The family's CUDA source with its ``.cuh`` headers inlined, each once (NVRTC gets no
-    include path)."""
-    kdir = importlib.resources.files("cubsparse") / "kernels"
+    include path); from the package's kernels (read once), or from the folder ``kernels``
+    (another revision's, for tools that compare two; read at each call)."""
+    if kernels is None:
+        return _package_source(family)
+    return _inline_source(pathlib.Path(kernels), family)
+
+
+@functools.cache
+def _package_source(family: str) -> str:
+    return _inline_source(importlib.resources.files("cubsparse") / "kernels", family)
+
+
+def _inline_source(kdir, family: str) -> str:
     seen: set = set()
 
     def inline(text: str) -> str:
