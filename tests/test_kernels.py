@@ -116,3 +116,34 @@ def test_source_reads_another_revisions_kernels(tmp_path):
     other = _compile.source("sdd_wgmma", str(tmp_path / "kernels"))
     assert other != _compile.source("sdd_wgmma")
     assert "// another revision" in other
+
+
+def test_ab_summary_pairs_each_case_of_both_forms(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "tools" / "ab_summary.py"
+    spec = importlib.util.spec_from_file_location("ab_summary", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    decision = ("GPU: NVIDIA H200, copy 4180 GB/s, eager calls: compiled\n"
+                " sdd  float16    32  12288   64  0.50      {t:.1f}  0.71     82.9\n"
+                "      dense=False: sampled A @ B, ...\n")
+    short = ("b=64   C=K=12288  d=0.10 N=1      30.2 MB     {e:.1f}    {t:.1f} 0.62"
+             "     20.0    19.0 0.40\n"
+             "b=64 candidates: (2, 1, 1, 3, False, 64)  (2, 1, 1, 4, False, 32)\n")
+    for form, rnd, t in (("old", 1, 54.6), ("new", 1, 51.6), ("new", 2, 51.5),
+                         ("old", 2, 54.4)):
+        text = decision.format(t=t) + short.format(e=t + 2, t=t - 1)
+        (tmp_path / f"ab_{form}_{rnd}.txt").write_text(text)
+    lines = module.summary(tmp_path)
+    by_case = {line.split("  old ")[0].strip(): line for line in lines}
+    assert set(by_case) == {"sdd float16 N=32 C=K=12288 b=64 d=0.50 value 0 graph",
+                            "b=64 C=K=12288 d=0.10 N=1 candidate 0 eager",
+                            "b=64 C=K=12288 d=0.10 N=1 candidate 0 graph",
+                            "b=64 C=K=12288 d=0.10 N=1 candidate 1 eager",
+                            "b=64 C=K=12288 d=0.10 N=1 candidate 1 graph"}
+    line = by_case["sdd float16 N=32 C=K=12288 b=64 d=0.50 value 0 graph"]
+    assert line.split()[-5:] == ["54.6/54.4", "new", "51.6/51.5", "old/new", "1.056"]
+    assert line.endswith(f"old/new {54.4 / 51.5:.3f}")
+    assert by_case["b=64 C=K=12288 d=0.10 N=1 candidate 1 graph"].endswith("old/new 1.000")

@@ -2,8 +2,10 @@
 # Same-GPU A/B of kernel sources, each form in its own process, in turn: each round runs
 # COMMAND once with the files saved under ab_old/ (mirroring their paths) in place and once
 # with the working tree's own, the order alternating by round; output in
-# $OUT/ab_{old,new}_R.txt. Kernels compile from the files at run time, so each process runs
-# the form it found. The working tree's files come back at the end, or on any exit.
+# $OUT/ab_{old,new}_R.txt, and the old-over-new table of their timed cases
+# (tools/ab_summary.py) in $OUT/ab_summary.txt. Kernels compile from the files at run
+# time, so each process runs the form it found. The working tree's files come back at the
+# end, or on any exit.
 #   here:   for f in FILES; do mkdir -p ab_old/$(dirname $f); git show REF:$f > ab_old/$f; done
 #   device: bash tools/kernel_ab.sh ROUNDS "COMMAND" FILES...
 # (ab_old/ is untracked and not ignored, so it travels with the tree; carry
@@ -37,3 +39,4 @@ for r in $(seq 1 "$rounds"); do
     echo "$form round $r rc=$?"
   done
 done
+python3 tools/ab_summary.py "$OUT" | tee "$OUT/ab_summary.txt"
