@@ -113,10 +113,10 @@ __global__ void __launch_bounds__(WM* WN * 128,
   // trade takes sixteen instructions. The barrier first: a warp's wgmma wait covers its own
   // share of the MMAs, and the other warps' may still read the stage. The pipeline refills
   // that stage two slices later, past two more barriers, by which time every warp's loads
-  // from it are done. Taken where it ran faster on an H200 (bench/NOTES.md 299-300): b = 64
+  // from it are done. Taken where it ran faster on an H200 (bench/NOTES.md 299-301): b = 64
   // 1.02-1.08x, b = 128's long tile 1.02x, its short one 1.06-1.09x at C = K = 8192 and
   // d = 0.1 (0.98-1.01x elsewhere). b = 128's wide tile (two blocks a group) ran 0.98x at
-  // d = 0.1, and the flipped tiles (b <= 32, the trade by stmatrix .trans) 0.87-1.01x: they
+  // d = 0.1, and the flipped tiles (b <= 32, the trade by stmatrix .trans) 0.87-1.02x: they
   // keep the shuffles.
   constexpr bool STAGED = sdd_wgmma_vec_store(B, FLIP, NW) &&
                           (B == 64 || (B == 128 && G == 1));
