@@ -37,9 +37,12 @@ def _gencode(arch: str) -> list[str]:
     return [f"-gencode=arch=compute_{num},code=sm_{num}"]
 
 
-def compile_nvcc(nvcc: str, family: str, names: list[str], arch: str) -> tuple[bool, str]:
-    """Compile ``names`` with nvcc; returns (ok, ptxas log)."""
-    src = _compile.source(family)
+def compile_nvcc(nvcc: str, family: str, names: list[str], arch: str,
+                 kernels: str | None = None, cubin: Path | None = None) -> tuple[bool, str]:
+    """Compile ``names`` with nvcc, from the package's kernels or the folder ``kernels``
+    (``compile.source``), keeping the cubin at ``cubin`` where given; returns (ok, ptxas
+    log)."""
+    src = _compile.source(family, kernels)
     refs = ",\n".join(f"  (const void*)&{n}" for n in names)
     src += ("\n// Host-side references force each instantiation.\n"
             f"const void* cubsparse_keep[] = {{\n{refs}\n}};\n")
@@ -47,7 +50,7 @@ def compile_nvcc(nvcc: str, family: str, names: list[str], arch: str) -> tuple[b
         path = Path(tmp) / f"{family}.cu"
         path.write_text(src)
         cmd = [nvcc, "-cubin", *_gencode(arch), *_compile.compile_options_for_nvcc(),
-               "-o", str(Path(tmp) / "out.cubin"), str(path)]
+               "-o", str(cubin or Path(tmp) / "out.cubin"), str(path)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
     return proc.returncode == 0, proc.stdout + proc.stderr
 

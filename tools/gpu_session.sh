@@ -5,8 +5,8 @@
 #        [sweep:NAME:SECONDS:ARGS] (ARGS: `python -m bench` options joined by "+") [multigpu]
 #        [sdd-small-n]
 # It first builds the compiled call path (tools/build_fastcall.sh: carry
-# cubsparse/_cuda/_fastcall.c). `tests` spreads its xdist workers over every visible GPU; `multigpu` (two GPUs or more)
-# runs the two-GPU tests, both data-parallel examples on two GPUs and the scaling benchmark.
+# cubsparse/_cuda/_fastcall.c). `tests` spreads its xdist workers over every visible GPU;
+# `multigpu` (two GPUs or more) runs the two-GPU tests, both data-parallel examples on two GPUs and the scaling benchmark.
 # `sdd-small-n`: the small-N weight gradient's measurements (bench/NOTES.md 281-292): its
 # grid test, the candidate short tiles, the TMA kernel at 64-128 rows for b = 128.
 set -uo pipefail

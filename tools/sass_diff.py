@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from check_kernels import _gencode, demangler, parse_report  # noqa: E402
+from check_kernels import compile_nvcc, demangler, parse_report  # noqa: E402
 
 from cubsparse._cuda import compile as _compile  # noqa: E402
 from cubsparse._cuda import configs as _configs  # noqa: E402
@@ -83,23 +83,17 @@ def kernels_at(ref: str, dest: Path) -> Path:
 def compile_family(family: str, kernels: str | None, names: list[str], arch: str,
                    env: dict) -> tuple[dict[str, list[str]], dict[str, dict]]:
     """(SASS per mangled name, ptxas report per mangled name) of ``names``."""
-    src = _compile.source(family, kernels)
-    src += "\nconst void* sass_diff_keep[] = {\n" + ",\n".join(
-        f"  (const void*)&{n}" for n in names) + "\n};\n"
     with tempfile.TemporaryDirectory() as tmp:
-        cu, cubin = Path(tmp) / f"{family}.cu", Path(tmp) / "out.cubin"
-        cu.write_text(src)
-        proc = subprocess.run(["nvcc", "-cubin", *_gencode(arch), "-std=c++17", "-Xptxas",
-                               "-v", "-o", str(cubin), str(cu)], capture_output=True,
-                              text=True)
-        if proc.returncode:
+        cubin = Path(tmp) / "out.cubin"
+        ok, log = compile_nvcc("nvcc", family, names, arch, kernels, cubin)
+        if not ok:
             raise SystemExit(f"{family} ({kernels or 'working tree'}) does not compile:\n"
-                             + proc.stderr[-3000:])
+                             + log[-3000:])
         sass = subprocess.run(["cuobjdump", "-sass", str(cubin)], capture_output=True,
                               text=True, env=env)
         if sass.returncode or "Function :" not in sass.stdout:
             raise SystemExit("cuobjdump failed (is nvdisasm on the PATH?):\n" + sass.stderr)
-    return sass_by_function(sass.stdout), parse_report(proc.stdout + proc.stderr)
+    return sass_by_function(sass.stdout), parse_report(log)
 
 
 def _regs(report: dict, name: str) -> str:

@@ -29,7 +29,8 @@
 #include "sdd_wgmma.cuh"
 
 // The CTAs an SM's shared memory holds of a tile: 228 KB an SM on Hopper, each CTA taking
-// its stages, the launch's 1 KB of alignment slack and the 1 KB the driver reserves.
+// its stages, the launch's 1 KB of alignment slack and the 1 KB the driver reserves (the
+// count the plan makes by configs.ctas_per_sm from sdd_configs.sdd_wgmma_config's smem).
 template <int B, int G, int WM, int WN, int STAGES, bool FLIP, int BK>
 __host__ __device__ constexpr int sdd_wgmma_smem_ctas() {
   return (228 * 1024) / (STAGES * SddCopyTile<B, G, WM, WN, FLIP, BK>::STAGE_BYTES + 2048);
